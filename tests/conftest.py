@@ -1,0 +1,83 @@
+"""Shared fixtures: workspaces with API keys, people per role, threads, and an agent client."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import TransactionTestCase
+from rest_framework.test import APIClient
+
+from tests import factories
+from threads.dbguard import log_seal_opened
+
+_fixture_teardown = TransactionTestCase._fixture_teardown
+
+
+def _fixture_teardown_with_open_seal(self: TransactionTestCase) -> None:
+    # Flushing a transactional test's database deletes event rows, which the SQLite
+    # append-only triggers refuse by design; the flush is test maintenance, not app code.
+    with log_seal_opened():
+        _fixture_teardown(self)
+
+
+TransactionTestCase._fixture_teardown = _fixture_teardown_with_open_seal  # type: ignore[method-assign]
+
+
+@pytest.fixture
+def workspace_and_key(db: Any) -> tuple[Any, str]:
+    return factories.make_workspace("acme")
+
+
+@pytest.fixture
+def workspace(workspace_and_key: tuple[Any, str]) -> Any:
+    return workspace_and_key[0]
+
+
+@pytest.fixture
+def api_key(workspace_and_key: tuple[Any, str]) -> str:
+    return workspace_and_key[1]
+
+
+@pytest.fixture
+def agent(api_key: str) -> APIClient:
+    """An API client authenticated as the workspace's agent."""
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key}")
+    return client
+
+
+@pytest.fixture
+def other_agent(db: Any) -> APIClient:
+    """An agent of another workspace."""
+    _, key = factories.make_workspace("globex")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    return client
+
+
+@pytest.fixture
+def thread(workspace: Any) -> Any:
+    return factories.make_thread(workspace, external_id="order-10086")
+
+
+def _person_client(workspace: Any, role: str) -> APIClient:
+    user = factories.make_person(workspace, f"{role}-user", role)
+    client = APIClient(enforce_csrf_checks=True)
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def operator_client(workspace: Any) -> APIClient:
+    return _person_client(workspace, "operator")
+
+
+@pytest.fixture
+def reviewer_client(workspace: Any) -> APIClient:
+    return _person_client(workspace, "reviewer")
+
+
+@pytest.fixture
+def admin_client_ws(workspace: Any) -> APIClient:
+    return _person_client(workspace, "admin")

@@ -1,0 +1,60 @@
+"""Builders for test data. They go through the services, so test data obeys the invariants."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from threads.domain.events import normalize_event
+from threads.models import Event, Thread, Workspace
+from threads.services.events import event_append_batch
+from threads.services.threads import thread_get_or_create
+from threads.services.workspaces import member_add, workspace_create
+
+PASSWORD = "correct-horse-battery"
+
+
+def make_workspace(name: str = "acme") -> tuple[Workspace, str]:
+    return workspace_create(name=name)
+
+
+def make_person(workspace: Workspace, username: str, role: str) -> Any:
+    return member_add(workspace=workspace, username=username, role=role, password=PASSWORD)
+
+
+def make_thread(workspace: Workspace, external_id: str = "t-1", **settings: Any) -> Thread:
+    return thread_get_or_create(workspace=workspace, external_id=external_id, **settings)[0]
+
+
+def append(thread: Thread, *bodies: dict[str, Any]) -> list[Event]:
+    """Append events given as the agent would post them; return the stored rows."""
+    new = [normalize_event(b, max_bytes=1 << 20) for b in bodies]
+    return [a.event for a in event_append_batch(thread=thread, new_events=new)]
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"kind": "message", "role": "user", "content": text}
+
+
+def assistant(text: str) -> dict[str, Any]:
+    return {"kind": "message", "role": "assistant", "content": text}
+
+
+def call(call_id: str, tool: str, arguments: dict[str, Any] | None = None,
+         side_effect_key: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"kind": "tool_call", "tool_call_id": call_id, "tool_name": tool,
+                            "arguments": arguments or {}}
+    if side_effect_key:
+        body.update(side_effect=True, idempotency_key=side_effect_key)
+    return body
+
+
+def result(call_id: str, status: str = "succeeded", value: Any = None,
+           **extra: Any) -> dict[str, Any]:
+    body = {"kind": "tool_result", "tool_call_id": call_id, "status": status, **extra}
+    if value is not None:
+        body["result"] = value
+    return body
+
+
+def annotation(type_: str, authority: str, payload: dict[str, Any]) -> dict[str, Any]:
+    return {"kind": "annotation", "type": type_, "authority": authority, "payload": payload}

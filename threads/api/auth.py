@@ -1,0 +1,57 @@
+"""Agent authentication: `Authorization: Bearer <workspace api key>`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+from rest_framework.request import Request
+
+from threads.models import ApiKey, Workspace
+from threads.services.workspaces import api_key_digest
+
+
+@dataclass(frozen=True)
+class AgentPrincipal:
+    """The identity of a request made with an API key: a workspace, never a person."""
+
+    workspace: Workspace
+    key: ApiKey
+
+    is_authenticated = True
+    is_active = True
+
+    @property
+    def label(self) -> str:
+        return f"api key {self.key.name}"
+
+
+class ApiKeyAuthentication(authentication.BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request: Request) -> tuple[AgentPrincipal, ApiKey] | None:
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        if not header:
+            return None
+        scheme, _, secret = header.partition(" ")
+        if scheme != self.keyword or not secret.strip():
+            raise exceptions.AuthenticationFailed("use Authorization: Bearer <api key>")
+        key = (
+            ApiKey.objects.select_related("workspace")
+            .filter(key_hash=api_key_digest(secret.strip()), revoked_at__isnull=True)
+            .first()
+        )
+        if key is None:
+            raise exceptions.AuthenticationFailed("unknown or revoked API key")
+        if key.last_used_at is None or (timezone.now() - key.last_used_at).total_seconds() > 60:
+            ApiKey.objects.filter(pk=key.pk).update(last_used_at=timezone.now())
+        return AgentPrincipal(workspace=key.workspace, key=key), key
+
+    def authenticate_header(self, request: Request) -> str:
+        return self.keyword
+
+
+def is_agent(user: Any) -> bool:
+    return isinstance(user, AgentPrincipal)

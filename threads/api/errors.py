@@ -1,0 +1,70 @@
+"""One exception handler for the whole API: every error is
+`{"error": {"code", "message", "fields"}}` with a fitting status, never an HTML page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from threads.domain.errors import DomainError
+
+
+def error_body(code: str, message: str, fields: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "fields": fields or {}}}
+
+
+def _flatten(detail: Any) -> Any:
+    if isinstance(detail, list):
+        flat = [_flatten(d) for d in detail]
+        return flat[0] if len(flat) == 1 and isinstance(flat[0], str) else flat
+    if isinstance(detail, dict):
+        return {k: _flatten(v) for k, v in detail.items()}
+    return str(detail)
+
+
+DRF_CODES = {
+    exceptions.NotAuthenticated: "not_authenticated",
+    exceptions.AuthenticationFailed: "authentication_failed",
+    exceptions.PermissionDenied: "permission_denied",
+    exceptions.NotFound: "not_found",
+    exceptions.MethodNotAllowed: "method_not_allowed",
+    exceptions.UnsupportedMediaType: "unsupported_media_type",
+    exceptions.Throttled: "throttled",
+    exceptions.NotAcceptable: "not_acceptable",
+}
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, DomainError):
+        return Response(error_body(exc.code, exc.message, exc.fields), status=exc.status)
+    if isinstance(exc, Http404):
+        return Response(error_body("not_found", "not found"), status=status.HTTP_404_NOT_FOUND)
+    if isinstance(exc, DjangoPermissionDenied):
+        return Response(error_body("permission_denied", str(exc) or "permission denied"),
+                        status=status.HTTP_403_FORBIDDEN)
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, exceptions.ValidationError):
+        fields = _flatten(exc.detail)
+        if not isinstance(fields, dict):
+            fields = {"non_field_errors": fields}
+        response.data = error_body("validation_error", "invalid input", fields)
+    elif isinstance(exc, exceptions.ParseError):
+        response.data = error_body("invalid_json", str(exc.detail))
+    elif isinstance(exc, exceptions.APIException):
+        code = next((c for cls, c in DRF_CODES.items() if isinstance(exc, cls)), "error")
+        response.data = error_body(code, str(exc.detail))
+    return response
+
+
+def json_error_view(code: str, message: str, status_code: int) -> Any:
+    def view(request: Any, *args: Any, **kwargs: Any) -> JsonResponse:
+        return JsonResponse(error_body(code, message), status=status_code)
+
+    return view

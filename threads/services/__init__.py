@@ -1,0 +1,1 @@
+"""Every write of ctxadmin, one transaction each. Modules by what they write."""
