@@ -1,0 +1,31 @@
+"""Who may do what (DESIGN §8): operator < reviewer < admin, per workspace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from threads.domain.errors import PermissionDenied
+from threads.models import ROLE_RANK, Membership, Role, Workspace
+
+
+def member_role(user: Any, workspace: Workspace) -> str | None:
+    if user is None or not getattr(user, "is_authenticated", False) or not hasattr(user, "pk"):
+        return None
+    return (
+        Membership.objects.filter(user_id=user.pk, workspace=workspace)
+        .values_list("role", flat=True)
+        .first()
+    )
+
+
+def has_role(role: str | None, needed: Role) -> bool:
+    return role is not None and ROLE_RANK[Role(role)] >= ROLE_RANK[needed]
+
+
+def require_role(user: Any, workspace: Workspace, needed: Role) -> str:
+    """Raise PermissionDenied unless the person holds `needed` or a higher role."""
+    role = member_role(user, workspace)
+    if not has_role(role, needed):
+        raise PermissionDenied(f"this needs the {needed.value} role in {workspace.name}")
+    assert role is not None
+    return role

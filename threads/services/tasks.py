@@ -1,0 +1,46 @@
+"""Task runs: what `GET /api/v1/tasks/{id}/` and the dashboard's progress bars read.
+
+A run is created with the request's transaction and its Celery task is sent only after commit,
+so a worker never looks for a run (or a thread) that is not there yet.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from django.db import transaction
+
+from threads.models import TaskRun, TaskState, Thread, Workspace
+
+
+def task_run_start(
+    *, workspace: Workspace, kind: str, send: Callable[[str], Any], thread: Thread | None = None
+) -> TaskRun:
+    """Record a run and enqueue it after commit. `send(task_id)` enqueues the Celery task,
+    e.g. `lambda task_id: fold_thread_task.apply_async((thread_id,), task_id=task_id)`."""
+    run = TaskRun.objects.create(
+        id=str(uuid.uuid4()), workspace=workspace, thread=thread, kind=kind
+    )
+    transaction.on_commit(lambda: send(run.id))
+    return run
+
+
+def task_run_progress(task_id: str | None, *, done: int, total: int) -> None:
+    if task_id:
+        TaskRun.objects.filter(pk=task_id).update(
+            state=TaskState.PROGRESS, done=done, total=total
+        )
+
+
+def task_run_started(task_id: str | None) -> None:
+    if task_id:
+        TaskRun.objects.filter(pk=task_id).update(state=TaskState.STARTED)
+
+
+def task_run_finish(task_id: str | None, *, result: Any, ok: bool = True) -> None:
+    if task_id:
+        TaskRun.objects.filter(pk=task_id).update(
+            state=TaskState.SUCCESS if ok else TaskState.FAILURE, result=result
+        )
