@@ -63,6 +63,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "threads.views.context_processors.memberships",
             ],
         },
     },
@@ -155,13 +156,14 @@ CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
 if not CELERY_BROKER_URL:
     # Embedded default: a broker-less filesystem queue that the demo's worker reads.
     _queue = VAR_DIR / "celery"
-    for _sub in ("in", "processed"):
+    for _sub in ("in", "processed", "control"):
         (_queue / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_queue / "in"),
         "data_folder_out": str(_queue / "in"),
         "processed_folder": str(_queue / "processed"),
+        "control_folder": str(_queue / "control"),
         "store_processed": False,
     }
 CELERY_TASK_ALWAYS_EAGER = env.bool("CTXADMIN_TASKS_EAGER", default=False)

@@ -1,12 +1,20 @@
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from threads.api.errors import api_not_found
 
 urlpatterns = [
     path("api/v1/", include("threads.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    # Anything else under /api/ is a JSON 404, never the HTML page, whatever DEBUG says.
+    re_path(r"^api/", api_not_found),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("threads.urls")),
 ]
+
+# JSON for /api/ paths, Django's pages elsewhere.
+handler404 = "threads.api.errors.handler404"
+handler500 = "threads.api.errors.handler500"

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
+from django.db import connection, transaction
+
+from threads.dbguard import log_seal_opened
 from threads.domain.events import normalize_event
 from threads.models import Event, Thread, Workspace
 from threads.services.events import event_append_batch
@@ -58,3 +63,20 @@ def result(call_id: str, status: str = "succeeded", value: Any = None,
 
 def annotation(type_: str, authority: str, payload: dict[str, Any]) -> dict[str, Any]:
     return {"kind": "annotation", "type": type_, "authority": authority, "payload": payload}
+
+
+@contextlib.contextmanager
+def log_unsealed() -> Iterator[None]:
+    """Test-only: lift the append-only triggers for the statements inside, to simulate someone
+    tampering with the database. SQLite: the per-connection seal; PostgreSQL:
+    session_replication_role=replica for this transaction, restored afterwards."""
+    with transaction.atomic():
+        if connection.vendor != "postgresql":
+            with log_seal_opened():
+                yield
+            return
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL session_replication_role = replica")
+        yield
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL session_replication_role = DEFAULT")

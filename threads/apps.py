@@ -10,3 +10,8 @@ class ThreadsConfig(AppConfig):
         from threads.dbguard import install_sqlite_function
 
         connection_created.connect(install_sqlite_function, dispatch_uid="ctxadmin_log_seal")
+
+        # Fold triggers run after every committed append (threads.services.events hooks).
+        from threads.services import triggers
+
+        triggers.install()

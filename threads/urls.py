@@ -1,3 +1,42 @@
-from django.urls import path  # noqa: F401
+"""Dashboard URLs (CONTRACT "Dashboard URLs"): people bookmark and share them."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from threads.views import checkpoints, context, oversight, queues, summaries, threads
+
+urlpatterns = [
+    path("", threads.home, name="home"),
+    path("threads/", threads.thread_list, name="thread-list"),
+    path("threads/<str:id>/", threads.thread_timeline, name="thread-timeline"),
+    path("threads/<str:id>/events/<int:seq>/", threads.thread_event, name="thread-event"),
+    path("threads/<str:id>/context/", context.thread_context, name="thread-context"),
+    path("threads/<str:id>/summaries/", summaries.summary_list, name="summary-list"),
+    path(
+        "threads/<str:id>/summaries/<int:version>/",
+        summaries.summary_detail,
+        name="summary-detail",
+    ),
+    path("threads/<str:id>/fold/", summaries.fold_now, name="fold-now"),
+    path("threads/<str:id>/checkpoints/", checkpoints.checkpoint_list, name="checkpoint-list"),
+    path("threads/<str:id>/checkpoints/new/", checkpoints.checkpoint_new, name="checkpoint-new"),
+    path(
+        "threads/<str:id>/checkpoints/<int:checkpoint>/rollback-preview/",
+        checkpoints.rollback_preview_view,
+        name="rollback-preview",
+    ),
+    path("threads/<str:id>/rollback/", checkpoints.rollback, name="rollback"),
+    path("threads/<str:id>/fork/", checkpoints.fork, name="fork"),
+    path("threads/<str:id>/verify/", oversight.integrity_verify, name="integrity-verify"),
+    path("tasks/<str:task_id>/progress/", summaries.task_progress, name="task-progress"),
+    path("side-effects/", queues.side_effect_list, name="side-effect-list"),
+    path(
+        "side-effects/<int:pk>/resolve/",
+        queues.side_effect_resolve_view,
+        name="side-effect-resolve",
+    ),
+    path("side-effects/<int:pk>/check/", queues.side_effect_check_view, name="side-effect-check"),
+    path("approvals/", queues.approval_list, name="approval-list"),
+    path("approvals/<int:pk>/decide/", queues.approval_decide_view, name="approval-decide"),
+    path("integrity/", oversight.integrity, name="integrity"),
+    path("audit/", oversight.audit, name="audit"),
+]

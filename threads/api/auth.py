@@ -6,10 +6,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from threads.models import ApiKey, Workspace
+from threads.models import ApiKey, Thread, Workspace
+from threads.selectors import thread_get_for_member, thread_get_for_workspace
 from threads.services.workspaces import api_key_digest
 
 
@@ -55,3 +57,32 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
 def is_agent(user: Any) -> bool:
     return isinstance(user, AgentPrincipal)
+
+
+def require_agent(request: Request, action: str) -> AgentPrincipal:
+    """Only agents (API keys) may do this; people are refused with 403."""
+    if not is_agent(request.user):
+        raise exceptions.PermissionDenied(f"only agents (API keys) may {action}")
+    return request.user  # type: ignore[return-value]
+
+
+def thread_for_request(request: Request, id: str) -> Thread:
+    """The thread by UUID or external_id as the caller may see it: an agent within its workspace,
+    a person within their workspaces. Anything else is 404, never 403 (DESIGN §8)."""
+    if is_agent(request.user):
+        return thread_get_for_workspace(workspace=request.user.workspace, id=id)
+    return thread_get_for_member(user=request.user, id=id)
+
+
+class ApiKeyScheme(OpenApiAuthenticationExtension):
+    """Documents the agents' bearer key in the OpenAPI schema."""
+
+    target_class = "threads.api.auth.ApiKeyAuthentication"
+    name = "apiKeyAuth"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "A workspace API key: `Authorization: Bearer <key>` (agents).",
+        }

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -44,6 +46,16 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return Response(error_body(exc.code, exc.message, exc.fields), status=exc.status)
     if isinstance(exc, Http404):
         return Response(error_body("not_found", "not found"), status=status.HTTP_404_NOT_FOUND)
+    if isinstance(exc, RequestDataTooBig):
+        # Django raises it when something reads request.body past DATA_UPLOAD_MAX_MEMORY_SIZE;
+        # left alone it would become an HTML 400.
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return Response(
+            error_body("payload_too_large",
+                       f"request body is larger than {limit} bytes (DATA_UPLOAD_MAX_MEMORY_SIZE)",
+                       {"limit": limit}),
+            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
     if isinstance(exc, DjangoPermissionDenied):
         return Response(error_body("permission_denied", str(exc) or "permission denied"),
                         status=status.HTTP_403_FORBIDDEN)
@@ -68,3 +80,33 @@ def json_error_view(code: str, message: str, status_code: int) -> Any:
         return JsonResponse(error_body(code, message), status=status_code)
 
     return view
+
+
+def _is_api(request: Any) -> bool:
+    return str(getattr(request, "path", "")).startswith("/api/")
+
+
+def api_not_found(request: Any, *args: Any, **kwargs: Any) -> JsonResponse:
+    """Every unknown path under /api/: a JSON 404, whatever DEBUG says (mounted in ctxadmin/urls)."""
+    message = f"no API route {request.path}"
+    if not request.path.endswith("/"):
+        message += " (API routes end with a slash)"
+    return JsonResponse(error_body("not_found", message), status=404)
+
+
+def handler404(request: Any, exception: Exception | None = None) -> Any:
+    if _is_api(request):
+        return JsonResponse(error_body("not_found", "not found"), status=404)
+    from django.views.defaults import page_not_found
+
+    return page_not_found(request, exception)  # type: ignore[arg-type]
+
+
+def handler500(request: Any) -> Any:
+    if _is_api(request):
+        return JsonResponse(
+            error_body("server_error", "internal error; it has been logged"), status=500
+        )
+    from django.views.defaults import server_error
+
+    return server_error(request)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from threads.domain.canonical import canonical_json, format_time
@@ -47,6 +47,7 @@ class NewEvent:
 
 
 def parse_time(value: Any) -> datetime:
+    """An RFC 3339 string as an aware datetime in UTC; ValueError names what is wrong."""
     if not isinstance(value, str):
         raise ValueError("must be an RFC 3339 string")
     try:
@@ -55,7 +56,12 @@ def parse_time(value: Any) -> datetime:
         raise ValueError("must be an RFC 3339 time such as 2026-01-31T12:00:00Z") from exc
     if parsed.tzinfo is None:
         raise ValueError("must carry a timezone (Z or +hh:mm)")
-    return parsed
+    try:
+        # Canonical times are UTC; an offset at the edge of the calendar (0001-01-01T00:00+01:00)
+        # has no UTC form and must be refused here, not crash the chain's formatting later.
+        return parsed.astimezone(UTC)
+    except OverflowError as exc:
+        raise ValueError("is outside the representable range of times") from exc
 
 
 def _text(errors: dict[str, str], body: dict[str, Any], name: str, *, limit: int = 0,
@@ -159,13 +165,23 @@ def normalize_event(body: Any, *, max_bytes: int) -> NewEvent:
     """Validate one event object as an agent submits it."""
     if not isinstance(body, dict):
         raise InvalidEvent("an event must be a JSON object")
-    size = len(canonical_json(body))
+    try:
+        size = len(canonical_json(body))
+    except (TypeError, ValueError) as exc:
+        # Lone surrogates (UnicodeEncodeError is a ValueError), NaN/Infinity or non-JSON values
+        # have no canonical form, so they could never be chained or exported.
+        raise InvalidEvent(f"the event is not storable JSON: {exc}") from exc
     if size > max_bytes:
         raise PayloadTooLarge(
             f"event is {size} bytes; the limit is {max_bytes} (CTXADMIN_MAX_EVENT_BYTES)",
             fields={"limit": max_bytes, "size": size},
         )
     kind = body.get("kind")
+    if not isinstance(kind, str):
+        # Checked first: an unhashable kind (a list, an object) cannot even be looked up below.
+        raise InvalidEvent(
+            "kind is required", fields={"kind": f"must be one of {', '.join(AGENT_KINDS)}"}
+        )
     if kind in SERVER_KINDS:
         raise InvalidEvent(
             f"{kind} events are written by ctxadmin itself, never accepted from agents",

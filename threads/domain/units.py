@@ -64,15 +64,51 @@ def split_units(
     return units
 
 
+def unit_groups(units: list[Unit]) -> list[list[Unit]]:
+    """Consecutive units that must be trimmed (or folded) together.
+
+    A call's result may sit in a later unit (the user spoke before the result came). Cutting
+    between those two units would separate the call from its result, so every unit from the
+    call's unit to the result's unit joins one group. Linear in the number of events.
+    (The result names its call by `call_seq`; a resolution of a call with no result yet
+    closes it the same way.)
+    """
+    unit_of: dict[int, int] = {}  # call seq -> index of the unit holding the call
+    reach: list[int] = []  # per unit: the index of the last unit it must stay with
+    for index, unit in enumerate(units):
+        reach.append(index)
+        for event in unit.events:
+            kind = event["kind"]
+            if kind == "tool_call":
+                unit_of[event["seq"]] = index
+            elif kind in ("tool_result", "side_effect_resolution"):
+                # Only the event that closes the call links units: a resolution of a call that
+                # already has a (timeout) result is news about the call, not its answer.
+                call_seq = event.get("call_seq")
+                start = unit_of.pop(call_seq, None) if call_seq is not None else None
+                if start is not None and start < index:
+                    reach[start] = max(reach[start], index)
+    groups: list[list[Unit]] = []
+    end = -1
+    for index, unit in enumerate(units):
+        if index > end:
+            groups.append([])
+        groups[-1].append(unit)
+        end = max(end, reach[index])
+    return groups
+
+
 def last_closed_boundary(units: list[Unit], *, after: int = 0) -> int:
     """End seq of the last closed unit such that every unit before it is closed too.
 
     Folding stops here: an open unit is never summarised, and nothing after it is either,
-    so that the summary's range stays a prefix of the log.
+    so that the summary's range stays a prefix of the log. The boundary also never falls
+    inside a group (see `unit_groups`): a call and a result that answers it from a later unit
+    are folded together or not at all.
     """
     boundary = after
-    for unit in units:
-        if not unit.closed:
+    for group in unit_groups(units):
+        if not all(unit.closed for unit in group):
             break
-        boundary = unit.to_seq
+        boundary = group[-1].to_seq
     return boundary

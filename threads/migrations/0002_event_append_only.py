@@ -5,7 +5,8 @@ from threads import dbguard
 
 def forwards(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(dbguard.POSTGRES_SQL)
+        # params=None: the SQL holds plpgsql's own % placeholders, not query parameters.
+        schema_editor.execute(dbguard.POSTGRES_SQL, params=None)
     elif schema_editor.connection.vendor == "sqlite":
         for statement in dbguard.SQLITE_SQL:
             schema_editor.execute(statement)

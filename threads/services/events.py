@@ -6,15 +6,17 @@ PostgreSQL; on SQLite every transaction is BEGIN IMMEDIATE, which serialises wri
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
+from django.db import connections, models, router, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from threads.domain import chain, tokens
-from threads.domain.errors import IdempotencyConflict, InvalidEvent, NoOpenToolCall
+from threads.domain.errors import IdempotencyConflict, InvalidEvent, NoOpenToolCall, NotFound
 from threads.domain.events import NewEvent, parse_time, stored_form
 from threads.domain.render import render_event
 from threads.models import (
@@ -24,6 +26,7 @@ from threads.models import (
     SideEffect,
     SideEffectStatus,
     Thread,
+    Workspace,
 )
 from threads.services.chainkey import chain_key
 
@@ -53,19 +56,21 @@ def _open_calls(thread: Thread, tool_call_ids: set[str]) -> dict[str, list[int]]
     """Seqs of calls with no result yet, per id, newest last."""
     if not tool_call_ids:
         return {}
+    # Only the key columns and the result's call_seq: tool results can be large and are not
+    # needed here.
     rows = Event.objects.filter(
         thread=thread,
         tool_call_id__in=tool_call_ids,
         kind__in=(EventKind.TOOL_CALL, EventKind.TOOL_RESULT),
-    ).values_list("kind", "seq", "data").order_by("seq")
+    ).values_list("kind", "seq", "tool_call_id", "data__call_seq").order_by("seq")
     calls: dict[str, list[int]] = {}
     answered: set[int] = set()
     by_seq: dict[int, str] = {}
-    for kind, seq, data in rows:
+    for kind, seq, tool_call_id, call_seq in rows:
         if kind == EventKind.TOOL_CALL:
-            by_seq[seq] = data["tool_call_id"]
+            by_seq[seq] = tool_call_id
         else:
-            answered.add(data["call_seq"])
+            answered.add(call_seq)
     for seq, call_id in by_seq.items():
         if seq not in answered:
             calls.setdefault(call_id, []).append(seq)
@@ -85,16 +90,50 @@ def event_append_batch(
     with transaction.atomic(durable=lock):
         locked = Thread.objects.select_for_update().get(pk=thread.pk)
         appended = _append_locked(locked, new_events)
-    new = [a.event for a in appended if a.created]
-    if new:
-        for hook in after_append_hooks:
-            transaction.on_commit(lambda hook=hook: hook(locked.pk, new))  # type: ignore[misc]
+    _schedule_hooks(locked, appended)
     thread.last_seq, thread.chain_head = locked.last_seq, locked.chain_head
     thread.token_total = locked.token_total
     return appended
 
 
-def _append_locked(thread: Thread, new_events: Sequence[NewEvent]) -> list[Appended]:
+def thread_events_append(
+    *, workspace: Workspace, thread_id: str, new_events: Sequence[NewEvent]
+) -> tuple[Thread, list[Appended]]:
+    """The API's append: find the workspace's thread by UUID or external_id and lock it in the
+    same query (select_for_update), then append as event_append_batch does. Raises NotFound
+    for a thread outside the workspace."""
+    with transaction.atomic(durable=True):
+        locked = _thread_lock_for_workspace(workspace, thread_id)
+        appended = _append_locked(locked, new_events)
+    _schedule_hooks(locked, appended)
+    return locked, appended
+
+
+def _thread_lock_for_workspace(workspace: Workspace, thread_id: str) -> Thread:
+    threads = Thread.objects.select_for_update().filter(workspace=workspace)
+    try:
+        uid = uuid.UUID(thread_id)
+    except ValueError:
+        found = list(threads.filter(external_id=thread_id))
+    else:
+        # The UUID wins over an external_id that happens to spell another thread's UUID.
+        found = sorted(threads.filter(Q(pk=uid) | Q(external_id=thread_id)),
+                       key=lambda t: t.pk != uid)
+    if not found:
+        raise NotFound("thread not found")
+    return found[0]
+
+
+def _schedule_hooks(thread: Thread, appended: list[Appended]) -> None:
+    new = [a.event for a in appended if a.created]
+    if new:
+        for hook in after_append_hooks:
+            transaction.on_commit(lambda hook=hook: hook(thread.pk, new))  # type: ignore[misc]
+
+
+def _append_locked(
+    thread: Thread, new_events: Sequence[NewEvent], *, with_pks: bool = False
+) -> list[Appended]:
     key = chain_key()
     client_ids = {e.client_event_id for e in new_events if e.client_event_id is not None}
     existing = {
@@ -160,10 +199,18 @@ def _append_locked(thread: Thread, new_events: Sequence[NewEvent]) -> list[Appen
             seen_in_batch[new.client_event_id] = event
     if not to_insert:
         return out
-    counts = tokens.count_texts([render_event(s) for s in stored_forms], thread.encoding)
+    texts = [render_event(s) for s in stored_forms]
+    # One by one: tiktoken's batch API starts a thread pool per call, slower than a loop here.
+    counts = [tokens.count_text(text, thread.encoding) for text in texts]
     for event, count in zip(to_insert, counts, strict=True):
         event.token_count = count + tokens.MESSAGE_OVERHEAD_TOKENS
-    Event.objects.bulk_create(to_insert)
+    _insert_rows(to_insert)
+    if with_pks or any(
+        e.kind == EventKind.APPROVAL_REQUEST
+        or (e.kind == EventKind.TOOL_CALL and e.data.get("side_effect"))
+        for e in to_insert
+    ):
+        _assign_event_pks(thread, to_insert)
     _record_side_effects_and_approvals(thread, to_insert)
     thread.last_seq, thread.chain_head = seq, head
     thread.token_total += sum(e.token_count for e in to_insert)
@@ -171,6 +218,62 @@ def _append_locked(thread: Thread, new_events: Sequence[NewEvent]) -> list[Appen
         last_seq=seq, chain_head=head, token_total=thread.token_total, updated_at=now
     )
     return out
+
+
+# Column types the database drivers take as they are; every other field is prepared by Django
+# (JSON, datetimes, UUID keys).
+_PLAIN_TYPES = frozenset({
+    "AutoField", "BigAutoField", "BigIntegerField", "BooleanField", "CharField", "IntegerField",
+    "PositiveBigIntegerField", "PositiveIntegerField", "TextField",
+})
+
+
+def _insert_rows(objs: Sequence[models.Model]) -> None:
+    """Insert rows of one model with one prepared INSERT run for every row (executemany).
+
+    A constant number of statements however large the batch: bulk_create splits SQLite
+    batches at Django's 999-parameter limit, and on PostgreSQL it binds arrays (UNNEST) that
+    the client-side cursor quotes in Python, slower than psycopg's pipelined executemany.
+    Primary keys are not read back (see _assign_event_pks).
+    """
+    if not objs:
+        return
+    model = type(objs[0])
+    connection = connections[router.db_for_write(model)]
+    meta = model._meta
+    fields = [f for f in meta.concrete_fields if not f.primary_key]
+    sql = "INSERT INTO {} ({}) VALUES ({})".format(
+        connection.ops.quote_name(meta.db_table),
+        ", ".join(connection.ops.quote_name(f.column) for f in fields),
+        ", ".join(["%s"] * len(fields)),
+    )
+    plans = [
+        (f.attname, f.get_internal_type() in _PLAIN_TYPES,
+         bool(getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)), f)
+        for f in fields
+    ]
+    rows = []
+    for obj in objs:
+        row = []
+        for attname, plain, auto, field in plans:
+            value = field.pre_save(obj, True) if auto else getattr(obj, attname)
+            row.append(value if plain else field.get_db_prep_save(value, connection))
+        rows.append(row)
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, rows)
+    for obj in objs:
+        obj._state.adding = False
+
+
+def _assign_event_pks(thread: Thread, events: list[Event]) -> None:
+    """Read back the keys of just-inserted events, in one query, for rows that refer to them."""
+    ids = dict(
+        Event.objects.filter(
+            thread=thread, seq__gte=events[0].seq, seq__lte=events[-1].seq
+        ).values_list("seq", "id")
+    )
+    for event in events:
+        event.pk = ids[event.seq]
 
 
 def _record_side_effects_and_approvals(thread: Thread, events: list[Event]) -> None:
@@ -194,18 +297,34 @@ def _record_side_effects_and_approvals(thread: Thread, events: list[Event]) -> N
                 expires_at=parse_time(event.data["expires_at"])
                 if event.data.get("expires_at") else None,
             ))
-    if new_effects:
-        SideEffect.objects.bulk_create(new_effects)
-    if approvals:
-        ApprovalRequest.objects.bulk_create(approvals)
+    _insert_rows(new_effects)
+    _insert_rows(approvals)
     if results:
         by_call = {r.data["call_seq"]: r for r in results}
-        for effect in SideEffect.objects.filter(thread=thread, call_seq__in=by_call):
+        effects = list(SideEffect.objects.filter(thread=thread, call_seq__in=by_call))
+        if not effects:
+            return
+        now = timezone.now()
+        for effect in effects:
             result = by_call[effect.call_seq]
             effect.status = RESULT_TO_SIDE_EFFECT[result.data["status"]]
             effect.result_seq = result.seq
             effect.request_id = result.data.get("request_id", "")
-            effect.save(update_fields=["status", "result_seq", "request_id", "updated_at"])
+            effect.updated_at = now
+        # One statement for the whole batch (bulk_update would split it on SQLite).
+        connection = connections[router.db_for_write(SideEffect)]
+        table = connection.ops.quote_name(SideEffect._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                f"UPDATE {table} SET status = %s, result_seq = %s, request_id = %s, "
+                "updated_at = %s WHERE id = %s",
+                [
+                    (e.status, e.result_seq, e.request_id,
+                     SideEffect._meta.get_field("updated_at").get_db_prep_save(now, connection),
+                     e.pk)
+                    for e in effects
+                ],
+            )
 
 
 def server_event_append(*, thread: Thread, kind: str, data: dict[str, Any],
@@ -215,4 +334,4 @@ def server_event_append(*, thread: Thread, kind: str, data: dict[str, Any],
     Must run inside the caller's transaction, which holds the thread's lock.
     """
     new = NewEvent(kind=kind, data=data, metadata=metadata or {})
-    return _append_locked(thread, [new])[0].event
+    return _append_locked(thread, [new], with_pks=True)[0].event

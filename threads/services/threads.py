@@ -4,17 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, models, transaction
 
 from threads.domain import chain
 from threads.models import Thread, Workspace
+from threads.services.audit import audit_record
 from threads.services.chainkey import chain_key
 
 
 def thread_get_or_create(
-    *, workspace: Workspace, external_id: str, **settings: Any
+    *, workspace: Workspace, external_id: str, actor_label: str = "", **settings: Any
 ) -> tuple[Thread, bool]:
-    """Create a thread, or return the existing one with that external_id (created=False)."""
+    """Create a thread, or return the existing one with that external_id (created=False).
+
+    A creation is audited (actor_label names an agent's key; empty means the system).
+    """
     existing = Thread.objects.filter(workspace=workspace, external_id=external_id).first()
     if existing is not None:
         return existing, False
@@ -23,7 +27,24 @@ def thread_get_or_create(
     try:
         with transaction.atomic():
             thread.save(force_insert=True)
+            audit_record(
+                workspace=workspace, actor=None, actor_label=actor_label or "system",
+                action="thread.create", target_type="thread", target_id=thread.pk,
+                thread=thread, after={"external_id": external_id, **_audit_form(settings)},
+            )
     except IntegrityError:
-        # Another request created it between our read and our insert.
-        return Thread.objects.get(workspace=workspace, external_id=external_id), False
+        # Another request created it between our read and our insert. Any other integrity
+        # error (a check constraint on the settings) is the caller's bug: re-raise it.
+        winner = Thread.objects.filter(workspace=workspace, external_id=external_id).first()
+        if winner is None:
+            raise
+        return winner, False
     return thread, True
+
+
+def _audit_form(settings: dict[str, Any]) -> dict[str, Any]:
+    """Settings as JSON for the audit entry: related rows (a fork's parent) by their key."""
+    return {
+        name: str(value.pk) if isinstance(value, models.Model) else value
+        for name, value in settings.items()
+    }

@@ -1,0 +1,28 @@
+"""Summariser backends (DESIGN §5.2). `get_summarizer(name)` picks one by its stored name."""
+
+from __future__ import annotations
+
+from threads.summarizers.base import Summarizer, SummarizerError
+from threads.summarizers.llm import LLMSummarizer
+from threads.summarizers.structured import StructuredSummarizer
+
+__all__ = [
+    "LLMSummarizer",
+    "StructuredSummarizer",
+    "Summarizer",
+    "SummarizerError",
+    "get_summarizer",
+]
+
+
+def get_summarizer(name: str) -> Summarizer:
+    """The backend called `name` ("structured" or "llm").
+
+    The llm backend reads CTXADMIN_LLM_BASE_URL / _MODEL / _API_KEY from Django settings and
+    raises SummarizerError when no base URL is configured.
+    """
+    if name == StructuredSummarizer.name:
+        return StructuredSummarizer()
+    if name == LLMSummarizer.name:
+        return LLMSummarizer.from_settings()
+    raise SummarizerError(f"unknown summariser backend {name!r}; use structured or llm")

@@ -1,0 +1,530 @@
+"""Ingest and verify throughput on PostgreSQL: ctxadmin's API next to raw psycopg, in one run.
+
+    uv run python bench/ingest.py                 # starts its own throwaway PostgreSQL 15
+    uv run python bench/ingest.py --dsn postgres://user@host:5432/db   # an existing database
+    uv run python bench/ingest.py --profile       # also cProfile the API batch path
+
+Three comparisons, each on the same rows:
+- batch ingest: POST /api/v1/threads/{id}/events/ with 500 events per request (Django's test
+  client: the whole middleware, auth, validation, hashing, token counting, insert and the
+  after-commit fold triggers) vs psycopg `executemany` of the rows it stored, 500 per
+  transaction;
+- single-event ingest: one event per request vs one INSERT per transaction;
+- full chain verify: `integrity_check(full=True)` vs a bare loop that reads the rows with
+  psycopg, builds their canonical JSON and chains SHA-256 over it.
+Events are the real conversations of tests/data (tau-bench GPT-4o airline: user and assistant
+messages, tool calls, tool results), system prompts left out, with trace metadata and a
+client_event_id as agents send them. The cluster runs with PostgreSQL's durable defaults
+(fsync and synchronous_commit on), so every commit reaches the disk on both sides.
+
+Prints a table with ratios against the floors, writes bench/results/ingest.json and the table
+into docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gzip
+import hashlib
+import io
+import json
+import os
+import pstats
+import secrets
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+DATA = ROOT / "tests" / "data" / "tau-bench-gpt-4o-airline.json.gz"
+RESULTS = ROOT / "bench" / "results" / "ingest.json"
+DOCS = ROOT / "docs" / "benchmarks.md"
+BATCH = 500
+FLOORS = {"batch": 0.35, "single": 0.6, "verify": 0.5}
+# Tools of the airline agent that change something in the airline's system.
+SIDE_EFFECT_TOOLS = {
+    "book_reservation",
+    "cancel_reservation",
+    "update_reservation_flights",
+    "update_reservation_passengers",
+    "update_reservation_baggages",
+    "send_certificate",
+}
+EVENT_COLUMNS = (
+    "seq, kind, created_at, client_event_id, metadata, data, role, tool_call_id, "
+    "request_digest, token_count, hash"
+)
+
+
+# --- PostgreSQL ------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _pg_bin() -> Path:
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).resolve().parent
+    for candidate in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
+        if (candidate / "initdb").exists():
+            return candidate
+    raise SystemExit("PostgreSQL binaries (initdb, pg_ctl) not found")
+
+
+@contextmanager
+def throwaway_cluster() -> Iterator[str]:
+    """A PostgreSQL cluster in a temporary folder on a free port, with durable defaults."""
+    pg_bin = _pg_bin()
+    work = Path(tempfile.mkdtemp(prefix="ctxadmin-bench-pg-"))
+    data, port = work / "data", _free_port()
+    as_root = os.geteuid() == 0
+    prefix = ["runuser", "-u", "postgres", "--"] if as_root else []
+    if as_root:
+        shutil.chown(work, "postgres")
+    run = lambda *cmd: subprocess.run([*prefix, *cmd], check=True, capture_output=True)  # noqa: E731
+    run(str(pg_bin / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8")
+    options = f"-p {port} -k {work} -c listen_addresses=127.0.0.1"
+    run(
+        str(pg_bin / "pg_ctl"),
+        "-D",
+        str(data),
+        "-l",
+        str(work / "log"),
+        "-w",
+        "-o",
+        options,
+        "start",
+    )
+    try:
+        subprocess.run(
+            [
+                *prefix,
+                str(pg_bin / "createdb"),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "-U",
+                "postgres",
+                "ctxadmin_bench",
+            ],
+            check=True,
+        )
+        yield f"postgres://postgres@127.0.0.1:{port}/ctxadmin_bench"
+    finally:
+        subprocess.run(
+            [*prefix, str(pg_bin / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"],
+            capture_output=True,
+        )
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def setup_django(dsn: str, var_dir: str) -> None:
+    os.environ.update(
+        DATABASE_URL=dsn,
+        DJANGO_SETTINGS_MODULE="ctxadmin.settings",
+        DJANGO_DEBUG="0",  # DEBUG keeps every query in memory: not what production runs
+        DJANGO_SECRET_KEY=secrets.token_urlsafe(48),
+        DJANGO_ALLOWED_HOSTS="testserver",
+        DJANGO_SECURE_SSL_REDIRECT="0",
+        CTXADMIN_VAR_DIR=var_dir,
+    )
+    os.environ.pop("CELERY_BROKER_URL", None)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+# --- Events ----------------------------------------------------------------------------------
+
+
+def tau_events() -> list[dict[str, Any]]:
+    """The tau-bench conversations as agents would post them, one after the other."""
+    conversations = json.loads(gzip.decompress(DATA.read_bytes()))
+    events: list[dict[str, Any]] = []
+    for number, conversation in enumerate(conversations):
+        trace = f"tau-{conversation['task_id']}-{conversation.get('trial', 0)}-{number}"
+        for turn, message in enumerate(conversation["traj"]):
+            meta = {"trace_id": trace, "turn": turn, "model": "gpt-4o"}
+            role = message["role"]
+            if role in ("user", "assistant"):
+                if message.get("content"):
+                    events.append(
+                        {
+                            "kind": "message",
+                            "role": role,
+                            "content": message["content"],
+                            "metadata": meta,
+                        }
+                    )
+                for call in message.get("tool_calls") or []:
+                    name = call["function"]["name"]
+                    event = {
+                        "kind": "tool_call",
+                        "tool_call_id": call["id"],
+                        "tool_name": name,
+                        "arguments": json.loads(call["function"]["arguments"] or "{}"),
+                        "metadata": meta,
+                    }
+                    if name in SIDE_EFFECT_TOOLS:
+                        event.update(side_effect=True, idempotency_key=f"{trace}-{call['id']}")
+                    events.append(event)
+            elif role == "tool":
+                try:
+                    result: Any = json.loads(message["content"])
+                except (TypeError, ValueError):
+                    result = message["content"]
+                events.append(
+                    {
+                        "kind": "tool_result",
+                        "tool_call_id": message["tool_call_id"],
+                        "status": "succeeded",
+                        "result": result,
+                        "metadata": meta,
+                    }
+                )
+    for index, event in enumerate(events):
+        event["client_event_id"] = f"ev-{index}"
+    return events
+
+
+# --- Measurements ----------------------------------------------------------------------------
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+class Bench:
+    def __init__(self, dsn: str) -> None:
+        import psycopg
+        from django.test import Client
+
+        from threads.services.workspaces import workspace_create
+
+        self.psycopg = psycopg
+        self.raw = psycopg.connect(dsn, autocommit=True)
+        self.workspace, key = workspace_create(name=f"bench-{secrets.token_hex(4)}")
+        self.client = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
+        self.threads = 0
+
+    def new_thread(self) -> Any:
+        from threads.services.threads import thread_get_or_create
+
+        self.threads += 1
+        return thread_get_or_create(workspace=self.workspace, external_id=f"bench-{self.threads}")[
+            0
+        ]
+
+    def post(self, thread: Any, body: bytes) -> None:
+        response = self.client.post(
+            f"/api/v1/threads/{thread.pk}/events/", data=body, content_type="application/json"
+        )
+        if response.status_code != 201:
+            raise SystemExit(f"ingest refused: {response.status_code} {response.content[:500]!r}")
+
+    def post_all(self, thread: Any, bodies: list[bytes]) -> None:
+        for body in bodies:
+            self.post(thread, body)
+
+    def api_batches(self, events: list[dict[str, Any]]) -> tuple[Any, float]:
+        thread = self.new_thread()
+        bodies = [
+            json.dumps({"events": events[i : i + BATCH]}).encode()
+            for i in range(0, len(events), BATCH)
+        ]
+        return thread, timed(lambda: self.post_all(thread, bodies))
+
+    def api_singles(self, events: list[dict[str, Any]]) -> float:
+        thread = self.new_thread()
+        bodies = [json.dumps(event).encode() for event in events]
+        return timed(lambda: self.post_all(thread, bodies))
+
+    def stored_rows(self, thread: Any) -> list[tuple[Any, ...]]:
+        return self.raw.execute(
+            f"SELECT {EVENT_COLUMNS} FROM threads_event WHERE thread_id = %s ORDER BY seq",
+            (thread.pk,),
+        ).fetchall()
+
+    def _raw_params(self, thread: Any, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        from psycopg.types.json import Jsonb as jsonb
+
+        # metadata and data (columns 4 and 5) go as jsonb; the rest as stored.
+        return [(thread.pk, *row[:4], jsonb(row[4]), jsonb(row[5]), *row[6:]) for row in rows]
+
+    INSERT = (
+        "INSERT INTO threads_event (thread_id, " + EVENT_COLUMNS + ") "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    )
+
+    def raw_batches(self, rows: list[tuple[Any, ...]]) -> float:
+        thread = self.new_thread()
+
+        def insert() -> None:
+            # Converting to parameters (json dumps) is part of what a raw client pays.
+            params = self._raw_params(thread, rows)
+            with self.raw.cursor() as cursor:
+                for i in range(0, len(params), BATCH):
+                    with self.raw.transaction():
+                        cursor.executemany(self.INSERT, params[i : i + BATCH])
+
+        return timed(insert)
+
+    def raw_singles(self, rows: list[tuple[Any, ...]]) -> float:
+        thread = self.new_thread()
+
+        def insert() -> None:
+            params = self._raw_params(thread, rows)
+            with self.raw.cursor() as cursor:
+                for row in params:  # autocommit: each INSERT is its own transaction
+                    cursor.execute(self.INSERT, row)
+
+        return timed(insert)
+
+    def verify(self, thread: Any) -> float:
+        from threads.services.integrity import integrity_check
+
+        def check() -> None:
+            verdict = integrity_check(thread=thread, full=True)
+            assert verdict.ok, verdict.detail
+
+        return timed(check)
+
+    def bare_verify(self, thread: Any) -> tuple[float, float]:
+        """A minimal independent verifier: read, canonical JSON, SHA-256 chain. Also returns
+        the hashing part alone (rows already in memory)."""
+        from threads.domain.chain import genesis_hash
+        from threads.services.chainkey import chain_key
+
+        if chain_key():
+            raise SystemExit("the bare loop is plain SHA-256: unset CTXADMIN_CHAIN_KEY")
+        start = genesis_hash(str(thread.pk))
+        rows: list[tuple[Any, ...]] = []
+
+        def fetch() -> None:
+            rows[:] = self.raw.execute(
+                "SELECT seq, kind, created_at, client_event_id, metadata, data, hash "
+                "FROM threads_event WHERE thread_id = %s ORDER BY seq",
+                (thread.pk,),
+            ).fetchall()
+
+        def chain() -> None:
+            previous = start
+            for seq, kind, created, client_id, metadata, data, stored in rows:
+                body = {
+                    "seq": seq,
+                    "kind": kind,
+                    "metadata": metadata,
+                    "created_at": created.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                }
+                if client_id is not None:
+                    body["client_event_id"] = client_id
+                body.update(data)
+                canonical = json.dumps(
+                    body, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+                ).encode()
+                previous = hashlib.sha256(previous.encode() + canonical).hexdigest()
+                assert previous == stored, f"seq {seq}"
+
+        fetch_time = timed(fetch)
+        chain_time = timed(chain)
+        return fetch_time + chain_time, chain_time
+
+
+def median_rate(count: int, seconds: list[float]) -> float:
+    return count / statistics.median(seconds)
+
+
+def profile_batches(bench: Bench, events: list[dict[str, Any]], out: Path) -> str:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    bench.api_batches(events)
+    profiler.disable()
+    text = io.StringIO()
+    stats = pstats.Stats(profiler, stream=text).strip_dirs()
+    stats.sort_stats("cumulative").print_stats(45)
+    stats.sort_stats("tottime").print_stats(30)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text.getvalue())
+    return text.getvalue()
+
+
+# --- Report ----------------------------------------------------------------------------------
+
+
+def table(results: dict[str, Any]) -> str:
+    rows = [
+        "| comparison | ctxadmin | raw baseline | ratio | floor | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
+    labels = {
+        "batch": ("API batch ingest, 500/request", "psycopg executemany, 500/transaction"),
+        "single": ("API single-event ingest", "one INSERT per transaction"),
+        "verify": ("integrity_check(full=True)", "read + canonical JSON + SHA-256 loop"),
+    }
+    for name, (ours, theirs) in labels.items():
+        r = results["comparisons"][name]
+        rows.append(
+            f"| {name}: {ours} vs {theirs} | {r['ctxadmin_per_s']:,.0f} ev/s | "
+            f"{r['baseline_per_s']:,.0f} ev/s | {r['ratio']:.2f}× | ≥ {r['floor']:.2f}× | "
+            f"{'meets' if r['ratio'] >= r['floor'] else 'MISSES'} |"
+        )
+    return "\n".join(rows)
+
+
+def write_docs(results: dict[str, Any], rendered: str) -> None:
+    begin, end = "<!-- ingest:begin -->", "<!-- ingest:end -->"
+    env = results["environment"]
+    block = (
+        f"{begin}\n"
+        f"Measured {results['measured_at']} on {env['cpus']} cores, PostgreSQL "
+        f"{env['postgresql']}, Python {env['python']}: {results['events']['batch']} events in "
+        f"the batch runs (mean {results['events']['mean_bytes']:.0f} bytes, "
+        f"{results['events']['min_bytes']}–{results['events']['max_bytes']}), "
+        f"{results['events']['single']} in the single-event runs, "
+        f"median of {results['repeat']} runs.\n\n{rendered}\n"
+        f"\nVerify, hashing alone (rows already in memory): "
+        f"{results['comparisons']['verify']['hash_only_per_s']:,.0f} ev/s.\n{end}"
+    )
+    text = DOCS.read_text() if DOCS.exists() else ""
+    if begin in text and end in text:
+        text = text[: text.index(begin)] + block + text[text.index(end) + len(end) :]
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    DOCS.write_text(text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dsn", help="a PostgreSQL database to migrate and write into")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--single", type=int, default=600, help="events in the single runs")
+    parser.add_argument("--profile", action="store_true", help="cProfile the API batch path")
+    parser.add_argument("--no-docs", action="store_true", help="leave docs/benchmarks.md alone")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="ctxadmin-bench-var-") as var_dir:
+        if args.dsn:
+            run(args, args.dsn, var_dir)
+        else:
+            with throwaway_cluster() as dsn:
+                run(args, dsn, var_dir)
+
+
+def run(args: argparse.Namespace, dsn: str, var_dir: str) -> None:
+    setup_django(dsn, var_dir)
+    events = tau_events()
+    sizes = [len(json.dumps(e, separators=(",", ":")).encode()) for e in events]
+    singles = events[: args.single]
+    bench = Bench(dsn)
+    postgres_version = bench.raw.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
+
+    # Warm up both paths (imports, tiktoken's tables, plan caches) before measuring.
+    bench.api_batches(events[:BATCH])
+    bench.api_singles(events[:20])
+
+    times: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "api_batch",
+            "raw_batch",
+            "api_single",
+            "raw_single",
+            "verify",
+            "bare_verify",
+            "hash_only",
+        )
+    }
+    last_thread = None
+    for round_ in range(args.repeat):
+        print(f"round {round_ + 1}/{args.repeat} …", file=sys.stderr)
+        thread, seconds = bench.api_batches(events)
+        times["api_batch"].append(seconds)
+        rows = bench.stored_rows(thread)
+        assert len(rows) == len(events)
+        times["raw_batch"].append(bench.raw_batches(rows))
+        times["api_single"].append(bench.api_singles(singles))
+        times["raw_single"].append(bench.raw_singles(rows[: len(singles)]))
+        times["verify"].append(bench.verify(thread))
+        bare, hash_only = bench.bare_verify(thread)
+        times["bare_verify"].append(bare)
+        times["hash_only"].append(hash_only)
+        last_thread = thread
+
+    n, k = len(events), len(singles)
+    comparisons = {}
+    for name, ours, theirs, count in (
+        ("batch", "api_batch", "raw_batch", n),
+        ("single", "api_single", "raw_single", k),
+        ("verify", "verify", "bare_verify", n),
+    ):
+        ours_rate, theirs_rate = median_rate(count, times[ours]), median_rate(count, times[theirs])
+        comparisons[name] = {
+            "ctxadmin_per_s": ours_rate,
+            "baseline_per_s": theirs_rate,
+            "ratio": ours_rate / theirs_rate,
+            "floor": FLOORS[name],
+            "ctxadmin_seconds": times[ours],
+            "baseline_seconds": times[theirs],
+        }
+    comparisons["verify"]["hash_only_per_s"] = median_rate(n, times["hash_only"])
+    results = {
+        "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "repeat": args.repeat,
+        "events": {
+            "batch": n,
+            "single": k,
+            "mean_bytes": statistics.mean(sizes),
+            "min_bytes": min(sizes),
+            "max_bytes": max(sizes),
+            "source": "tests/data/tau-bench-gpt-4o-airline.json.gz",
+        },
+        "environment": {
+            "cpus": os.cpu_count(),
+            "postgresql": postgres_version,
+            "python": sys.version.split()[0],
+            "durability": "fsync=on, synchronous_commit=on"
+            if not args.dsn
+            else "as configured on --dsn",
+        },
+        "comparisons": comparisons,
+    }
+    rendered = table(results)
+    print(rendered)
+    print(f"\nverify, hashing alone: {comparisons['verify']['hash_only_per_s']:,.0f} ev/s")
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2, default=str) + "\n")
+    print(f"wrote {RESULTS.relative_to(ROOT)}")
+    if not args.no_docs:
+        write_docs(results, rendered)
+        print(f"wrote {DOCS.relative_to(ROOT)}")
+    if args.profile:
+        out = RESULTS.parent / "ingest-profile.txt"
+        profile_batches(bench, events, out)
+        print(f"wrote {out.relative_to(ROOT)}")
+    assert last_thread is not None
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,304 @@
+"""The dashboard in a real browser, per role: log in, find a thread, open every tab, resolve a
+side effect, decide approvals, roll back behind a preview, and find each action in the audit log.
+
+Screenshots of every page go to test-artifacts/screenshots/.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+
+from tests import factories as f
+from tests.views.conftest import HOSTILE
+from threads.models import Thread
+from threads.services import folding
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+SHOTS = Path(settings.BASE_DIR) / "test-artifacts" / "screenshots"
+DOCS_SHOTS = Path(settings.BASE_DIR) / "docs" / "screenshots"
+# The README's pictures: copied from this run when CTXADMIN_UPDATE_DOCS_SCREENSHOTS=1 (the
+# `screenshots` step), so they never drift silently.
+FOR_DOCS = ("01-threads", "02-timeline", "03-context", "05-summary-detail", "12-rollback-preview")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture
+def eager_tasks() -> Iterator[None]:
+    """Tasks run in the request's on_commit, so progress regions reach SUCCESS without a
+    worker process."""
+    from ctxadmin.celery import app
+
+    before = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = before
+
+
+def _fold(thread: Thread) -> None:
+    # Triggers may already have folded on commit; a fold with nothing new is a no-op.
+    folding.fold_run(thread_id=thread.pk, trigger={"kind": "manual", "reason": "setup"})
+
+
+@pytest.fixture
+def site(live_server: Any, eager_tasks: None) -> dict[str, Any]:
+    workspace, _ = f.make_workspace("acme")
+    for role in ("operator", "reviewer", "admin"):
+        f.make_person(workspace, role, role)
+    thread = f.make_thread(
+        workspace,
+        external_id="order-10086",
+        title="Refund a late order",
+        context_window=1200,
+        reserved_output=300,
+        safety_margin=50,
+    )
+    f.append(
+        thread,
+        {"kind": "message", "role": "system", "content": "You are a support agent."},
+        f.user("Refund order 10086, but never more than $200."),
+        f.annotation("constraint", "user", {"text": "never refund more than $200"}),
+        f.assistant("Let me look the order up."),
+        f.call("c1", "lookup_order", {"order": 10086}),
+        f.result(
+            "c1",
+            value={
+                "total": 180,
+                "items": [{"sku": f"SKU-{i}", "qty": 1, "note": "x" * 40} for i in range(12)],
+            },
+            verified_facts=[{"key": "order_total", "value": 180}],
+        ),
+        f.assistant("The order total is $180."),
+    )
+    _fold(thread)
+    f.append(
+        thread,
+        f.user("go ahead"),
+        f.call("c2", "refund", {"order": 10086, "amount": 180}, side_effect_key="refund-10086"),
+        f.result("c2", status="timeout"),
+        f.assistant("The refund timed out; I will check."),
+    )
+    _fold(thread)
+    f.append(
+        thread,
+        f.user(HOSTILE),
+        {
+            "kind": "approval_request",
+            "action": "issue_store_credit",
+            "arguments": {"order": 10086, "amount": 20},
+            "tool_name": "credit",
+        },
+        {
+            "kind": "approval_request",
+            "action": "refund_shipping",
+            "arguments": {"order": 10086, "amount": 12},
+            "tool_name": "refund",
+        },
+    )
+    for n in range(14):
+        other = f.make_thread(workspace, external_id=f"ticket-{4200 + n}", title=f"Ticket {n}")
+        f.append(other, f.user(f"question {n}"), f.assistant(f"answer {n}"))
+    return {"url": live_server.url, "thread": Thread.objects.get(pk=thread.pk)}
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(
+            executable_path=os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"),
+            headless=True,
+            args=CHROMIUM_ARGS,
+        )
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def docs_screenshots() -> Iterator[None]:
+    yield
+    if os.environ.get("CTXADMIN_UPDATE_DOCS_SCREENSHOTS") == "1":
+        DOCS_SHOTS.mkdir(parents=True, exist_ok=True)
+        for name in FOR_DOCS:
+            source = SHOTS / f"{name}.png"
+            if source.exists():
+                shutil.copyfile(source, DOCS_SHOTS / f"{name}.png")
+
+
+def _page(browser: Any, site: dict[str, Any], username: str, width: int = 1280) -> Any:
+    context = browser.new_context(viewport={"width": width, "height": 860})
+    page = context.new_page()
+    page.set_default_timeout(15000)
+    page.goto(site["url"] + "/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(f.PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(re.compile(r"/threads/$"))
+    return page
+
+
+def shot(page: Any, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def test_login_page_and_bad_password(browser: Any, site: dict[str, Any]) -> None:
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(site["url"] + "/threads/")
+    assert "/accounts/login/" in page.url
+    shot(page, "00-login")
+    page.get_by_label("Username").fill("operator")
+    page.get_by_label("Password").fill("wrong")
+    page.get_by_role("button", name="Log in").click()
+    assert page.get_by_role("alert").is_visible()
+    page.close()
+
+
+def test_operator_browses_every_tab_and_resolves_a_side_effect(
+    browser: Any, site: dict[str, Any]
+) -> None:
+    page = _page(browser, site, "operator")
+    thread = site["thread"]
+    shot(page, "01-threads")
+    page.get_by_label("Search threads").fill("10086")
+    page.wait_for_function("document.querySelectorAll('#thread-table tbody tr').length === 1")
+    assert page.locator("#thread-table").get_by_text("unknown side effect").is_visible()
+    page.get_by_role("link", name="order-10086").click()
+    page.wait_for_url(re.compile(rf"/threads/{thread.pk}/"))
+    # Agent content is text, never markup: the hostile message shows as written.
+    assert page.get_by_text(HOSTILE).first.is_visible()
+    assert page.evaluate("window.__pwned === undefined")
+    shot(page, "02-timeline")
+    page.get_by_role("link", name="Context").click()
+    page.wait_for_url(re.compile(r"/context/$"))
+    assert page.locator(".budget-bar").is_visible() and page.locator("svg").count() >= 1
+    shot(page, "03-context")
+    page.get_by_role("link", name="Summaries").click()
+    page.wait_for_url(re.compile(r"/summaries/$"))
+    shot(page, "04-summaries")
+    page.get_by_role("button", name="Fold now").click()
+    page.locator("#fold-progress .badge").filter(has_text=re.compile("success")).wait_for()
+    page.get_by_role("link", name=re.compile(r"^v2$")).click()
+    page.wait_for_url(re.compile(r"/summaries/2/$"))
+    page.locator(".sources button").first.click()
+    page.locator(".source-slot .event").first.wait_for()
+    shot(page, "05-summary-detail")
+    page.get_by_label("Compare with").select_option("1")
+    page.get_by_role("button", name="Diff").click()
+    page.wait_for_url(re.compile(r"against=1"))
+    shot(page, "06-summary-diff")
+    page.get_by_role("link", name="Checkpoints").click()
+    page.wait_for_url(re.compile(r"/checkpoints/$"))
+    assert page.get_by_role("button", name="Roll back…").count() == 0  # operators cannot
+    shot(page, "07-checkpoints-operator")
+
+    page.get_by_role("link", name="Side effects").first.click()
+    page.wait_for_url(re.compile(r"/side-effects/"))
+    shot(page, "08-side-effects")
+    card = page.locator("article.card").filter(has_text="refund-10086")
+    card.get_by_label("succeeded").check()
+    card.get_by_label("Evidence (required)").fill("Stripe dashboard: re_123 settled")
+    card.get_by_role("button", name="Resolve").click()
+    page.locator("article.card .badge", has_text="succeeded").first.wait_for()
+    page.get_by_role("link", name="Audit log").click()
+    assert page.get_by_role("cell", name="side_effect.resolve").first.is_visible()
+    shot(page, "09-audit")
+    page.get_by_role("link", name="Integrity").click()
+    page.get_by_role("button", name="Verify now").first.click()
+    page.locator(".progress .badge", has_text="success").first.wait_for()
+    shot(page, "10-integrity")
+    page.context.close()
+
+
+def test_reviewer_approves_and_rejects(browser: Any, site: dict[str, Any]) -> None:
+    page = _page(browser, site, "reviewer")
+    page.get_by_role("link", name="Approvals").click()
+    assert page.get_by_text("never refund more than $200").first.is_visible()
+    shot(page, "11-approvals")
+    first = page.locator("article.card").filter(has_text="issue_store_credit")
+    first.get_by_label("Reason (required)").fill("within the $200 limit")
+    first.get_by_role("button", name="Approve").click()
+    page.locator("article.card .badge", has_text="approved").wait_for()
+    second = page.locator("article.card").filter(has_text="refund_shipping")
+    second.get_by_label("Reason (required)").fill("shipping is not refundable")
+    second.get_by_role("button", name="Reject").click()
+    page.locator("article.card .badge", has_text="rejected").wait_for()
+    page.get_by_role("link", name="Audit log").click()
+    assert page.get_by_role("cell", name="approval.decide").count() == 2 or (
+        page.locator("td", has_text="approv").count() >= 2
+    )
+    page.context.close()
+
+
+def test_admin_rolls_back_with_preview(browser: Any, site: dict[str, Any]) -> None:
+    page = _page(browser, site, "admin")
+    thread = site["thread"]
+    page.goto(f"{site['url']}/threads/{thread.pk}/checkpoints/")
+    page.get_by_role("button", name="Roll back…").last.click()
+    preview = page.locator(".preview-box")
+    preview.wait_for()
+    assert preview.get_by_text("Versions replaced").is_visible()
+    shot(page, "12-rollback-preview")
+    preview.get_by_label(re.compile("Reason")).fill("summary v2 lost the refund state")
+    preview.get_by_role("button", name=re.compile("Roll back to checkpoint")).click()
+    page.wait_for_url(re.compile(r"/summaries/\d+/$"))
+    assert page.get_by_text("Restored from checkpoint").is_visible()
+    page.get_by_role("link", name="Audit log").click()
+    page.get_by_label("Action").select_option(label="thread.rollback")
+    page.get_by_role("button", name="Filter").click()
+    page.locator("#entries td", has_text="admin").first.wait_for()
+    shot(page, "13-audit-rollback")
+    page.context.close()
+
+
+def test_pages_fit_a_small_laptop_and_keep_focus_visible(
+    browser: Any, site: dict[str, Any]
+) -> None:
+    page = _page(browser, site, "admin", width=1024)
+    thread = site["thread"]
+    for path in (
+        "/threads/",
+        f"/threads/{thread.pk}/",
+        f"/threads/{thread.pk}/context/",
+        f"/threads/{thread.pk}/summaries/",
+        f"/threads/{thread.pk}/summaries/1/",
+        f"/threads/{thread.pk}/checkpoints/",
+        "/side-effects/",
+        "/approvals/",
+        "/integrity/",
+        "/audit/",
+    ):
+        page.goto(site["url"] + path)
+        overflow = page.evaluate(
+            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        if overflow > 1:
+            culprits = page.evaluate(
+                "[...document.querySelectorAll('main *')].filter(e => e.getBoundingClientRect()"
+                ".right > document.documentElement.clientWidth).slice(0, 5)"
+                ".map(e => e.tagName + '.' + e.className)"
+            )
+            shot(page, "overflow")
+            raise AssertionError((path, overflow, culprits))
+    page.goto(site["url"] + "/threads/")
+    page.keyboard.press("Tab")  # the skip link first
+    page.keyboard.press("Tab")
+    outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert outline not in ("", "none")
+    page.context.close()

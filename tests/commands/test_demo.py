@@ -1,0 +1,128 @@
+"""The demo command loads the four scenarios, people and tau-bench threads, idempotently,
+and counts tokens with no network."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+
+from threads.models import (
+    ApiKey,
+    ApprovalRequest,
+    Event,
+    Membership,
+    SideEffect,
+    SummaryVersion,
+    Thread,
+)
+
+SCENARIOS = ("order-10086", "refund-4471", "email-board-q3", "review-pr-482")
+
+
+def _counts() -> dict[str, int]:
+    return {
+        "threads": Thread.objects.count(),
+        "events": Event.objects.count(),
+        "versions": SummaryVersion.objects.count(),
+        "keys": ApiKey.objects.count(),
+        "members": Membership.objects.count(),
+        "effects": SideEffect.objects.count(),
+        "approvals": ApprovalRequest.objects.count(),
+    }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_demo_twice_is_idempotent_and_creates_the_scenarios() -> None:
+    out = io.StringIO()
+    call_command("demo", "--no-serve", "--tau", "3", stdout=out)
+    first = _counts()
+    call_command("demo", "--no-serve", "--tau", "3", stdout=io.StringIO())
+    assert _counts() == first
+
+    text = out.getvalue()
+    assert "http://127.0.0.1:8000/" in text
+    for username in ("operator", "reviewer", "admin"):
+        assert f"username {username}" in text
+    roles = dict(
+        Membership.objects.filter(workspace__name="demo").values_list("user__username", "role")
+    )
+    assert roles == {"operator": "operator", "reviewer": "reviewer", "admin": "admin"}
+    threads = {t.external_id: t for t in Thread.objects.filter(workspace__name="demo")}
+    assert set(SCENARIOS) <= set(threads) and len(threads) == 4 + 3
+
+    order = threads["order-10086"]
+    effect = SideEffect.objects.get(thread=order)
+    assert (effect.status, effect.request_id) == ("succeeded", "req_7f3a9c")
+    assert effect.result_seq is not None
+    result = Event.objects.get(thread=order, seq=effect.result_seq)
+    assert {
+        "key": "order.10086.address",
+        "value": "221B Baker Street, London NW1 6XE",
+    } in result.data["verified_facts"]
+    assert Event.objects.filter(
+        thread=order, kind="annotation", data__type="constraint", data__authority="user"
+    ).exists()
+
+    refund = threads["refund-4471"]
+    assert SideEffect.objects.get(thread=refund).status == "unknown"
+    assert ApprovalRequest.objects.get(thread=refund).status == "pending"
+
+    email = threads["email-board-q3"]
+    constraint = Event.objects.get(thread=email, kind="annotation")
+    assert "draft only" in constraint.data["payload"]["text"].lower()
+    assert Event.objects.filter(thread=email, kind="message", role="user").count() >= 10
+
+    review = threads["review-pr-482"]
+    calls = Event.objects.filter(thread=review, kind="tool_call")
+    assert calls.count() == 60
+    sizes = [
+        len(str(e.data.get("result", "")))
+        for e in Event.objects.filter(thread=review, kind="tool_result")
+    ]
+    assert min(sizes) > 2000
+    for external_id in SCENARIOS:
+        assert threads[external_id].head_version >= 1  # folded, with a checkpoint
+        assert threads[external_id].checkpoints.exists()
+
+
+def test_demo_counts_tokens_with_no_network(tmp_path: Path) -> None:
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        pytest.skip("`unshare` is not installed, so the network cannot be taken away")
+    cache = tmp_path / "tiktoken"
+    cache.mkdir()
+    database = tmp_path / "demo.sqlite3"
+    env = {
+        **os.environ,
+        "TIKTOKEN_CACHE_DIR": str(cache),
+        "CTXADMIN_VAR_DIR": str(tmp_path),
+        "DATABASE_URL": f"sqlite:///{database}",
+    }
+    command = [
+        unshare,
+        "-n",
+        sys.executable,
+        str(settings.BASE_DIR / "manage.py"),
+        "demo",
+        "--no-serve",
+        "--tau",
+        "2",
+    ]
+    done = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=300, cwd=settings.BASE_DIR
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    with sqlite3.connect(database) as db:
+        count, smallest = db.execute(
+            "SELECT count(*), min(token_count) FROM threads_event"
+        ).fetchone()
+    assert count > 200 and smallest > 0

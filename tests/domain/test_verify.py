@@ -1,0 +1,327 @@
+"""Verification: a good candidate passes every check; each defect fails exactly its check."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+
+from tests.domain.eventlog import Log
+from tests.domain.strategies import logs
+from threads.domain import fold as fold_module
+from threads.domain.fold import fold_structured
+from threads.domain.units import last_closed_boundary, split_units
+from threads.domain.verify import CHECK_NAMES, verify_candidate
+
+
+def scenario() -> tuple[Log, dict[str, Any], int]:
+    """A head folded at `base`, then new events to fold on top of it."""
+    log = Log()
+    log.user("Refund order 10086, at most 50 EUR")
+    log.annotate("constraint", "user", {"text": "refund at most 50 EUR"})
+    log.call("c1", "get_order")
+    log.result("c1", facts=[{"key": "order.total", "value": 80}])
+    log.assistant("the order is 80 EUR")
+    base = log.last_seq
+    previous = fold_structured(previous=None, events=log.events, covered_from=1, covered_until=base)
+    log.user("actually it was 70, refund now")
+    log.annotate("correction", "user", {"key": "order.total", "value": 70})
+    log.annotate("constraint", "operator", {"text": "no refunds on weekends"})
+    log.call("r1", "refund", side_effect=True, key="refund-10086")
+    log.result("r1", "timeout")
+    log.fact("order.total", 99, "model")
+    log.assistant("the refund timed out")
+    return log, previous, base
+
+
+def verify(
+    log: Log,
+    previous: dict[str, Any] | None,
+    base: int,
+    candidate: dict[str, Any],
+    **overrides: Any,
+) -> dict[str, bool]:
+    args: dict[str, Any] = {
+        "candidate": candidate,
+        "previous": previous,
+        "events": log.events[base:],
+        "base_covered_until": base,
+        "boundary": log.last_seq,
+        "chain_hash_at_boundary": log.head,
+        "expected_chain_hash": log.head,
+    }
+    args.update(overrides)
+    result = verify_candidate(**args)
+    assert [c.name for c in result.checks] == list(CHECK_NAMES)
+    assert result.ok == all(c.ok for c in result.checks)
+    return {c.name: c.ok for c in result.checks}
+
+
+def good() -> tuple[Log, dict[str, Any], int, dict[str, Any]]:
+    log, previous, base = scenario()
+    candidate = fold_structured(
+        previous=previous,
+        events=log.events[base:],
+        covered_from=base + 1,
+        covered_until=log.last_seq,
+    )
+    return log, previous, base, candidate
+
+
+def test_structured_candidate_passes_every_check() -> None:
+    log, previous, base, candidate = good()
+    log_result = verify_candidate(
+        candidate=candidate,
+        previous=previous,
+        events=log.events[base:],
+        base_covered_until=base,
+        boundary=log.last_seq,
+        chain_hash_at_boundary=log.head,
+        expected_chain_hash=log.head,
+    )
+    assert log_result.ok, log_result.as_dict()
+    as_dict = log_result.as_dict()
+    assert as_dict["ok"] is True
+    assert [c["name"] for c in as_dict["checks"]] == list(CHECK_NAMES)
+
+
+def _side_effect_seq(log: Log) -> int:
+    return next(e["seq"] for e in log.events if e["kind"] == "tool_call" and e["side_effect"])
+
+
+def _drop_citations_of(seq: int) -> Callable[[dict[str, Any], Log], None]:
+    def breaker(candidate: dict[str, Any], log: Log) -> None:
+        for section in ("tool_state", "pending", "completed_actions", "constraints", "facts"):
+            candidate[section] = [e for e in candidate[section] if seq not in e["source_event_ids"]]
+
+    return breaker
+
+
+def _break_schema(c: dict[str, Any], log: Log) -> None:
+    c["schema_version"] = 2
+
+
+def _break_enums(c: dict[str, Any], log: Log) -> None:
+    c["task"]["status"] = "dancing"
+
+
+def _break_sources_exist(c: dict[str, Any], log: Log) -> None:
+    c["constraints"][0]["source_event_ids"].append("2")
+
+
+def _break_sources_in_range(c: dict[str, Any], log: Log) -> None:
+    c["requests"][-1]["source_event_ids"].append(log.last_seq + 5)
+
+
+def _break_side_effects_cited(c: dict[str, Any], log: Log) -> None:
+    _drop_citations_of(_side_effect_seq(log))(c, log)
+
+
+def _break_constraints_cited(c: dict[str, Any], log: Log) -> None:
+    c["constraints"] = [x for x in c["constraints"] if x["text"] != "no refunds on weekends"]
+
+
+def _break_tool_status(c: dict[str, Any], log: Log) -> None:
+    for entry in c["tool_state"]:
+        if entry["side_effect"]:
+            entry["status"] = "failed"  # the log says timeout: unknown
+
+
+def _break_no_model_override(c: dict[str, Any], log: Log) -> None:
+    for fact in c["facts"]:
+        if fact["status"] == "active" and fact["key"] == "order.total":
+            fact["authority"], fact["confidence"], fact["value"] = "model", "inferred", 99
+
+
+def _break_cursor(c: dict[str, Any], log: Log) -> None:
+    c["covered"]["to_seq"] = log.last_seq - 1
+
+
+BREAKERS: dict[str, Callable[[dict[str, Any], Log], None]] = {
+    "schema": _break_schema,
+    "enums": _break_enums,
+    "sources_exist": _break_sources_exist,
+    "sources_in_range": _break_sources_in_range,
+    "side_effects_cited": _break_side_effects_cited,
+    "constraints_cited": _break_constraints_cited,
+    "tool_status_matches_log": _break_tool_status,
+    "no_model_override": _break_no_model_override,
+    "cursor_continuity": _break_cursor,
+}
+
+
+@pytest.mark.parametrize("name", sorted(BREAKERS))
+def test_each_defect_fails_exactly_its_check(name: str) -> None:
+    log, previous, base, candidate = good()
+    broken = copy.deepcopy(candidate)
+    BREAKERS[name](broken, log)
+    assert broken != candidate
+    verdict = verify(log, previous, base, broken)
+    assert [n for n, ok in verdict.items() if not ok] == [name]
+
+
+def test_chain_hash_mismatch_fails_exactly_chain_hash() -> None:
+    log, previous, base, candidate = good()
+    verdict = verify(log, previous, base, candidate, expected_chain_hash="0" * 64)
+    assert [n for n, ok in verdict.items() if not ok] == ["chain_hash"]
+
+
+def test_boundary_behind_head_fails_cursor_continuity() -> None:
+    log, previous, base, candidate = good()
+    result = verify_candidate(
+        candidate=candidate,
+        previous=previous,
+        events=log.events[base:],
+        base_covered_until=log.last_seq + 1,
+        boundary=log.last_seq,
+        chain_hash_at_boundary=log.head,
+        expected_chain_hash=log.head,
+    )
+    [failed] = [c for c in result.checks if c.name == "cursor_continuity"]
+    assert not failed.ok and "before the head" in failed.detail
+
+
+def test_details_name_the_offending_entry_and_seq() -> None:
+    log, previous, base, candidate = good()
+    se_seq = _side_effect_seq(log)
+    _break_side_effects_cited(candidate, log)
+    _break_tool_status(candidate, log)
+    result = verify_candidate(
+        candidate=candidate,
+        previous=previous,
+        events=log.events[base:],
+        base_covered_until=base,
+        boundary=log.last_seq,
+        chain_hash_at_boundary=log.head,
+        expected_chain_hash=log.head,
+    )
+    detail = {c.name: c.detail for c in result.checks}
+    assert f"#{se_seq}" in detail["side_effects_cited"]
+
+
+def test_citing_an_old_seq_the_previous_summary_never_cited_fails_sources_exist() -> None:
+    log = Log()
+    log.user("a")
+    dropped = log.assistant("prose the fold drops")
+    log.assistant("last reply")
+    previous = fold_structured(previous=None, events=log.events, covered_from=1, covered_until=3)
+    log.user("b")
+    candidate = fold_structured(
+        previous=previous, events=log.events[3:], covered_from=4, covered_until=4
+    )
+    assert verify(log, previous, 3, candidate)["sources_exist"] is True
+    candidate["decisions"].append({"text": "made up", "source_event_ids": [dropped["seq"]]})
+    verdict = verify(log, previous, 3, candidate)
+    assert [n for n, ok in verdict.items() if not ok] == ["sources_exist"]
+
+
+def test_malformed_candidate_fails_without_raising() -> None:
+    log, previous, base, _ = good()
+    verdict = verify(log, previous, base, {"schema_version": 1, "facts": "nope", "task": 3})
+    assert verdict["schema"] is False and verdict["cursor_continuity"] is False
+    not_object = verify_candidate(
+        candidate=[],  # type: ignore[arg-type]
+        previous=previous,
+        events=log.events[base:],
+        base_covered_until=base,
+        boundary=log.last_seq,
+        chain_hash_at_boundary=log.head,
+        expected_chain_hash=log.head,
+    )
+    assert not_object.ok is False
+
+
+@settings(max_examples=60, deadline=None)
+@given(log=logs(close_all=True))
+def test_structured_fold_always_verifies(log: Log) -> None:
+    boundary = last_closed_boundary(split_units(log.events))
+    cut = boundary // 2
+    cut = last_closed_boundary(split_units(log.events[:cut])) if cut else 0
+    previous = (
+        fold_structured(previous=None, events=log.events[:cut], covered_from=1, covered_until=cut)
+        if cut
+        else None
+    )
+    candidate = fold_structured(
+        previous=previous,
+        events=log.events[cut:boundary],
+        covered_from=cut + 1,
+        covered_until=boundary,
+    )
+    head = log.hash_at(boundary) if boundary else log.head
+    result = verify_candidate(
+        candidate=candidate,
+        previous=previous,
+        events=log.events[cut:boundary],
+        base_covered_until=cut,
+        boundary=boundary,
+        chain_hash_at_boundary=head,
+        expected_chain_hash=head,
+    )
+    assert result.ok, result.as_dict()
+
+
+def test_bulk_fold_past_the_caps_still_cites_every_side_effect_and_correction() -> None:
+    log = Log()
+    log.user("import")
+    for i in range(fold_module.MAX_FINAL_TOOL_STATE + 20):
+        log.call(f"r{i}", "refund", side_effect=True)
+        log.result(f"r{i}")
+    for i in range(fold_module.MAX_SUPERSEDED_FACTS + 10):
+        log.annotate("correction", "user", {"key": "order.total", "value": i})
+        log.fact("order.total", -i, "model")
+    first = log.last_seq
+    candidate = fold_structured(
+        previous=None, events=log.events, covered_from=1, covered_until=first
+    )
+    assert verify(log, None, 0, candidate) == dict.fromkeys(CHECK_NAMES, True)
+    # The next fold may let the old entries go and stays bounded.
+    log.user("next")
+    log.call("last", "refund", side_effect=True)
+    log.result("last")
+    rolled = fold_structured(
+        previous=candidate,
+        events=log.events[first:],
+        covered_from=first + 1,
+        covered_until=log.last_seq,
+    )
+    assert len(rolled["tool_state"]) == fold_module.MAX_FINAL_TOOL_STATE
+    assert sum(f["status"] == "superseded" for f in rolled["facts"]) == (
+        fold_module.MAX_SUPERSEDED_FACTS
+    )
+    assert verify(log, candidate, first, rolled) == dict.fromkeys(CHECK_NAMES, True)
+
+
+def test_chain_hash_detail_keeps_the_callers_explanation() -> None:
+    log, previous, base, candidate = good()
+    result = verify_candidate(
+        candidate=candidate,
+        previous=previous,
+        events=log.events[base:],
+        base_covered_until=base,
+        boundary=log.last_seq,
+        chain_hash_at_boundary=log.head,
+        expected_chain_hash="chain broken at seq 7: hash mismatch",
+    )
+    [check] = [c for c in result.checks if c.name == "chain_hash"]
+    assert not check.ok and "chain broken at seq 7" in check.detail
+    assert log.head[:12] in check.detail
+
+
+def test_event_hash_must_match_the_boundary_hash() -> None:
+    log, previous, base, candidate = good()
+    tampered = [dict(e) for e in log.events[base:]]
+    tampered[-1]["hash"] = "f" * 64
+    result = verify_candidate(
+        candidate=candidate,
+        previous=previous,
+        events=tampered,
+        base_covered_until=base,
+        boundary=log.last_seq,
+        chain_hash_at_boundary=log.head,
+        expected_chain_hash=log.head,
+    )
+    assert result.failed() == ["chain_hash"]

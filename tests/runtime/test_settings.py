@@ -1,0 +1,119 @@
+"""Settings come from the environment (CONTRACT: Configuration) and pass `check --deploy`.
+
+Settings are read once per process, so each case runs in a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOW_SETTINGS = """
+import json, django
+from django.conf import settings
+django.setup()
+db = settings.DATABASES["default"]
+print(json.dumps({
+    "engine": db["ENGINE"], "name": str(db["NAME"]), "host": db.get("HOST"),
+    "port": db.get("PORT"), "user": db.get("USER"), "password": db.get("PASSWORD"),
+    "options": {k: v for k, v in db.get("OPTIONS", {}).items()},
+    "broker": settings.CELERY_BROKER_URL,
+    "transport_options": getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", {}),
+    "eager": settings.CELERY_TASK_ALWAYS_EAGER,
+    "debug": settings.DEBUG,
+    "hosts": settings.ALLOWED_HOSTS,
+}))
+"""
+
+
+def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DJANGO_", "CELERY_", "CTXADMIN_", "DATABASE_URL"))
+    }
+    env.update(DJANGO_SETTINGS_MODULE="ctxadmin.settings", CTXADMIN_VAR_DIR=str(tmp_path))
+    env.update(extra)
+    return env
+
+
+def settings_under(env: dict[str, str]) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-c", SHOW_SETTINGS],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_defaults_need_no_service(tmp_path: Path) -> None:
+    shown = settings_under(clean_env(tmp_path))
+    assert shown["engine"] == "django.db.backends.sqlite3"
+    assert shown["name"] == str(tmp_path / "ctxadmin.sqlite3")
+    assert shown["options"]["transaction_mode"] == "IMMEDIATE"
+    assert "journal_mode=WAL" in shown["options"]["init_command"]
+    assert shown["broker"] == "filesystem://"
+    assert shown["transport_options"]["data_folder_in"] == str(tmp_path / "celery" / "in")
+    assert (tmp_path / "celery" / "in").is_dir()
+    assert shown["eager"] is False
+
+
+def test_database_and_broker_urls(tmp_path: Path) -> None:
+    shown = settings_under(
+        clean_env(
+            tmp_path,
+            DATABASE_URL="postgres://ctx:s3cret@db.internal:6432/ctxadmin_prod",
+            CELERY_BROKER_URL="redis://queue.internal:6380/2",
+            CTXADMIN_TASKS_EAGER="1",
+        )
+    )
+    assert shown["engine"] == "django.db.backends.postgresql"
+    assert (shown["host"], shown["port"], shown["name"]) == ("db.internal", 6432, "ctxadmin_prod")
+    assert (shown["user"], shown["password"]) == ("ctx", "s3cret")
+    assert shown["broker"] == "redis://queue.internal:6380/2"
+    assert shown["transport_options"] == {}
+    assert shown["eager"] is True
+
+
+def test_production_needs_a_secret_key(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", SHOW_SETTINGS],
+        cwd=ROOT,
+        env=clean_env(tmp_path, DJANGO_DEBUG="0"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    assert "DJANGO_SECRET_KEY is required" in done.stderr
+
+
+def test_check_deploy_is_clean(tmp_path: Path) -> None:
+    env = clean_env(
+        tmp_path,
+        DJANGO_DEBUG="0",
+        DJANGO_SECRET_KEY=secrets.token_urlsafe(48)[:50],
+        DJANGO_ALLOWED_HOSTS="ctxadmin.example.com,ctxadmin.internal",
+    )
+    assert len(env["DJANGO_SECRET_KEY"]) == 50
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "System check identified no issues (0 silenced)." in done.stdout
+    assert settings_under(env)["hosts"] == ["ctxadmin.example.com", "ctxadmin.internal"]

@@ -1,0 +1,118 @@
+"""Approvals over the API (CONTRACT: Side effects and approvals).
+
+- `GET /api/v1/approvals/?status=pending`: agents (their workspace) and people (theirs).
+- `POST /api/v1/approvals/{id}/decide/` `{"decision": "approve|reject", "reason"}` (reviewer+,
+  people only): appends an `approval_decision` event; a second decision is 409
+  `already_decided`.
+- `GET /api/v1/threads/{id}/approvals/`: one thread's requests and decisions, which the agent
+  polls to read a decision back.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from threads.api.auth import thread_for_request
+from threads.api.permissions import IsPerson, workspace_ids_for_request
+from threads.api.serializers import ErrorSerializer
+from threads.models import ApprovalStatus
+from threads.selectors import approval_get_in, approval_rows, approvals_in, approvals_of_thread
+from threads.services.approvals import DECISIONS, approval_decide
+
+ERRORS = {400: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer, 409: ErrorSerializer}
+MAX_LIST = 1000
+
+
+class ApprovalOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    thread = serializers.CharField()
+    thread_external_id = serializers.CharField()
+    approval_seq = serializers.IntegerField(help_text="seq of the approval_request event")
+    action = serializers.CharField()
+    tool_name = serializers.CharField(allow_blank=True)
+    arguments = serializers.JSONField()
+    status = serializers.ChoiceField(choices=ApprovalStatus.values)
+    decision = serializers.CharField(allow_null=True, help_text="approve, reject or null")
+    reason = serializers.CharField(allow_blank=True)
+    decided_by = serializers.CharField(allow_null=True)
+    decided_at = serializers.DateTimeField(allow_null=True)
+    decision_seq = serializers.IntegerField(
+        allow_null=True, help_text="seq of the approval_decision event"
+    )
+    expires_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
+class StatusFilterSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=ApprovalStatus.values, required=False)
+
+
+STATUS_PARAMETER = OpenApiParameter("status", str, enum=ApprovalStatus.values)
+
+
+class ApprovalListApi(APIView):
+    @extend_schema(
+        parameters=[STATUS_PARAMETER],
+        responses={200: ApprovalOutputSerializer(many=True), **ERRORS},
+        operation_id="approvals_list",
+    )
+    def get(self, request: Request) -> Response:
+        filters = StatusFilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        approvals = approvals_in(
+            workspace_ids=workspace_ids_for_request(request),
+            status=filters.validated_data.get("status", ""),
+        )
+        return Response(
+            ApprovalOutputSerializer(approval_rows(approvals[:MAX_LIST]), many=True).data
+        )
+
+
+class ApprovalDecideApi(APIView):
+    permission_classes = [IsPerson]
+
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "ApprovalDecideInput"
+
+        decision = serializers.ChoiceField(choices=list(DECISIONS))
+        reason = serializers.CharField(max_length=2000)
+
+    @extend_schema(
+        request=InputSerializer,
+        responses={200: ApprovalOutputSerializer, **ERRORS},
+        operation_id="approval_decide",
+    )
+    def post(self, request: Request, id: int) -> Response:
+        workspace_ids = workspace_ids_for_request(request)
+        approval = approval_get_in(workspace_ids=workspace_ids, id=id)
+        body = self.InputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        approval_decide(
+            approval=approval,
+            actor=request.user,  # type: ignore[arg-type]
+            decision=body.validated_data["decision"],
+            reason=body.validated_data["reason"],
+        )
+        decided = approval_get_in(workspace_ids=workspace_ids, id=id)
+        return Response(ApprovalOutputSerializer(approval_rows([decided])[0]).data)
+
+
+class ThreadApprovalsApi(APIView):
+    @extend_schema(
+        parameters=[STATUS_PARAMETER],
+        responses={200: ApprovalOutputSerializer(many=True), **ERRORS},
+        operation_id="thread_approvals_list",
+    )
+    def get(self, request: Request, id: str) -> Response:
+        thread = thread_for_request(request, id)
+        filters = StatusFilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        approvals = approvals_of_thread(
+            thread=thread, status=filters.validated_data.get("status", "")
+        )
+        return Response(ApprovalOutputSerializer(approval_rows(approvals), many=True).data)

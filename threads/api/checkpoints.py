@@ -1,0 +1,206 @@
+"""Checkpoints, rollback and fork over the API (CONTRACT: Checkpoints, integrity, rollback, fork).
+
+- `GET /api/v1/threads/{id}/checkpoints/`: agents and people of the workspace.
+- `POST /api/v1/threads/{id}/checkpoints/` `{"label"}`: an on-demand checkpoint (operator+).
+- `GET /api/v1/threads/{id}/checkpoints/{cp}/preview/`: what a rollback would do.
+- `POST /api/v1/threads/{id}/rollback/` `{"checkpoint", "reason"}` (admin) → 200 the new head.
+- `POST /api/v1/threads/{id}/fork/` `{"checkpoint", "external_id"}` (reviewer+) → 201 the fork.
+
+Writes are people's work (session + CSRF); agent keys get 403. An unsafe checkpoint is 409
+`checkpoint_unsafe`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema, extend_schema_field
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from threads.api.auth import thread_for_request
+from threads.api.permissions import IsPerson, IsPersonForWrites
+from threads.api.serializers import ErrorSerializer, ThreadOutputSerializer
+from threads.api.summaries import SummaryOutputSerializer
+from threads.models import Checkpoint
+from threads.selectors import checkpoint_get, checkpoints_for_thread, thread_with_flags
+from threads.services.checkpoints import (
+    checkpoint_create,
+    checkpoint_rollback,
+    rollback_preview,
+    thread_fork,
+)
+
+ERRORS = {
+    400: ErrorSerializer,
+    403: ErrorSerializer,
+    404: ErrorSerializer,
+    409: ErrorSerializer,
+}
+
+
+class CheckpointOutputSerializer(serializers.ModelSerializer):
+    summary_version = serializers.SerializerMethodField()
+    thread = serializers.UUIDField(source="thread_id")
+    created_by = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Checkpoint
+        fields = [
+            "id",
+            "thread",
+            "summary_version",
+            "cursor",
+            "chain_hash",
+            "summary_checksum",
+            "checksum",
+            "pending",
+            "safe",
+            "unsafe_reason",
+            "created_at",
+            "created_by",
+            "label",
+        ]
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_summary_version(self, checkpoint: Checkpoint) -> int | None:
+        version = checkpoint.summary_version
+        return version.version if version is not None else None
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_created_by(self, checkpoint: Checkpoint) -> str | None:
+        user = checkpoint.created_by
+        return user.get_username() if user is not None else None
+
+
+class ThreadCheckpointsApi(APIView):
+    permission_classes = [IsPersonForWrites]
+
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "ThreadCheckpointsInput"
+
+        # The stubs type Field.label (a field's caption); here it is the checkpoint's label.
+        label = serializers.CharField(  # type: ignore[assignment]
+            required=False, allow_blank=True, max_length=200
+        )
+
+    @extend_schema(
+        responses={200: CheckpointOutputSerializer(many=True), **ERRORS},
+        operation_id="thread_checkpoints_list",
+    )
+    def get(self, request: Request, id: str) -> Response:
+        thread = thread_for_request(request, id)
+        return Response(
+            CheckpointOutputSerializer(checkpoints_for_thread(thread=thread), many=True).data
+        )
+
+    @extend_schema(
+        request=InputSerializer,
+        responses={201: CheckpointOutputSerializer, **ERRORS},
+        operation_id="thread_checkpoints_create",
+    )
+    def post(self, request: Request, id: str) -> Response:
+        thread = thread_for_request(request, id)
+        body = self.InputSerializer(data=request.data or {})
+        body.is_valid(raise_exception=True)
+        checkpoint = checkpoint_create(
+            thread=thread, label=body.validated_data.get("label", ""), actor=request.user
+        )
+        return Response(CheckpointOutputSerializer(checkpoint).data, status=status.HTTP_201_CREATED)
+
+
+class CheckpointPreviewApi(APIView):
+    permission_classes = [IsPersonForWrites]
+
+    class OutputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "CheckpointPreviewOutput"
+
+        checkpoint = serializers.DictField()
+        safe = serializers.BooleanField()
+        unsafe_reason = serializers.CharField(allow_blank=True)
+        new_version = serializers.IntegerField()
+        restores_version = serializers.IntegerField(allow_null=True)
+        events_after_cursor = serializers.IntegerField()
+        side_effects = serializers.ListField(child=serializers.DictField())
+        approvals = serializers.ListField(child=serializers.DictField())
+        versions_replaced = serializers.ListField(child=serializers.DictField())
+
+    @extend_schema(
+        responses={200: OutputSerializer, **ERRORS}, operation_id="thread_checkpoint_preview"
+    )
+    def get(self, request: Request, id: str, checkpoint_id: int) -> Response:
+        thread = thread_for_request(request, id)
+        checkpoint = checkpoint_get(thread=thread, id=checkpoint_id)
+        preview: dict[str, Any] = rollback_preview(thread=thread, checkpoint=checkpoint)
+        return Response(self.OutputSerializer(preview).data)
+
+
+class ThreadRollbackApi(APIView):
+    permission_classes = [IsPerson]
+
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "ThreadRollbackInput"
+
+        checkpoint = serializers.IntegerField(min_value=1)
+        reason = serializers.CharField(max_length=2000)
+
+    class OutputSerializer(SummaryOutputSerializer):
+        restored_from = serializers.IntegerField(source="restored_from_id")
+
+        class Meta(SummaryOutputSerializer.Meta):
+            fields = [*SummaryOutputSerializer.Meta.fields, "restored_from"]
+            ref_name = "ThreadRollbackOutput"
+
+    @extend_schema(
+        request=InputSerializer,
+        responses={200: OutputSerializer, **ERRORS},
+        operation_id="thread_rollback",
+    )
+    def post(self, request: Request, id: str) -> Response:
+        thread = thread_for_request(request, id)
+        body = self.InputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        checkpoint = checkpoint_get(thread=thread, id=body.validated_data["checkpoint"])
+        version = checkpoint_rollback(
+            thread=thread,
+            checkpoint=checkpoint,
+            actor=request.user,
+            reason=body.validated_data["reason"],
+        )
+        return Response(self.OutputSerializer(version).data)
+
+
+class ThreadForkApi(APIView):
+    permission_classes = [IsPerson]
+
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "ThreadForkInput"
+
+        checkpoint = serializers.IntegerField(min_value=1)
+        external_id = serializers.CharField(max_length=200)
+
+    @extend_schema(
+        request=InputSerializer,
+        responses={201: ThreadOutputSerializer, **ERRORS},
+        operation_id="thread_fork",
+    )
+    def post(self, request: Request, id: str) -> Response:
+        thread = thread_for_request(request, id)
+        body = self.InputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        checkpoint = checkpoint_get(thread=thread, id=body.validated_data["checkpoint"])
+        fork = thread_fork(
+            thread=thread,
+            checkpoint=checkpoint,
+            external_id=body.validated_data["external_id"],
+            actor=request.user,
+        )
+        return Response(
+            ThreadOutputSerializer(thread_with_flags(fork)).data, status=status.HTTP_201_CREATED
+        )

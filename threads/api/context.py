@@ -1,0 +1,78 @@
+"""The working context over the API (CONTRACT: Working context).
+
+`GET /api/v1/threads/{id}/context/` answers the head summary plus the events after it, trimmed
+to the budget; query parameters override the thread's budget settings for this one request.
+Agents of the workspace and every member role may read it.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from threads.api.auth import thread_for_request
+from threads.selectors import working_context
+
+
+class ContextSummarySerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    covered_until = serializers.IntegerField()
+    content = serializers.JSONField()
+    checksum = serializers.CharField()
+    rendered = serializers.CharField(allow_blank=True)
+    tokens = serializers.IntegerField()
+
+
+class TrimmedUnitSerializer(serializers.Serializer):
+    from_seq = serializers.IntegerField()
+    to_seq = serializers.IntegerField()
+    tokens = serializers.IntegerField()
+    reason = serializers.CharField()
+
+
+class ContextBudgetSerializer(serializers.Serializer):
+    window = serializers.IntegerField()
+    fixed = serializers.IntegerField()
+    reserved_output = serializers.IntegerField()
+    reasoning_reserve = serializers.IntegerField()
+    safety_margin = serializers.IntegerField()
+    available = serializers.IntegerField()
+    used = serializers.IntegerField()
+    sections = serializers.DictField(child=serializers.IntegerField())
+
+
+class ThreadContextApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        window = serializers.IntegerField(min_value=1, required=False)
+        reserved_output = serializers.IntegerField(min_value=0, required=False)
+        reasoning_reserve = serializers.IntegerField(min_value=0, required=False)
+        safety_margin = serializers.IntegerField(min_value=0, required=False)
+        fixed_tokens = serializers.IntegerField(min_value=0, required=False)
+
+    class OutputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "WorkingContext"
+
+        summary = ContextSummarySerializer(allow_null=True)
+        events = serializers.ListField(child=serializers.JSONField())
+        read_until = serializers.IntegerField()
+        trimmed_units = TrimmedUnitSerializer(many=True)
+        budget = ContextBudgetSerializer()
+        needs_fold = serializers.BooleanField()
+
+    @extend_schema(
+        parameters=[InputSerializer],
+        responses={200: OutputSerializer},
+        operation_id="thread_context",
+    )
+    def get(self, request: Request, id: str) -> Response:
+        thread = thread_for_request(request, id)
+        params = self.InputSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        answer = working_context(thread=thread, overrides=dict(params.validated_data))
+        # The answer is plain values already (OutputSerializer documents it); running it through
+        # the serializer again would cost more than the read itself on a large window.
+        return Response(answer)

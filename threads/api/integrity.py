@@ -1,0 +1,91 @@
+"""Chain verification over the API (CONTRACT: Checkpoints, integrity, rollback, fork).
+
+`POST /api/v1/threads/{id}/verify/` queues a full recomputation of the thread's hash chain and
+answers 202 with the task's id; `GET /api/v1/threads/{id}/integrity/` answers with the verdict
+the last check recorded. Agents of the workspace and its members (any role) may do both;
+another workspace's thread is 404.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from threads.api.auth import is_agent, thread_for_request
+from threads.selectors import thread_integrity
+from threads.services.audit import audit_record
+from threads.services.tasks import task_run_start
+from threads.tasks import verify_thread_task
+
+
+class CheckpointRefSerializer(serializers.Serializer):
+    """A checkpoint as GET /threads/{id}/checkpoints/ lists it."""
+
+    id = serializers.IntegerField()
+    summary_version = serializers.IntegerField(allow_null=True)
+    cursor = serializers.IntegerField()
+    chain_hash = serializers.CharField()
+    summary_checksum = serializers.CharField(allow_blank=True)
+    safe = serializers.BooleanField()
+    created_at = serializers.CharField()
+    label = serializers.CharField(allow_blank=True)  # type: ignore[assignment]
+
+
+class ThreadVerifyApi(APIView):
+    class OutputSerializer(serializers.Serializer):
+        task_id = serializers.CharField()
+
+        class Meta:
+            ref_name = "ThreadVerifyAccepted"
+
+    @extend_schema(request=None, responses={202: OutputSerializer}, operation_id="thread_verify")
+    def post(self, request: Request, id: str) -> Response:
+        thread = thread_for_request(request, id)
+        principal = request.user
+        with transaction.atomic(durable=True):
+            run = task_run_start(
+                workspace=thread.workspace,
+                thread=thread,
+                kind="verify",
+                send=lambda task_id: verify_thread_task.apply_async(
+                    (str(thread.pk),), task_id=task_id
+                ),
+            )
+            audit_record(
+                workspace=thread.workspace,
+                actor=None if is_agent(principal) else principal,  # type: ignore[arg-type]
+                actor_label=principal.label if is_agent(principal) else "",  # type: ignore[union-attr]
+                action="verify_requested",
+                target_type="thread",
+                target_id=thread.pk,
+                thread=thread,
+                after={"task_id": run.id},
+            )
+        return Response(
+            self.OutputSerializer({"task_id": run.id}).data, status=status.HTTP_202_ACCEPTED
+        )
+
+
+class ThreadIntegrityApi(APIView):
+    class OutputSerializer(serializers.Serializer):
+        chain_ok = serializers.BooleanField()
+        first_bad_seq = serializers.IntegerField(allow_null=True)
+        verified_until = serializers.IntegerField()
+        verified_at = serializers.CharField(allow_null=True)
+        last_seq = serializers.IntegerField()
+        last_safe_checkpoint = CheckpointRefSerializer(allow_null=True)
+
+        class Meta:
+            ref_name = "ThreadIntegrity"
+
+    @extend_schema(responses={200: OutputSerializer}, operation_id="thread_integrity")
+    def get(self, request: Request, id: str) -> Response:
+        thread = thread_for_request(request, id)
+        answer: dict[str, Any] = thread_integrity(thread=thread)
+        return Response(self.OutputSerializer(answer).data)

@@ -1,0 +1,149 @@
+"""Serializers shared by several API views, and the shapes the OpenAPI schema documents.
+
+Events are validated by the domain (threads.domain.events.normalize_event) and answered as plain
+dicts in their stored form: the serializers below describe them for the schema only, so a batch
+of 1000 events never pays for DRF field-by-field serialization.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from threads.domain.events import (
+    AGENT_KINDS,
+    ANNOTATION_TYPES,
+    AUTHORITIES,
+    RESULT_STATUSES,
+    ROLES,
+)
+from threads.models import Thread
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    fields = serializers.DictField(child=serializers.JSONField(), required=False)
+
+
+class ErrorSerializer(serializers.Serializer):
+    """Every error: `{"error": {"code", "message", "fields"}}` (CONTRACT)."""
+
+    error = ErrorDetailSerializer()
+
+
+class ThreadOutputSerializer(serializers.Serializer):
+    """A thread: its log head, summary head, budget settings, integrity verdict and lineage."""
+
+    id = serializers.UUIDField()
+    external_id = serializers.CharField()
+    title = serializers.CharField()
+    status = serializers.CharField()
+    last_seq = serializers.IntegerField()
+    chain_head = serializers.CharField()
+    token_total = serializers.IntegerField()
+    head_version = serializers.IntegerField()
+    covered_until = serializers.IntegerField()
+    context_window = serializers.IntegerField()
+    reserved_output = serializers.IntegerField()
+    reasoning_reserve = serializers.IntegerField()
+    safety_margin = serializers.IntegerField()
+    fixed_tokens = serializers.IntegerField()
+    encoding = serializers.CharField()
+    high_watermark = serializers.FloatField()
+    low_watermark = serializers.FloatField()
+    summarizer = serializers.CharField()
+    chain_ok = serializers.BooleanField()
+    first_bad_seq = serializers.IntegerField(allow_null=True)
+    verified_until = serializers.IntegerField()
+    parent_thread = serializers.UUIDField(source="parent_thread_id", allow_null=True)
+    parent_checkpoint = serializers.IntegerField(source="parent_checkpoint_id", allow_null=True)
+    has_unknown_side_effects = serializers.SerializerMethodField()
+    pending_approvals = serializers.SerializerMethodField()
+    verification_failed = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+    # The flags are annotations (threads.selectors._thread_flags); null when a caller hands in
+    # a thread read without them.
+    @extend_schema_field(OpenApiTypes.BOOL)
+    def get_has_unknown_side_effects(self, thread: Thread) -> bool | None:
+        return getattr(thread, "has_unknown", None)
+
+    @extend_schema_field(OpenApiTypes.BOOL)
+    def get_pending_approvals(self, thread: Thread) -> bool | None:
+        return getattr(thread, "has_pending", None)
+
+    @extend_schema_field(OpenApiTypes.BOOL)
+    def get_verification_failed(self, thread: Thread) -> bool | None:
+        return getattr(thread, "has_rejected", None)
+
+
+class EventInputSerializer(serializers.Serializer):
+    """One event as an agent posts it. Documentation only: the domain validates (CONTRACT,
+    Events); fields not listed for the event's kind are refused."""
+
+    client_event_id = serializers.CharField(required=False, max_length=200,
+                                            help_text="idempotency key, unique per thread")
+    kind = serializers.ChoiceField(choices=AGENT_KINDS)
+    created_at = serializers.DateTimeField(required=False, help_text="client time, RFC 3339")
+    metadata = serializers.DictField(required=False, child=serializers.JSONField())
+    role = serializers.ChoiceField(choices=ROLES, required=False, help_text="message")
+    content = serializers.JSONField(required=False,
+                                    help_text="message: a string or a list of parts")
+    name = serializers.CharField(required=False, help_text="message")
+    tool_call_id = serializers.CharField(required=False, help_text="tool_call, tool_result")
+    tool_name = serializers.CharField(required=False, help_text="tool_call, approval_request")
+    arguments = serializers.DictField(required=False, child=serializers.JSONField(),
+                                      help_text="tool_call, approval_request")
+    side_effect = serializers.BooleanField(required=False, help_text="tool_call")
+    idempotency_key = serializers.CharField(required=False,
+                                            help_text="tool_call; required when side_effect")
+    group = serializers.CharField(required=False, help_text="tool_call: parallel calls")
+    status = serializers.ChoiceField(choices=RESULT_STATUSES, required=False,
+                                     help_text="tool_result")
+    result = serializers.JSONField(required=False, help_text="tool_result")
+    verified_facts = serializers.ListField(child=serializers.DictField(), required=False,
+                                           help_text='tool_result: [{"key", "value"}]')
+    request_id = serializers.CharField(required=False, help_text="tool_result")
+    type = serializers.ChoiceField(choices=ANNOTATION_TYPES, required=False,
+                                   help_text="annotation")
+    authority = serializers.ChoiceField(choices=AUTHORITIES, required=False,
+                                        help_text="annotation")
+    payload = serializers.DictField(required=False, child=serializers.JSONField(),
+                                    help_text='annotation: {"key", "value"} or {"text"}')
+    refers_to = serializers.ListField(child=serializers.IntegerField(min_value=1),
+                                      required=False, help_text="annotation: seq numbers")
+    action = serializers.CharField(required=False, help_text="approval_request")
+    expires_at = serializers.DateTimeField(required=False, help_text="approval_request")
+
+
+class EventBatchInputSerializer(serializers.Serializer):
+    events = EventInputSerializer(many=True, help_text="1 to 1000 events, all or nothing")
+
+
+class EventOutputSerializer(serializers.Serializer):
+    """An event as stored: the common fields, the kind's own fields (as posted, plus `call_seq`
+    on a tool_result: the seq of the call it bound to), and what the server derived."""
+
+    seq = serializers.IntegerField()
+    kind = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    client_event_id = serializers.CharField(required=False)
+    metadata = serializers.DictField(child=serializers.JSONField())
+    hash = serializers.CharField(help_text="the chain's hash after this event")
+    token_count = serializers.IntegerField()
+    call_seq = serializers.IntegerField(required=False, help_text="tool_result")
+
+
+class AppendedEventSerializer(EventOutputSerializer):
+    replayed = serializers.BooleanField(
+        help_text="true when client_event_id matched an earlier event with the same body"
+    )
+
+
+def thread_data(thread: Thread) -> dict[str, Any]:
+    return ThreadOutputSerializer(thread).data  # type: ignore[return-value]

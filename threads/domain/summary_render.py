@@ -1,0 +1,143 @@
+"""The text the agent receives for a summary (DESIGN §5.2): compact, sectioned, deterministic.
+
+Same content, same text, byte for byte: its token count is what the budget counts. Citations are
+written `[#seq]`. Empty sections are left out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def _cite(entry: Mapping[str, Any]) -> str:
+    seqs = entry.get("source_event_ids") or []
+    return " " + "".join(f"[#{s}]" for s in seqs) if seqs else ""
+
+
+def _entries(content: Mapping[str, Any], section: str) -> list[Mapping[str, Any]]:
+    value = content.get(section)
+    return [e for e in value if isinstance(e, Mapping)] if isinstance(value, list) else []
+
+
+def _one_line(text: Any) -> str:
+    return " ".join(str(text).split())
+
+
+def _section(title: str, lines: Iterable[str]) -> list[str]:
+    body = list(lines)
+    return [f"## {title}", *body, ""] if body else []
+
+
+def render_summary(content: Mapping[str, Any]) -> str:
+    covered = content.get("covered") or {}
+    task = content.get("task") or {}
+    counts = content.get("counts") or {}
+    out: list[str] = [
+        f"# Summary of events #{covered.get('from_seq', '?')}–#{covered.get('to_seq', '?')}",
+        "",
+    ]
+    if task.get("goal") or task.get("status"):
+        out += _section(
+            "Goal",
+            [
+                f"{_one_line(task.get('goal') or '(not stated)')}{_cite(task)}",
+                f"status: {task.get('status', 'unknown')}",
+            ],
+        )
+    out += _section(
+        "Constraints",
+        (
+            f"- {c.get('text', '')}"
+            + (" (expired)" if c.get("status") == "expired" else "")
+            + _cite(c)
+            for c in _entries(content, "constraints")
+        ),
+    )
+    facts = _entries(content, "facts")
+    out += _section(
+        "Facts",
+        (
+            f"- {f.get('key')} = {_json(f.get('value'))} ({f.get('authority')}, "
+            f"{f.get('confidence')})"
+            + (
+                f"; was {_json(f.get('previous_value'))}"
+                if f.get("previous_value") is not None
+                else ""
+            )
+            + _cite(f)
+            for f in facts
+            if f.get("status") == "active"
+        ),
+    )
+    out += _section(
+        "Tool state",
+        (
+            f"- {t.get('tool')}#{t.get('tool_call_id')}: {t.get('status')}"
+            + (f" side effect key={t.get('idempotency_key')}" if t.get("side_effect") else "")
+            + _cite(t)
+            for t in _entries(content, "tool_state")
+            if t.get("side_effect") or t.get("status") not in ("succeeded",)
+        ),
+    )
+    out += _section(
+        "Pending",
+        (
+            f"- {p.get('kind')}: {_one_line(p.get('ref', ''))}"
+            + (" (blocking)" if p.get("blocking") else "")
+            + _cite(p)
+            # Questions have their own section below.
+            for p in _entries(content, "pending")
+            if p.get("kind") != "question"
+        ),
+    )
+    out += _section(
+        "Completed actions",
+        (
+            f"- {_one_line(a.get('action', ''))}{_cite(a)}"
+            for a in _entries(content, "completed_actions")
+        ),
+    )
+    out += _section(
+        "Decisions",
+        (f"- {_one_line(d.get('text', ''))}{_cite(d)}" for d in _entries(content, "decisions")),
+    )
+    out += _section(
+        "Open questions",
+        (
+            f"- {_one_line(q.get('text', ''))}{_cite(q)}"
+            for q in _entries(content, "open_questions")
+        ),
+    )
+    out += _section(
+        "Requests",
+        (
+            f"- {_one_line(r.get('text', ''))}" + (" […]" if r.get("truncated") else "") + _cite(r)
+            for r in _entries(content, "requests")
+        ),
+    )
+    out += _section(
+        "Last replies",
+        (
+            f"- {_one_line(r.get('text', ''))}" + (" […]" if r.get("truncated") else "") + _cite(r)
+            for r in _entries(content, "last_replies")
+        ),
+    )
+    narrative = content.get("narrative")
+    if isinstance(narrative, str) and narrative.strip():
+        out += _section("Narrative", [narrative.strip()])
+    omitted = {k: v for k, v in sorted(counts.items()) if k.endswith("_dropped") and v}
+    if omitted:
+        out += _section(
+            "Older material (in the log, not repeated here)",
+            (
+                f"- {name.removesuffix('_dropped').replace('_', ' ')}: {count}"
+                for name, count in omitted.items()
+            ),
+        )
+    return "\n".join(out).rstrip() + "\n"

@@ -1,0 +1,88 @@
+"""Anthropic Messages (REAL_CLIENTS §3): top-level `system`; `messages` alternate user and
+assistant, each a string or a list of blocks. The assistant calls tools with
+`{"type": "tool_use", "id", "name", "input": {...}}`; the user answers with
+`{"type": "tool_result", "tool_use_id", "content", "is_error"?}` blocks inside a user message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from threads.domain.render import content_text
+from threads.importers.common import (
+    CallTracker,
+    Conversation,
+    Converted,
+    message,
+    result_status,
+    system_message,
+)
+
+
+def _flush(out: Converted, role: str, parts: list[Any], thinking: list[str]) -> None:
+    if parts or thinking:
+        content: Any = (
+            parts[0]["text"] if len(parts) == 1 and parts[0].get("type") == "text" else list(parts)
+        )
+        out.events.append(message(role, content, thinking=list(thinking) or None))
+    parts.clear()
+    thinking.clear()
+
+
+def convert(conversation: Conversation) -> Converted:
+    out = Converted()
+    first = system_message(conversation.system)
+    if first:
+        out.events.append(first)
+    tracker = CallTracker()
+    for index, item in enumerate(conversation.items):
+        if not isinstance(item, dict) or item.get("role") not in ("user", "assistant"):
+            out.skipped.append(f"message {index}: not a user or assistant message")
+            continue
+        role, content = item["role"], item.get("content")
+        if isinstance(content, str):
+            out.events.append(message(role, content))
+            continue
+        parts: list[Any] = []
+        thinking: list[str] = []
+        # Blocks keep their order: text blocks between tool blocks become their own message.
+        for block in content or []:
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "tool_use":
+                _flush(out, role, parts, thinking)
+                tracker.call(block["id"])
+                out.events.append(
+                    {
+                        "kind": "tool_call",
+                        "tool_call_id": block["id"],
+                        "tool_name": block["name"],
+                        "arguments": block.get("input") or {},
+                    }
+                )
+            elif kind == "tool_result":
+                _flush(out, role, parts, thinking)
+                call_id = block.get("tool_use_id")
+                if not call_id or not tracker.result(call_id):
+                    out.skipped.append(f"message {index}: result for {call_id!r} has no call")
+                    continue
+                value = block.get("content")
+                text = value if isinstance(value, str) else content_text(value or [])
+                body: dict[str, Any] = {
+                    "kind": "tool_result",
+                    "tool_call_id": call_id,
+                    "status": result_status(text, is_error=bool(block.get("is_error"))),
+                }
+                if value is not None:
+                    body["result"] = value
+                out.events.append(body)
+            elif kind == "thinking":
+                # The signature is an opaque token for the provider, not context.
+                thinking.append(block.get("thinking", ""))
+            elif kind == "redacted_thinking":
+                thinking.append("[redacted]")
+            elif kind is not None:
+                parts.append(block)
+            else:
+                out.skipped.append(f"message {index}: a block that is not an object")
+        _flush(out, role, parts, thinking)
+    return out

@@ -1,0 +1,177 @@
+"""What every trace format shares: reading a file of conversations, finding a conversation's
+items, and the converter's output (event bodies exactly as an agent would post them).
+
+A format module only turns one conversation's items into event bodies; numbering, binding,
+idempotency and side-effect marking are the same for all of them (threads/importers/__init__).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from threads.domain.canonical import canonical_json
+from threads.domain.render import content_text
+
+
+class ImportFormatError(ValueError):
+    """The input is not a trace of the announced format; the message says where."""
+
+
+@dataclass
+class Conversation:
+    """One source conversation, found inside a file's top-level list."""
+
+    items: list[Any]
+    id: str | None = None
+    system: Any = None
+    tools: list[Any] | None = None
+    raw: Any = None  # the original object, for a stable digest when it has no id
+
+
+@dataclass
+class Converted:
+    """Event bodies (without client_event_id) and what was left out, with why."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def _open(path: Path) -> Iterator[str]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:  # type: ignore[operator]
+        yield from f
+
+
+def read_file(path: str | Path) -> list[Any]:
+    """A JSON array, a single JSON object, or JSONL (one JSON value a line); .gz is unpacked."""
+    path = Path(path)
+    text = "".join(_open(path))
+    stripped = text.lstrip()
+    if not stripped:
+        return []
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        values = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    values.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ImportFormatError(f"{path}: line {number} is not JSON: {exc}") from exc
+        return values
+    return value if isinstance(value, list) else [value]
+
+
+ITEM_KEYS = ("messages", "input", "traj")
+
+
+def conversation_of(value: Any, *, where: str) -> Conversation:
+    """A conversation is a list of items, or an object holding it under messages/input/traj
+    with optional id, system and tools (the providers' own request bodies)."""
+    if isinstance(value, list):
+        return Conversation(items=value, raw=value)
+    if not isinstance(value, dict):
+        raise ImportFormatError(f"{where}: a conversation is a list or an object")
+    for key in ITEM_KEYS:
+        if key in value:
+            items = value[key]
+            if isinstance(items, str):  # Responses API: `input` may be a plain string
+                items = [{"type": "message", "role": "user", "content": items}]
+            if not isinstance(items, list):
+                raise ImportFormatError(f"{where}: `{key}` must be a list")
+            raw_id = value.get("id")
+            return Conversation(
+                items=items,
+                id=str(raw_id) if raw_id not in (None, "") else None,
+                system=value.get("system") or value.get("instructions"),
+                tools=value.get("tools"),
+                raw=value,
+            )
+    raise ImportFormatError(f"{where}: no `messages`, `input` or `traj` list")
+
+
+def external_id_for(conversation: Conversation, fmt: str) -> str:
+    """The thread's external_id: the conversation's id, else a digest of its content, so the
+    same file imports into the same threads every time."""
+    if conversation.id:
+        return conversation.id[:200]
+    digest = hashlib.sha256(canonical_json(conversation.raw)).hexdigest()[:16]
+    return f"{fmt}-{digest}"
+
+
+def parse_arguments(value: Any) -> tuple[dict[str, Any], bool]:
+    """Tool arguments as an object. OpenAI sends a JSON *string*; a string that is not a JSON
+    object is kept whole under `_raw` (returned flag True) rather than dropped."""
+    if isinstance(value, dict):
+        return value, False
+    if value is None or value == "":
+        return {}, False
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            return {"_raw": value}, True
+        if isinstance(parsed, dict):
+            return parsed, False
+    return {"_raw": value}, True
+
+
+def message(role: str, content: Any, **metadata: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"kind": "message", "role": role, "content": content}
+    meta = {k: v for k, v in metadata.items() if v not in (None, "", [], {})}
+    if meta:
+        body["metadata"] = meta
+    return body
+
+
+def has_content(content: Any) -> bool:
+    if content is None:
+        return False
+    if isinstance(content, str):
+        return bool(content.strip())
+    return bool(content)
+
+
+def result_status(text: Any, *, is_error: bool = False) -> str:
+    """A provider result carries no status. An explicit error flag, or a tool output that
+    announces an error the way tau-bench's tools do ("Error: ..."), is `failed`; anything
+    else the tool returned is `succeeded`."""
+    if is_error:
+        return "failed"
+    if isinstance(text, str) and text.lstrip().lower().startswith("error:"):
+        return "failed"
+    return "succeeded"
+
+
+class CallTracker:
+    """Open calls per tool_call_id, mirroring how the log binds a result (to the latest open
+    call with that id), so the converter can tell an orphan result before the service would
+    refuse the whole batch."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, int] = {}
+
+    def call(self, tool_call_id: str) -> None:
+        self._open[tool_call_id] = self._open.get(tool_call_id, 0) + 1
+
+    def result(self, tool_call_id: str) -> bool:
+        if self._open.get(tool_call_id, 0) <= 0:
+            return False
+        self._open[tool_call_id] -= 1
+        return True
+
+
+def system_message(system: Any) -> dict[str, Any] | None:
+    """A top-level `system` (a string or a list of text blocks) as the first message."""
+    if not has_content(system):
+        return None
+    if isinstance(system, list):
+        return message("system", content_text(system))
+    return message("system", str(system))

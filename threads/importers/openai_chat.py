@@ -1,0 +1,110 @@
+"""OpenAI Chat Completions `messages[]` (REAL_CLIENTS §3), tau-bench's `traj` included.
+
+An assistant turn carries `tool_calls[{id, function: {name, arguments: "<JSON string>"}}]`;
+a result is `{"role": "tool", "tool_call_id", "content"}`. The legacy `function_call` /
+`{"role": "function", "name"}` pair has no id: the call gets one from its position and the
+result binds to the latest open legacy call of that name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from threads.importers.common import (
+    CallTracker,
+    Conversation,
+    Converted,
+    has_content,
+    message,
+    parse_arguments,
+    result_status,
+    system_message,
+)
+
+ROLES = {"system", "developer", "user", "assistant"}
+
+
+def _tool_call(call_id: str, name: str, arguments: Any, group: str | None) -> dict[str, Any]:
+    args, raw = parse_arguments(arguments)
+    body: dict[str, Any] = {
+        "kind": "tool_call",
+        "tool_call_id": call_id,
+        "tool_name": name,
+        "arguments": args,
+    }
+    if group:
+        body["group"] = group
+    if raw:
+        body["metadata"] = {"arguments_not_json": True}
+    return body
+
+
+def _result(call_id: str, content: Any, **metadata: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "kind": "tool_result",
+        "tool_call_id": call_id,
+        "status": result_status(content),
+    }
+    if content is not None:
+        body["result"] = content
+    meta = {k: v for k, v in metadata.items() if v}
+    if meta:
+        body["metadata"] = meta
+    return body
+
+
+def convert(conversation: Conversation) -> Converted:
+    out = Converted()
+    first = system_message(conversation.system)
+    if first:
+        out.events.append(first)
+    tracker = CallTracker()
+    legacy: dict[str, list[str]] = {}  # function name -> synthesized ids of open legacy calls
+    for index, item in enumerate(conversation.items):
+        if not isinstance(item, dict):
+            out.skipped.append(f"item {index}: not an object")
+            continue
+        role = item.get("role")
+        content = item.get("content")
+        if role == "tool":
+            call_id = item.get("tool_call_id")
+            if not call_id or not tracker.result(call_id):
+                out.skipped.append(f"item {index}: result for {call_id!r} has no open call")
+                continue
+            out.events.append(_result(call_id, content, name=item.get("name")))
+        elif role == "function":
+            name = item.get("name") or ""
+            pending = legacy.get(name)
+            if not pending:
+                out.skipped.append(f"item {index}: function result {name!r} has no open call")
+                continue
+            call_id = pending.pop()
+            tracker.result(call_id)
+            out.events.append(_result(call_id, content, name=name, legacy_function_call=True))
+        elif role in ROLES:
+            if has_content(content) or role != "assistant":
+                out.events.append(
+                    message(role, content if content is not None else "", name=item.get("name"))
+                )
+            calls = item.get("tool_calls") or []
+            group = f"turn-{index}" if len(calls) > 1 else None
+            for call in calls:
+                function = call.get("function") or {}
+                call_id, name = call.get("id"), function.get("name")
+                if not call_id or not name:
+                    out.skipped.append(f"item {index}: tool call without id or name")
+                    continue
+                tracker.call(call_id)
+                out.events.append(_tool_call(call_id, name, function.get("arguments"), group))
+            if item.get("function_call"):
+                function = item["function_call"]
+                name = function.get("name") or "function"
+                call_id = f"function_call-{index}"
+                tracker.call(call_id)
+                legacy.setdefault(name, []).append(call_id)
+                body = _tool_call(call_id, name, function.get("arguments"), None)
+                body.setdefault("metadata", {})["legacy_function_call"] = True
+                out.events.append(body)
+        else:
+            out.skipped.append(f"item {index}: unknown role {role!r}")
+    return out

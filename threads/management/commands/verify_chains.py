@@ -1,0 +1,64 @@
+"""`verify_chains [--thread X] [--full]`: recompute hash chains; exit 1 if any breaks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from threads.models import Thread
+from threads.services.integrity import integrity_check
+
+
+class Command(BaseCommand):
+    help = (
+        "Verify threads' hash chains (incrementally from the last verified point unless "
+        "--full). Prints OK or the first bad seq per thread; exits 1 if any chain breaks."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--thread", help="a thread's UUID or external_id (every thread if omitted)"
+        )
+        parser.add_argument("--workspace", help="limit to one workspace (by name)")
+        parser.add_argument(
+            "--full",
+            action="store_true",
+            help="recompute from the genesis hash, ignoring earlier verdicts",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        threads = Thread.objects.select_related("workspace").order_by(
+            "workspace__name", "external_id"
+        )
+        if options["workspace"]:
+            threads = threads.filter(workspace__name=options["workspace"])
+        if options["thread"]:
+            wanted = options["thread"]
+            by_uuid = threads.filter(pk=wanted) if _is_uuid(wanted) else threads.none()
+            threads = by_uuid if by_uuid.exists() else threads.filter(external_id=wanted)
+            if not threads.exists():
+                raise CommandError(f"no thread {wanted!r}", returncode=2)
+        broken = 0
+        for thread in threads.iterator(chunk_size=200):
+            verdict = integrity_check(thread=thread, full=options["full"])
+            label = f"{thread.workspace.name}/{thread.external_id} ({thread.pk})"
+            if verdict.ok:
+                self.stdout.write(f"OK    {label} verified through seq {verdict.verified_until}")
+            else:
+                broken += 1
+                self.stdout.write(
+                    f"BROKEN {label} first bad seq {verdict.first_bad_seq}: {verdict.detail}"
+                )
+        if broken:
+            raise CommandError(f"{broken} chain(s) broken", returncode=1)
+
+
+def _is_uuid(value: str) -> bool:
+    import uuid
+
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True

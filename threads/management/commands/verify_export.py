@@ -1,0 +1,113 @@
+"""`verify_export FILE [--key K]`: check an export_thread file offline, without a database.
+
+Recomputes the chain from the genesis hash of the thread named in the header and names the
+first bad seq: a modified line (hash mismatch), a deleted, swapped or inserted line (seq out
+of order or hash mismatch), or a file cut short (fewer events than the header's last_seq, or
+a final hash that is not the header's chain_head). Without the chain key, a file rewritten
+with a consistent forged chain (and header) passes: compare its chain_head with the one the
+server reports, or verify with --key when the server uses HMAC.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from threads.domain import chain
+
+
+class Command(BaseCommand):
+    help = "Verify an export_thread JSONL file offline; exit 1 naming the first bad seq."
+    # Nothing here may touch the database: no system checks, no migrations check.
+    requires_system_checks: list[str] = []
+    requires_migrations_checks = False
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("file")
+        parser.add_argument(
+            "--key",
+            help="the chain key (CTXADMIN_CHAIN_KEY) when the "
+            "export is HMAC-SHA256; defaults to the configured key",
+        )
+        parser.add_argument("--thread", help="the thread UUID, for a file with no header")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        path = Path(options["file"])
+        if not path.exists():
+            raise CommandError(f"{path} does not exist", returncode=2)
+        lines = _lines(path)
+        first = next(lines, None)
+        header: dict[str, Any] = {}
+        events: Iterator[tuple[int, Any]] = lines
+        if first is not None and isinstance(first[1], dict) and "ctxadmin_export" in first[1]:
+            header = first[1]
+        elif first is not None:
+            events = _chain_first(first, lines)
+        thread_uid = options["thread"] or header.get("thread")
+        if not thread_uid:
+            raise CommandError(
+                "the file has no header naming its thread; pass --thread", returncode=2
+            )
+        key_text = options["key"] or settings.CTXADMIN_CHAIN_KEY
+        keyed = header.get("algorithm") == "hmac-sha256"
+        if keyed and not key_text:
+            raise CommandError("this export is HMAC-SHA256: pass --key", returncode=2)
+        key = key_text.encode("utf-8") if key_text and (keyed or options["key"]) else None
+        genesis = chain.genesis_hash(str(thread_uid), key)
+        if header.get("genesis", {}).get("hash") not in (None, genesis):
+            self._broken(1, "the genesis hash does not match the thread (or the key)")
+        verdict = chain.verify_chain(_events(events), start_hash=genesis, key=key)
+        if not verdict.ok:
+            self._broken(verdict.first_bad_seq, verdict.detail)
+        last_seq = header.get("last_seq")
+        if last_seq is not None and verdict.verified_until < last_seq:
+            self._broken(
+                verdict.verified_until + 1,
+                f"the file ends at seq {verdict.verified_until}; the header says {last_seq}",
+            )
+        if last_seq is not None and verdict.verified_until > last_seq:
+            self._broken(last_seq + 1, f"events after the header's last_seq {last_seq}")
+        if header.get("chain_head") not in (None, verdict.head):
+            self._broken(verdict.verified_until, "the last hash is not the header's chain_head")
+        self.stdout.write(
+            f"OK {verdict.verified_until} events verified; chain head {verdict.head}"
+            + ("" if key else " (SHA-256: compare the head with the server's)")
+        )
+
+    def _broken(self, seq: int | None, detail: str) -> None:
+        self.stdout.write(f"BROKEN first bad seq {seq}: {detail}")
+        raise CommandError(f"chain broken at seq {seq}", returncode=1)
+
+
+def _lines(path: Path) -> Iterator[tuple[int, Any]]:
+    with path.open(encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield number, json.loads(line)
+            except json.JSONDecodeError:
+                yield number, None
+
+
+def _chain_first(first: tuple[int, Any], rest: Iterator[tuple[int, Any]]) -> Iterator[Any]:
+    yield first
+    yield from rest
+
+
+def _events(lines: Iterator[tuple[int, Any]]) -> Iterator[dict[str, Any]]:
+    expected = 1
+    for _number, value in lines:
+        if isinstance(value, dict) and isinstance(value.get("seq"), int) and "hash" in value:
+            expected = value["seq"] + 1
+            yield value
+        else:
+            # A line that is not an event breaks the chain where it stands: it takes the seq it
+            # displaced, with a hash that can never match.
+            yield {"seq": expected, "hash": "", "kind": "unreadable"}
+            expected += 1

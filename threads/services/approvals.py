@@ -1,0 +1,116 @@
+"""Deciding approval requests (DESIGN §7).
+
+An agent posts an `approval_request`; a reviewer approves or rejects it with a reason; the
+decision is an `approval_decision` event the agent reads back. A request is decided exactly
+once, also when two reviewers press the button at the same moment.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from threads.access import require_role
+from threads.domain.errors import Conflict, InvalidEvent
+from threads.models import ApprovalRequest, ApprovalStatus, Event, EventKind, Role, Thread
+from threads.services.audit import audit_record
+from threads.services.events import server_event_append
+from threads.services.side_effects import announce_after_commit
+
+DECISIONS = {"approve": ApprovalStatus.APPROVED, "reject": ApprovalStatus.REJECTED}
+MAX_REASON = 2000
+
+
+class AlreadyDecided(Conflict):
+    code = "already_decided"
+
+
+class ApprovalExpired(Conflict):
+    code = "approval_expired"
+
+
+def approval_decide(
+    *, approval: ApprovalRequest, actor: AbstractBaseUser, decision: str, reason: str
+) -> Event:
+    """Approve or reject a pending request (reviewer or higher) and append the decision event.
+
+    Locks the thread row (select_for_update) before appending. The status moves by a
+    conditional `UPDATE ... WHERE status = 'pending'` inside that transaction: of two
+    concurrent decisions exactly one updates a row and appends an event; the other raises
+    AlreadyDecided (409).
+    """
+    if decision not in DECISIONS:
+        raise InvalidEvent(
+            "invalid decision", fields={"decision": f"must be one of {', '.join(DECISIONS)}"}
+        )
+    reason = (reason or "").strip()
+    if not reason:
+        raise InvalidEvent("a reason is required", fields={"reason": "this field is required"})
+    if len(reason) > MAX_REASON:
+        raise InvalidEvent(
+            "reason is too long", fields={"reason": f"must be at most {MAX_REASON} characters"}
+        )
+    thread = approval.thread
+    require_role(actor, thread.workspace, Role.REVIEWER)
+    with transaction.atomic(durable=True):
+        # of=self: lock the thread row only, never the joined workspace row.
+        locked = (
+            Thread.objects.select_for_update(of=("self",))
+            .select_related("workspace")
+            .get(pk=thread.pk)
+        )
+        now = timezone.now()
+        if approval.expires_at is not None and approval.expires_at <= now:
+            current = ApprovalRequest.objects.get(pk=approval.pk)
+            if current.status == ApprovalStatus.PENDING:
+                raise ApprovalExpired(
+                    f"approval {approval.pk} expired at {approval.expires_at.isoformat()}",
+                    fields={"expires_at": approval.expires_at.isoformat()},
+                )
+        moved = ApprovalRequest.objects.filter(
+            pk=approval.pk, status=ApprovalStatus.PENDING
+        ).update(status=DECISIONS[decision], decided_by=actor, decided_at=now, reason=reason)
+        if not moved:
+            current = ApprovalRequest.objects.get(pk=approval.pk)
+            raise AlreadyDecided(
+                f"approval {approval.pk} was already decided ({current.status})",
+                fields={"status": current.status},
+            )
+        request_seq = (
+            Event.objects.filter(pk=approval.request_event_id).values_list("seq", flat=True).get()
+        )
+        label = actor.get_username()
+        event = server_event_append(
+            thread=locked,
+            kind=EventKind.APPROVAL_DECISION,
+            data={
+                "approval_seq": request_seq,
+                "decision": decision,
+                "reason": reason,
+                "actor": label,
+            },
+        )
+        ApprovalRequest.objects.filter(pk=approval.pk).update(decision_event=event)
+        announce_after_commit(locked.pk, event)
+        audit_record(
+            workspace=locked.workspace,
+            actor=actor,
+            action="approval.decide",
+            target_type="approval",
+            target_id=approval.pk,
+            thread=locked,
+            before={"status": ApprovalStatus.PENDING.value},
+            after={
+                "status": DECISIONS[decision].value,
+                "decision": decision,
+                "reason": reason,
+                "seq": event.seq,
+            },
+        )
+    approval.status = DECISIONS[decision]
+    approval.decided_by = actor  # type: ignore[assignment]
+    approval.decided_at = now
+    approval.reason = reason
+    approval.decision_event = event
+    return event

@@ -1,0 +1,211 @@
+"""Fold triggers (DESIGN §4), evaluated after every append that commits.
+
+- capacity: history H (rendered summary + events after it) > high × B, with the thread's own
+  budget;
+- structural: a side-effecting call got its answer (its unit can close), an approval was
+  decided, a correction was annotated;
+- risk: a side-effecting result timed out, or a tool reported a value for a key that
+  contradicts another tool value (in the batch or in the head summary).
+
+The first matching kind in the order risk, structural, capacity names the trigger; the reason
+lists everything that matched. `fold_request` keeps at most one fold in flight per thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from django.db.models import Sum
+
+from threads.domain.budget import Budget, needs_fold
+from threads.domain.tokens import MESSAGE_OVERHEAD_TOKENS
+from threads.models import Event, EventKind, SummaryVersion, Thread
+from threads.services.folding import fold_request
+
+logger = logging.getLogger(__name__)
+
+PRIORITY = ("risk", "structural", "capacity")
+
+
+def _data(event: Event | dict[str, Any]) -> dict[str, Any]:
+    return event.data if isinstance(event, Event) else event
+
+
+def _kind(event: Event | dict[str, Any]) -> str:
+    return event.kind if isinstance(event, Event) else event["kind"]
+
+
+def _seq(event: Event | dict[str, Any]) -> int:
+    return event.seq if isinstance(event, Event) else event["seq"]
+
+
+def event_triggers(
+    *, thread: Thread, events: Iterable[Event | dict[str, Any]]
+) -> list[tuple[str, str]]:
+    """Structural and risk reasons raised by newly appended events: [(kind, reason)]."""
+    events = list(events)
+    reasons: list[tuple[str, str]] = []
+    result_call_seqs = [_data(e)["call_seq"] for e in events if _kind(e) == EventKind.TOOL_RESULT]
+    side_effect_calls = (
+        set(
+            Event.objects.filter(
+                thread=thread,
+                seq__in=result_call_seqs,
+                kind=EventKind.TOOL_CALL,
+                data__side_effect=True,
+            ).values_list("seq", flat=True)
+        )
+        if result_call_seqs
+        else set()
+    )
+    tool_values: dict[str, tuple[Any, int]] = {}
+    for event in events:
+        kind, data, seq = _kind(event), _data(event), _seq(event)
+        if kind == EventKind.TOOL_RESULT and data["call_seq"] in side_effect_calls:
+            if data["status"] == "timeout":
+                reasons.append(
+                    (
+                        "risk",
+                        f"side effect #{data['tool_call_id']} timed out "
+                        f"(seq {seq}): outcome unknown",
+                    )
+                )
+            else:
+                reasons.append(
+                    (
+                        "structural",
+                        f"side effect #{data['tool_call_id']} {data['status']} (seq {seq})",
+                    )
+                )
+        elif kind == EventKind.SIDE_EFFECT_RESOLUTION:
+            reasons.append(
+                (
+                    "structural",
+                    f"side effect #{data['tool_call_id']} resolved {data['status']} (seq {seq})",
+                )
+            )
+        elif kind == EventKind.APPROVAL_DECISION:
+            reasons.append(("structural", f"approval decided: {data['decision']} (seq {seq})"))
+        elif kind == EventKind.ANNOTATION and data.get("type") == "correction":
+            reasons.append(("structural", f"correction annotated (seq {seq})"))
+        if kind == EventKind.TOOL_RESULT:
+            for fact in data.get("verified_facts") or []:
+                key, value = str(fact.get("key")), fact.get("value")
+                earlier = tool_values.get(key)
+                if earlier is not None and earlier[0] != value:
+                    reasons.append(
+                        (
+                            "risk",
+                            f"conflicting tool results for {key!r} (seq {earlier[1]} and {seq})",
+                        )
+                    )
+                tool_values[key] = (value, seq)
+    reasons.extend(_conflicts_with_summary(thread, tool_values))
+    return reasons
+
+
+def _conflicts_with_summary(
+    thread: Thread, tool_values: dict[str, tuple[Any, int]]
+) -> list[tuple[str, str]]:
+    if not tool_values or not thread.head_version:
+        return []
+    content = (
+        SummaryVersion.objects.filter(thread=thread, version=thread.head_version)
+        .values_list("content", flat=True)
+        .first()
+        or {}
+    )
+    reasons = []
+    for fact in content.get("facts") or []:
+        key = str(fact.get("key"))
+        if (
+            fact.get("status") == "active"
+            and fact.get("authority") == "tool"
+            and key in tool_values
+            and tool_values[key][0] != fact.get("value")
+        ):
+            reasons.append(
+                (
+                    "risk",
+                    f"tool result at seq {tool_values[key][1]} contradicts the "
+                    f"summary's tool value for {key!r}",
+                )
+            )
+    return reasons
+
+
+def history_tokens(*, thread: Thread, enough: float | None = None) -> int:
+    """H: tokens of the head summary's rendered text plus stored counts after it.
+
+    With `enough`, stops reading once H surely exceeds it: every event costs at least
+    MESSAGE_OVERHEAD_TOKENS, so more events after the summary than `enough` / that minimum
+    exceed it without summing anything. A thread whose folds are not running (no worker, a
+    rejected candidate) then costs a bounded read per append, not a scan of its backlog.
+    """
+    summary = int(
+        (
+            SummaryVersion.objects.filter(thread=thread, version=thread.head_version)
+            .values_list("tokens", flat=True)
+            .first()
+            if thread.head_version
+            else 0
+        )
+        or 0
+    )
+    backlog = thread.last_seq - thread.covered_until
+    if enough is not None and summary + backlog * MESSAGE_OVERHEAD_TOKENS > enough:
+        return summary + backlog * MESSAGE_OVERHEAD_TOKENS
+    after = Event.objects.filter(thread=thread, seq__gt=thread.covered_until).aggregate(
+        total=Sum("token_count")
+    )["total"]
+    return summary + int(after or 0)
+
+
+def capacity_trigger(*, thread: Thread) -> tuple[str, str] | None:
+    budget = Budget(
+        window=thread.context_window,
+        fixed=thread.fixed_tokens,
+        reserved_output=thread.reserved_output,
+        reasoning_reserve=thread.reasoning_reserve,
+        safety_margin=thread.safety_margin,
+    )
+    threshold = thread.high_watermark * budget.available
+    history = history_tokens(thread=thread, enough=threshold)
+    if needs_fold(history=history, budget=budget, high=thread.high_watermark):
+        return (
+            "capacity",
+            f"history ≥ {history} tokens > {thread.high_watermark:g} × available "
+            f"{budget.available}",
+        )
+    return None
+
+
+def choose_trigger(reasons: list[tuple[str, str]]) -> dict[str, Any] | None:
+    if not reasons:
+        return None
+    kind = min((k for k, _ in reasons), key=PRIORITY.index)
+    return {"kind": kind, "reason": "; ".join(r for _, r in reasons)}
+
+
+def after_append(thread_id: Any, events: list[Event]) -> None:
+    """The hook on threads.services.events.after_append_hooks (runs after commit)."""
+    thread = Thread.objects.select_related("workspace").filter(pk=thread_id).first()
+    if thread is None:
+        return
+    reasons = event_triggers(thread=thread, events=events)
+    capacity = capacity_trigger(thread=thread)
+    if capacity is not None:
+        reasons.append(capacity)
+    trigger = choose_trigger(reasons)
+    if trigger is not None:
+        fold_request(thread=thread, trigger=trigger)
+
+
+def install() -> None:
+    """Register the hook once (AppConfig.ready may run more than once in tests)."""
+    from threads.services import events
+
+    if after_append not in events.after_append_hooks:
+        events.after_append_hooks.append(after_append)

@@ -1,0 +1,157 @@
+"""Celery tasks: thin. Ids in, one service call, TaskRun updated, out.
+
+Every task is idempotent (its service re-reads state and may do nothing), `acks_late` with
+`reject_on_worker_lost`, so a worker that dies mid-task hands the message to another one.
+Enqueue through `threads.services.tasks.task_run_start`, which sends after commit.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+
+from threads.models import Thread
+from threads.selectors import thread_integrity
+from threads.services.integrity import integrity_check
+from threads.services.tasks import task_run_finish, task_run_progress, task_run_started
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(
+    name="ctxadmin.verify_thread",
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=900,
+    time_limit=960,
+)
+def verify_thread_task(self: Any, thread_id: str) -> dict[str, Any]:
+    """Recompute a thread's whole chain from genesis (the dashboard's and API's verify)."""
+    task_id = self.request.id
+    task_run_started(task_id)
+    try:
+        thread = Thread.objects.select_related("workspace").get(pk=thread_id)
+        integrity_check(
+            thread=thread,
+            full=True,
+            progress=lambda done, total: task_run_progress(task_id, done=done, total=total),
+        )
+        thread.refresh_from_db()
+        answer = thread_integrity(thread=thread)
+    except Exception as exc:
+        task_run_finish(task_id, result={"error": f"{type(exc).__name__}: {exc}"}, ok=False)
+        raise
+    task_run_finish(task_id, result=answer)
+    return answer
+
+
+@shared_task(
+    name="ctxadmin.integrity_sweep",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=540,
+    time_limit=600,
+)
+def integrity_sweep_task() -> dict[str, Any]:
+    """Incremental chain check of every thread (beat, every 10 minutes).
+
+    Each thread's check resumes where the last one stopped (verified_until), so a sweep cut
+    short by its time limit loses nothing: the next sweep carries on.
+    """
+    checked, broken = 0, []
+    thread_ids = list(Thread.objects.order_by("pk").values_list("pk", flat=True))
+    try:
+        for thread_id in thread_ids:
+            try:
+                thread = Thread.objects.select_related("workspace").get(pk=thread_id)
+                verdict = integrity_check(thread=thread, full=False)
+            except SoftTimeLimitExceeded:
+                raise
+            except Exception:
+                # One unreadable thread must not stop the sweep of the others.
+                logger.exception("integrity check of thread %s failed", thread_id)
+                continue
+            checked += 1
+            if not verdict.ok:
+                broken.append({"thread": str(thread_id), "first_bad_seq": verdict.first_bad_seq})
+    except SoftTimeLimitExceeded:
+        logger.warning("integrity sweep stopped by its time limit after %d threads", checked)
+    return {"checked": checked, "broken": broken}
+
+
+# --- Folding (helper E1) -------------------------------------------------------------------------
+
+
+@shared_task(
+    name="ctxadmin.fold_thread",
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=300,
+    time_limit=360,
+)
+def fold_thread_task(self: Any, thread_id: str, trigger: dict[str, Any]) -> dict[str, Any]:
+    """Fold a thread: prepare → verify → commit by CAS (threads.services.folding.fold_run).
+
+    Redelivered after a worker died, it finishes the candidate it had prepared (same task id)
+    or folds afresh; the head's compare-and-swap makes a second commit impossible.
+    """
+    from threads.services.folding import fold_run
+
+    task_id = self.request.id
+    task_run_started(task_id)
+    try:
+        version = fold_run(thread_id=thread_id, trigger=trigger, task_id=task_id)
+    except Exception as exc:
+        task_run_finish(task_id, result={"error": f"{type(exc).__name__}: {exc}"}, ok=False)
+        raise
+    answer: dict[str, Any] = (
+        {"folded": False, "reason": "nothing new to fold"} if version is None
+        else {"folded": version.phase == "committed", "version": version.version,
+              "phase": version.phase, "covered_until": version.covered_until}
+    )
+    task_run_finish(task_id, result=answer)
+    return answer
+
+
+@shared_task(
+    name="ctxadmin.recover_prepared",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=240,
+    time_limit=300,
+)
+def recover_prepared_task() -> dict[str, Any]:
+    """Beat, every minute: decide prepared versions whose worker died (DESIGN §5.6)."""
+    from django.conf import settings
+
+    from threads.services.folding import recover_prepared
+
+    decided = recover_prepared(older_than=settings.CTXADMIN_PREPARED_TIMEOUT)
+    return {"decided": [{"thread": str(v.thread_id), "version": v.version, "phase": v.phase}
+                        for v in decided]}
+
+
+# --- Side-effect status checks (helper E2) -------------------------------------------------------
+
+
+@shared_task(
+    name="ctxadmin.side_effect_status_check",
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=30,
+    time_limit=60,
+)
+def side_effect_status_check_task(self: Any, side_effect_id: int) -> dict[str, Any]:
+    """Ask a tool's own system whether a side effect happened; record a conclusive answer.
+
+    Idempotent: a redelivered task finds the side effect resolved and leaves it alone.
+    """
+    from threads.services.side_effects import side_effect_status_check
+
+    return side_effect_status_check(side_effect_id=side_effect_id, task_id=self.request.id)

@@ -1,0 +1,122 @@
+"""Checkpoints tab: safe or not and why, an on-demand checkpoint, rollback behind a preview
+and a required reason (admins), and fork."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from threads import selectors
+from threads.domain.errors import DomainError
+from threads.models import Role
+from threads.services.checkpoints import (
+    checkpoint_create,
+    checkpoint_rollback,
+    rollback_preview,
+    thread_fork,
+)
+from threads.services.integrity import checkpoint_is_safe
+from threads.views.common import (
+    HtmxHttpRequest,
+    done,
+    found,
+    problem,
+    require,
+    thread_for,
+)
+from threads.views.threads import thread_tabs
+
+
+def _checkpoint_id(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+@login_required
+@require_GET
+def checkpoint_list(request: HtmxHttpRequest, id: str) -> HttpResponse:
+    thread = thread_for(request, id)
+    rows = []
+    for checkpoint in selectors.checkpoints_for_thread(thread=thread):
+        # Recomputed for display: a checkpoint can become unsafe without being marked yet
+        # (its summary failed verification, or its checksum no longer recomputes).
+        safe, reason = checkpoint_is_safe(checkpoint)
+        rows.append({"c": checkpoint, "safe": safe, "reason": reason})
+    context = {**thread_tabs(request, thread, "checkpoints"), "rows": rows}
+    return render(request, "threads/checkpoint_list.html", context)
+
+
+@login_required
+@require_POST
+def checkpoint_new(request: HtmxHttpRequest, id: str) -> HttpResponse:
+    thread = thread_for(request, id)
+    require(request, thread.workspace, Role.OPERATOR)
+    back = reverse("checkpoint-list", args=[thread.pk])
+    try:
+        checkpoint_create(thread=thread, label=request.POST.get("label", ""), actor=request.user)
+    except DomainError as exc:
+        return problem(request, exc, back)
+    return done(request, back)
+
+
+@login_required
+@require_GET
+def rollback_preview_view(request: HtmxHttpRequest, id: str, checkpoint: int) -> HttpResponse:
+    thread = thread_for(request, id)
+    require(request, thread.workspace, Role.ADMIN)
+    target = found(selectors.checkpoint_get, thread=thread, id=checkpoint)
+    try:
+        preview = rollback_preview(thread=thread, checkpoint=target)
+    except DomainError as exc:
+        return problem(request, exc, reverse("checkpoint-list", args=[thread.pk]))
+    context = {"thread": thread, "checkpoint": target, "p": preview}
+    return render(request, "threads/_rollback_preview.html", context)
+
+
+@login_required
+@require_POST
+def rollback(request: HtmxHttpRequest, id: str) -> HttpResponse:
+    thread = thread_for(request, id)
+    require(request, thread.workspace, Role.ADMIN)
+    back = reverse("checkpoint-list", args=[thread.pk])
+    target = found(
+        selectors.checkpoint_get, thread=thread, id=_checkpoint_id(request.POST.get("checkpoint"))
+    )
+    try:
+        version = checkpoint_rollback(
+            thread=thread,
+            checkpoint=target,
+            actor=request.user,
+            reason=request.POST.get("reason", ""),
+        )
+    except DomainError as exc:
+        return problem(request, exc, back)
+    return done(request, reverse("summary-detail", args=[thread.pk, version.version]))
+
+
+@login_required
+@require_POST
+def fork(request: HtmxHttpRequest, id: str) -> HttpResponse:
+    thread = thread_for(request, id)
+    require(request, thread.workspace, Role.REVIEWER)
+    back = reverse("checkpoint-list", args=[thread.pk])
+    target = found(
+        selectors.checkpoint_get, thread=thread, id=_checkpoint_id(request.POST.get("checkpoint"))
+    )
+    try:
+        child = thread_fork(
+            thread=thread,
+            checkpoint=target,
+            external_id=request.POST.get("external_id", ""),
+            actor=request.user,
+        )
+    except DomainError as exc:
+        return problem(request, exc, back)
+    return done(request, reverse("thread-timeline", args=[child.pk]))

@@ -1,0 +1,110 @@
+"""What every dashboard view shares: the typed request, workspace scoping, role gates,
+optional services and the htmx partial/redirect answer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Page, Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.middleware import HtmxDetails
+
+from threads import selectors
+from threads.access import has_role
+from threads.domain.errors import DomainError, NotFound
+from threads.models import Role, Thread, Workspace
+
+
+class HtmxHttpRequest(HttpRequest):
+    htmx: HtmxDetails
+    user: User  # every dashboard view is behind login_required
+
+
+def roles(request: HttpRequest) -> dict[int, str]:
+    """The person's role per workspace, read once per request."""
+    cached = getattr(request, "_ctx_roles", None)
+    if cached is None:
+        cached = selectors.member_roles(request.user)
+        request._ctx_roles = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def can(request: HttpRequest, workspace: Workspace | int, needed: Role) -> bool:
+    workspace_id = workspace if isinstance(workspace, int) else workspace.pk
+    return has_role(roles(request).get(workspace_id), needed)
+
+
+def require(request: HttpRequest, workspace: Workspace | int, needed: Role) -> None:
+    """The server's own gate: a hidden button is a courtesy, this is the rule."""
+    if not can(request, workspace, needed):
+        raise PermissionDenied(f"this needs the {needed.value} role")
+
+
+def thread_for(request: HttpRequest, id: str) -> Thread:
+    """A thread of the person's workspaces; any other thread does not exist (404)."""
+    try:
+        return selectors.thread_get_for_member(user=request.user, id=id)
+    except NotFound as exc:
+        raise Http404(str(exc)) from exc
+
+
+def found(getter: Callable[..., Any], **kwargs: Any) -> Any:
+    try:
+        return getter(**kwargs)
+    except NotFound as exc:
+        raise Http404(str(exc)) from exc
+
+
+def page_of(items: Any, request: HttpRequest, per_page: int = 50) -> Page:
+    return Paginator(items, per_page).get_page(request.GET.get("page"))
+
+
+def query_without(request: HttpRequest, *names: str) -> str:
+    """The current query string minus some parameters (for pagination and sort links)."""
+    params = [(k, v) for k, v in request.GET.items() if k not in names and v != ""]
+    return urlencode(params)
+
+
+def region(
+    request: HtmxHttpRequest,
+    template: str,
+    context: dict[str, Any],
+    partial: str,
+    status: int = 200,
+) -> HttpResponse:
+    """The whole page, or only the named partial when htmx asks for a region."""
+    name = f"{template}#{partial}" if request.htmx and not request.htmx.boosted else template
+    return render(request, name, context, status=status)
+
+
+def done(
+    request: HtmxHttpRequest,
+    url: str,
+    template: str | None = None,
+    context: dict[str, Any] | None = None,
+    partial: str = "",
+) -> HttpResponse:
+    """After an action: htmx gets the updated region (or a client redirect), a plain form
+    post gets a 303 to the page (post/redirect/get)."""
+    if request.htmx:
+        if template and partial:
+            return render(request, f"{template}#{partial}", context or {})
+        return HttpResponseClientRedirect(url)
+    return redirect(url, permanent=False)
+
+
+def problem(request: HtmxHttpRequest, exc: DomainError, back: str) -> HttpResponse:
+    """A refused action explained in the page's notice area, with the service's status."""
+    context = {"message": exc.message, "fields": exc.fields, "code": exc.code, "back": back}
+    if not request.htmx:
+        return render(request, "threads/problem_page.html", context, status=exc.status)
+    response = render(request, "threads/_problem.html", context, status=exc.status)
+    response["HX-Retarget"] = "#notice"
+    response["HX-Reswap"] = "innerHTML"
+    return response

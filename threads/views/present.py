@@ -1,0 +1,75 @@
+"""How an event reads on a page: a headline and a body, both plain text that the templates
+autoescape. Agent-written content is never marked safe and is rendered inside hx-disable."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from threads.domain.render import content_text
+from threads.models import Event
+
+# Bodies longer than this are collapsed behind <details>.
+COLLAPSE_CHARS = 600
+PREVIEW_CHARS = 160
+
+
+# JSON shorter than this on one line stays on one line.
+COMPACT_CHARS = 100
+
+
+def _json(value: Any) -> str:
+    compact = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    if len(compact) <= COMPACT_CHARS:
+        return compact
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def headline_and_body(kind: str, data: dict[str, Any]) -> tuple[str, str]:
+    if kind == "message":
+        return data.get("role", ""), content_text(data.get("content"))
+    if kind == "tool_call":
+        return f"{data.get('tool_name', '')} #{data.get('tool_call_id', '')}", _json(
+            data.get("arguments", {})
+        )
+    if kind == "tool_result":
+        body: Any = data.get("result")
+        text = body if isinstance(body, str) else ("" if body is None else _json(body))
+        if data.get("verified_facts"):
+            text += ("\n" if text else "") + "verified facts: " + _json(data["verified_facts"])
+        return f"#{data.get('tool_call_id', '')} {data.get('status', '')}", text
+    if kind == "annotation":
+        return f"{data.get('type', '')} ({data.get('authority', '')})", _json(
+            data.get("payload", {})
+        )
+    if kind == "approval_request":
+        return str(data.get("action", "")), _json(data.get("arguments", {}))
+    if kind == "approval_decision":
+        return f"{data.get('decision', '')} by {data.get('actor', '')}", str(data.get("reason", ""))
+    if kind == "side_effect_resolution":
+        return (
+            f"#{data.get('tool_call_id', '')} resolved {data.get('status', '')}",
+            str(data.get("evidence", "")),
+        )
+    return kind, _json(data)
+
+
+def present(event: Event) -> dict[str, Any]:
+    headline, body = headline_and_body(event.kind, event.data)
+    one_line = " ".join(body.split())
+    return {
+        "seq": event.seq,
+        "kind": event.kind,
+        "headline": headline,
+        "body": body,
+        "long": len(body) > COLLAPSE_CHARS or body.count("\n") > 12,
+        "preview": one_line[:PREVIEW_CHARS] + ("…" if len(one_line) > PREVIEW_CHARS else ""),
+        "tokens": event.token_count,
+        "created_at": event.created_at,
+        "role": event.data.get("role", ""),
+        "status": event.data.get("status", ""),
+        "side_effect": bool(event.data.get("side_effect")),
+        "call_seq": event.data.get("call_seq"),
+        "approval_seq": event.data.get("approval_seq"),
+        "hash": event.hash,
+    }

@@ -1,0 +1,146 @@
+"""Work queues across the person's workspaces: side effects whose outcome is unknown, and
+approvals waiting for a reviewer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from threads import selectors
+from threads.domain.errors import DomainError
+from threads.models import ApprovalStatus, Role, SideEffectStatus
+from threads.services.approvals import approval_decide
+from threads.services.side_effects import side_effect_check_request, side_effect_resolve
+from threads.views.common import (
+    HtmxHttpRequest,
+    can,
+    done,
+    found,
+    page_of,
+    problem,
+    query_without,
+    region,
+    require,
+)
+from threads.views.summaries import _progress
+
+RESOLUTIONS = ("succeeded", "failed", "cancelled")
+
+
+def _effect_rows(request: HtmxHttpRequest, effects: list[Any]) -> list[dict[str, Any]]:
+    rows = selectors.side_effect_rows(effects)
+    for row, effect in zip(rows, effects, strict=True):
+        row["workspace"] = effect.thread.workspace.name
+        row["thread_id"] = effect.thread_id
+        row["can_resolve"] = can(request, effect.thread.workspace_id, Role.OPERATOR) and (
+            effect.status in (SideEffectStatus.UNKNOWN, SideEffectStatus.RUNNING)
+        )
+        row["arguments"] = effect.call_event.data.get("arguments", {})
+    return rows
+
+
+@login_required
+@require_GET
+def side_effect_list(request: HtmxHttpRequest) -> HttpResponse:
+    status = request.GET.get("status", SideEffectStatus.UNKNOWN)
+    thread = request.GET.get("thread", "").strip()
+    effects = selectors.side_effects_for_member(user=request.user, status=status, thread=thread)
+    page = page_of(effects, request, 50)
+    context = {
+        "page": page,
+        "rows": _effect_rows(request, list(page.object_list)),
+        "status": status,
+        "thread_filter": thread,
+        "statuses": SideEffectStatus.values,
+        "resolutions": RESOLUTIONS,
+        "page_query": query_without(request, "page"),
+    }
+    return region(request, "threads/side_effect_list.html", context, "effects")
+
+
+@login_required
+@require_POST
+def side_effect_resolve_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    effect = found(selectors.side_effect_get_for_member, user=request.user, id=pk)
+    require(request, effect.thread.workspace_id, Role.OPERATOR)
+    back = reverse("side-effect-list")
+    try:
+        side_effect_resolve(
+            side_effect=effect,
+            actor=request.user,
+            status=request.POST.get("status", ""),
+            evidence=request.POST.get("evidence", ""),
+        )
+    except DomainError as exc:
+        return problem(request, exc, back)
+    effect = selectors.side_effect_get_for_member(user=request.user, id=pk)
+    context = {"r": _effect_rows(request, [effect])[0], "resolutions": RESOLUTIONS}
+    return done(request, back, "threads/side_effect_list.html", context, "effect_row")
+
+
+@login_required
+@require_POST
+def side_effect_check_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    effect = found(selectors.side_effect_get_for_member, user=request.user, id=pk)
+    require(request, effect.thread.workspace_id, Role.OPERATOR)
+    back = reverse("side-effect-list")
+    try:
+        run = side_effect_check_request(side_effect=effect, actor=request.user)
+    except DomainError as exc:
+        return problem(request, exc, back)
+    return done(request, back, "threads/_task_progress.html", _progress(run, back), "progress")
+
+
+def _approval_cards(request: HtmxHttpRequest, approvals: list[Any]) -> list[dict[str, Any]]:
+    constraints = selectors.active_constraints(thread_ids={a.thread_id for a in approvals})
+    return [
+        {
+            "a": a,
+            "constraints": constraints.get(a.thread_id, []),
+            "can_decide": a.status == ApprovalStatus.PENDING
+            and can(request, a.thread.workspace_id, Role.REVIEWER),
+        }
+        for a in approvals
+    ]
+
+
+@login_required
+@require_GET
+def approval_list(request: HtmxHttpRequest) -> HttpResponse:
+    status = request.GET.get("status", ApprovalStatus.PENDING)
+    thread = request.GET.get("thread", "").strip()
+    approvals = selectors.approvals_for_member(user=request.user, status=status, thread=thread)
+    page = page_of(approvals, request, 25)
+    context = {
+        "page": page,
+        "cards": _approval_cards(request, list(page.object_list)),
+        "status": status,
+        "thread_filter": thread,
+        "statuses": ApprovalStatus.values,
+        "page_query": query_without(request, "page"),
+    }
+    return region(request, "threads/approval_list.html", context, "approvals")
+
+
+@login_required
+@require_POST
+def approval_decide_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    approval = found(selectors.approval_get_for_member, user=request.user, id=pk)
+    require(request, approval.thread.workspace_id, Role.REVIEWER)
+    back = reverse("approval-list")
+    try:
+        approval_decide(
+            approval=approval,
+            actor=request.user,
+            decision=request.POST.get("decision", ""),
+            reason=request.POST.get("reason", ""),
+        )
+    except DomainError as exc:
+        return problem(request, exc, back)
+    approval = selectors.approval_get_for_member(user=request.user, id=pk)
+    context = {"c": _approval_cards(request, [approval])[0]}
+    return done(request, back, "threads/approval_list.html", context, "approval_card")

@@ -1,0 +1,212 @@
+"""Summaries tab: versions, a version against the events it cites, version-to-version diff,
+and "Fold now" with a polled progress region."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from threads import selectors
+from threads.domain.diff import diff_versions, label, uncited_important
+from threads.domain.errors import DomainError
+from threads.models import Role, TaskState
+from threads.services.folding import fold_request
+from threads.views.common import (
+    HtmxHttpRequest,
+    done,
+    found,
+    problem,
+    require,
+    thread_for,
+)
+from threads.views.threads import thread_tabs
+
+# The fact-by-fact view reads the events of the version's own range, at most this many.
+MAX_RANGE_EVENTS = 5000
+SECTIONS = (
+    ("requests", "Requests"),
+    ("constraints", "Constraints"),
+    ("facts", "Facts"),
+    ("tool_state", "Tool state"),
+    ("completed_actions", "Completed actions"),
+    ("pending", "Pending"),
+    ("decisions", "Decisions"),
+    ("open_questions", "Open questions"),
+    ("last_replies", "Last replies"),
+)
+FINISHED = (TaskState.SUCCESS, TaskState.FAILURE)
+
+
+def _entry_text(section: str, entry: dict[str, Any]) -> str:
+    if section == "facts":
+        return f"{entry.get('key')} = {entry.get('value')!r}"
+    if section == "tool_state":
+        return f"{entry.get('tool')} #{entry.get('tool_call_id')} → {entry.get('status')}"
+    if section == "completed_actions":
+        return f"{entry.get('action')} (#{entry.get('tool_call_id')})"
+    if section == "pending":
+        return f"{entry.get('kind')}: {entry.get('ref')}"
+    return str(entry.get("text", "")) or label(section, entry)
+
+
+def _entry_meta(section: str, entry: dict[str, Any]) -> list[str]:
+    keys = {
+        "facts": ("authority", "confidence", "previous_value", "observed_at"),
+        "tool_state": ("idempotency_key",),
+        "requests": ("truncated",),
+        "pending": ("blocking",),
+    }.get(section, ())
+    return [f"{k}: {entry[k]}" for k in keys if entry.get(k) not in (None, "", False)]
+
+
+def _sections(content: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for key, title in SECTIONS:
+        entries = content.get(key) or []
+        if not isinstance(entries, list):
+            continue
+        out.append(
+            {
+                "key": key,
+                "title": title,
+                "entries": [
+                    {
+                        "text": _entry_text(key, e),
+                        "meta": _entry_meta(key, e),
+                        "sources": [
+                            s for s in e.get("source_event_ids") or [] if isinstance(s, int)
+                        ],
+                        "status": e.get("status", ""),
+                        "side_effect": bool(e.get("side_effect")),
+                    }
+                    for e in entries
+                    if isinstance(e, dict)
+                ],
+            }
+        )
+    return out
+
+
+def _readable_diff(diff: dict[str, Any]) -> list[dict[str, Any]]:
+    """diff_versions' sections as the page lists them: a line of text per entry, its sources,
+    and the raw entry one click away."""
+    titles = dict(SECTIONS)
+    out = []
+    for key, change in diff["sections"].items():
+
+        def line(entry: dict[str, Any], section: str = key) -> dict[str, Any]:
+            return {
+                "text": _entry_text(section, entry),
+                "sources": entry.get("source_event_ids") or [],
+                "raw": entry,
+            }
+
+        out.append(
+            {
+                "title": titles.get(key, key),
+                "added": [line(e) for e in change["added"]],
+                "removed": [line(e) for e in change["removed"]],
+                "changed": change["changed"],
+            }
+        )
+    return out
+
+
+@login_required
+@require_GET
+def summary_list(request: HtmxHttpRequest, id: str) -> HttpResponse:
+    thread = thread_for(request, id)
+    versions = selectors.summary_versions_for_thread(thread=thread)
+    rows = []
+    for v in versions:
+        checks = (v.verification or {}).get("checks", [])
+        rows.append(
+            {
+                "v": v,
+                "ok": (v.verification or {}).get("ok"),
+                "failed": [c for c in checks if not c.get("ok")],
+                "checks": len(checks),
+            }
+        )
+    fold = selectors.task_runs_in_flight(thread=thread, kind="fold")
+    context = {**thread_tabs(request, thread, "summaries"), "rows": rows, "run": fold}
+    return render(request, "threads/summary_list.html", context)
+
+
+@login_required
+@require_GET
+def summary_detail(request: HtmxHttpRequest, id: str, version: int) -> HttpResponse:
+    thread = thread_for(request, id)
+    summary = found(selectors.summary_version_get, thread=thread, version=version)
+    content = summary.content or {}
+    context: dict[str, Any] = {
+        **thread_tabs(request, thread, "summaries"),
+        "s": summary,
+        "content": content,
+        "task": content.get("task") or {},
+        "sections": _sections(content),
+        "checks": (summary.verification or {}).get("checks", []),
+        "verification_ok": (summary.verification or {}).get("ok"),
+        "versions": [v.version for v in selectors.summary_versions_for_thread(thread=thread)],
+    }
+    against = request.GET.get("against", "").strip()
+    if against.isdigit():
+        old = found(selectors.summary_version_get, thread=thread, version=int(against))
+        context["against"] = old
+        diff = diff_versions(old.content or {}, content)
+        context["diff"] = diff
+        context["diff_sections"] = _readable_diff(diff)
+        context["tokens_saved"] = old.tokens - summary.tokens
+        context["tokens_more"] = summary.tokens - old.tokens
+    # Uncited important events: those of this version's own range (a rolling fold cites the
+    # older ones through the versions before it).
+    start = max(summary.covered_from, summary.covered_until - MAX_RANGE_EVENTS + 1, 1)
+    events = selectors.event_dicts(thread, after=start - 1, until=summary.covered_until)
+    context["uncited"] = uncited_important(content, events)
+    context["range_capped"] = start > max(summary.covered_from, 1)
+    context["range_from"] = start
+    return render(request, "threads/summary_detail.html", context)
+
+
+@login_required
+@require_POST
+def fold_now(request: HtmxHttpRequest, id: str) -> HttpResponse:
+    thread = thread_for(request, id)
+    require(request, thread.workspace, Role.OPERATOR)
+    back = reverse("summary-list", args=[thread.pk])
+    try:
+        run = fold_request(
+            thread=thread,
+            trigger={"kind": "manual", "reason": f"fold requested by {request.user}"},
+            actor=request.user,
+        )
+    except DomainError as exc:
+        return problem(request, exc, back)
+    return done(request, back, "threads/_task_progress.html", _progress(run, back), "progress")
+
+
+def _progress(run: Any, back: str) -> dict[str, Any]:
+    total = run.total or 0
+    return {
+        "run": run,
+        "finished": run.state in FINISHED,
+        "fraction": (run.done / total) if total else None,
+        "back": back,
+    }
+
+
+@login_required
+@require_GET
+def task_progress(request: HtmxHttpRequest, task_id: str) -> HttpResponse:
+    """A task's progress region. It polls itself until the task has finished: the finished
+    state renders without the trigger, so htmx stops asking."""
+    run = found(selectors.task_run_get_for_member, user=request.user, id=task_id)
+    back = request.GET.get("back", "")
+    if not back.startswith("/") or back.startswith("//"):
+        back = ""
+    return render(request, "threads/_task_progress.html#progress", _progress(run, back))

@@ -1,0 +1,181 @@
+"""Thread list and timeline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from threads import selectors
+from threads.domain.units import split_units
+from threads.models import Role, Thread
+from threads.views.common import (
+    HtmxHttpRequest,
+    can,
+    found,
+    page_of,
+    query_without,
+    region,
+    thread_for,
+)
+from threads.views.present import present
+
+TIMELINE_PAGE = 200
+THREADS_PER_PAGE = 50
+FILTERS = {
+    "unknown": "Unknown side effects",
+    "failed": "Failed verification",
+    "pending": "Pending approvals",
+    "over_budget": "Over high watermark",
+}
+
+
+@login_required
+@require_GET
+def home(request: HtmxHttpRequest) -> HttpResponse:
+    return redirect("thread-list")
+
+
+def thread_tabs(request: HtmxHttpRequest, thread: Thread, tab: str) -> dict[str, Any]:
+    """What every thread tab shows in its header."""
+    return {
+        "thread": thread,
+        "tab": tab,
+        "can_operate": can(request, thread.workspace_id, Role.OPERATOR),
+        "can_review": can(request, thread.workspace_id, Role.REVIEWER),
+        "can_admin": can(request, thread.workspace_id, Role.ADMIN),
+    }
+
+
+@login_required
+@require_GET
+def thread_list(request: HtmxHttpRequest) -> HttpResponse:
+    params = request.GET
+    active = {name: params.get(name) == "1" for name in FILTERS}
+    sort = params.get("sort", "-updated")
+    threads = selectors.thread_list_for_member(
+        user=request.user,
+        q=params.get("q", "").strip(),
+        content=params.get("content") == "1",
+        sort=sort,
+        **active,
+    )
+    page = page_of(threads, request, THREADS_PER_PAGE)
+    for thread in page.object_list:
+        available = thread.available_tokens  # type: ignore[attr-defined]
+        thread.budget_use = thread.history_tokens / available if available > 0 else None  # type: ignore[attr-defined]
+    context = {
+        "page": page,
+        "q": params.get("q", ""),
+        "content": params.get("content") == "1",
+        "filters": [(name, label, active[name]) for name, label in FILTERS.items()],
+        "sort": sort,
+        "sort_query": query_without(request, "sort", "page"),
+        "page_query": query_without(request, "page"),
+        "multi_workspace": len({t.workspace_id for t in page.object_list}) > 1,
+    }
+    return region(request, "threads/thread_list.html", context, "thread_table")
+
+
+def _aligned(seq: int) -> int:
+    return max(1, ((seq - 1) // TIMELINE_PAGE) * TIMELINE_PAGE + 1)
+
+
+@login_required
+@require_GET
+def thread_timeline(request: HtmxHttpRequest, id: str) -> HttpResponse:
+    thread = thread_for(request, id)
+    base = reverse("thread-timeline", args=[thread.pk])
+    if request.GET.get("seq", "").strip():
+        try:
+            seq = min(max(1, int(request.GET["seq"])), max(thread.last_seq, 1))
+        except ValueError:
+            return redirect(base)
+        return redirect(f"{base}?from={_aligned(seq)}#seq-{seq}")
+    try:
+        from_seq = _aligned(int(request.GET.get("from", "")))
+    except ValueError:
+        from_seq = _aligned(thread.last_seq)  # the newest page first: that is where work is
+    rows = selectors.event_window(thread=thread, from_seq=from_seq, limit=TIMELINE_PAGE)
+    until = from_seq + TIMELINE_PAGE - 1
+
+    def href(seq: int | None) -> str:
+        if seq is None:
+            return ""
+        if from_seq <= seq <= until:
+            return f"#seq-{seq}"
+        return f"{base}?from={_aligned(seq)}#seq-{seq}"
+
+    calls = {e.seq: e.tool_call_id for e in rows if e.kind == "tool_call"}
+    closing: dict[int, list[int]] = {}
+    for seq, _kind, call_seq in selectors.closing_events_for_calls(
+        thread=thread, call_ids=set(calls.values()), after=from_seq - 1
+    ):
+        if call_seq in calls:
+            closing.setdefault(call_seq, []).append(seq)
+    effects = selectors.side_effects_for_calls(thread=thread, call_seqs=list(calls))
+    approvals = selectors.approvals_for_requests(
+        thread=thread, seqs=[e.seq for e in rows if e.kind == "approval_request"]
+    )
+    shown: dict[int, dict[str, Any]] = {}
+    for event in rows:
+        item = present(event)
+        item["closed_by"] = [(s, href(s)) for s in closing.get(event.seq, [])]
+        item["call_href"] = href(item["call_seq"])
+        item["approval_href"] = href(item["approval_seq"])
+        item["effect"] = effects.get(event.seq)
+        item["approval"] = approvals.get(event.seq)
+        shown[event.seq] = item
+    units = []
+    split = split_units(
+        [
+            {
+                "seq": e.seq,
+                "kind": e.kind,
+                "role": e.data.get("role"),
+                "call_seq": e.data.get("call_seq"),
+                "side_effect": e.data.get("side_effect", False),
+                "token_count": e.token_count,
+            }
+            for e in rows
+        ],
+        closed_calls={c for c, seqs in closing.items() if any(s > until for s in seqs)},
+    )
+    for index, unit in enumerate(split):
+        units.append(
+            {
+                "from_seq": unit.from_seq,
+                "to_seq": unit.to_seq,
+                "tokens": unit.tokens,
+                "closed": unit.closed,
+                "side_effect": unit.has_side_effect,
+                # A window can start inside a unit; say so rather than pretend it starts here.
+                "continued": index == 0 and from_seq > 1 and rows[0].data.get("role") != "user",
+                "events": [shown[e["seq"]] for e in unit.events],
+            }
+        )
+    context = {
+        **thread_tabs(request, thread, "timeline"),
+        "units": units,
+        "from_seq": from_seq,
+        "until": min(until, thread.last_seq),
+        "prev_from": from_seq - TIMELINE_PAGE if from_seq > 1 else None,
+        "next_from": until + 1 if until < thread.last_seq else None,
+        "last_from": _aligned(thread.last_seq),
+        "page_size": TIMELINE_PAGE,
+    }
+    return render(request, "threads/thread_timeline.html", context)
+
+
+@login_required
+@require_GET
+def thread_event(request: HtmxHttpRequest, id: str, seq: int) -> HttpResponse:
+    """One event, for expanding a summary entry's sources in place."""
+    thread = thread_for(request, id)
+    event = found(selectors.event_get, thread=thread, seq=seq)
+    context = {"thread": thread, "e": present(event)}
+    return render(request, "threads/_event_card.html", context)
