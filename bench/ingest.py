@@ -42,6 +42,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -244,22 +245,14 @@ class Bench:
         if response.status_code != 201:
             raise SystemExit(f"ingest refused: {response.status_code} {response.content[:500]!r}")
 
-    def post_all(self, thread: Any, bodies: list[bytes]) -> None:
-        for body in bodies:
-            self.post(thread, body)
-
     def api_batches(self, events: list[dict[str, Any]]) -> tuple[Any, float]:
+        """Post every event, BATCH per request, to a new thread; (thread, seconds)."""
         thread = self.new_thread()
         bodies = [
             json.dumps({"events": events[i : i + BATCH]}).encode()
             for i in range(0, len(events), BATCH)
         ]
-        return thread, timed(lambda: self.post_all(thread, bodies))
-
-    def api_singles(self, events: list[dict[str, Any]]) -> float:
-        thread = self.new_thread()
-        bodies = [json.dumps(event).encode() for event in events]
-        return timed(lambda: self.post_all(thread, bodies))
+        return thread, sum(timed(partial(self.post, thread, body)) for body in bodies)
 
     def stored_rows(self, thread: Any) -> list[tuple[Any, ...]]:
         return self.raw.execute(
@@ -267,40 +260,55 @@ class Bench:
             (thread.pk,),
         ).fetchall()
 
-    def _raw_params(self, thread: Any, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-        from psycopg.types.json import Jsonb as jsonb
-
-        # metadata and data (columns 4 and 5) go as jsonb; the rest as stored.
-        return [(thread.pk, *row[:4], jsonb(row[4]), jsonb(row[5]), *row[6:]) for row in rows]
-
     INSERT = (
         "INSERT INTO threads_event (thread_id, " + EVENT_COLUMNS + ") "
         "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
     )
 
-    def raw_batches(self, rows: list[tuple[Any, ...]]) -> float:
-        thread = self.new_thread()
+    def _raw_params(self, thread: Any, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        from psycopg.types.json import Jsonb
 
-        def insert() -> None:
-            # Converting to parameters (json dumps) is part of what a raw client pays.
-            params = self._raw_params(thread, rows)
-            with self.raw.cursor() as cursor:
-                for i in range(0, len(params), BATCH):
+        # metadata and data (columns 4 and 5) go as jsonb; the rest as stored.
+        return [(thread.pk, *row[:4], Jsonb(row[4]), Jsonb(row[5]), *row[6:]) for row in rows]
+
+    def batch_round(self, events: list[dict[str, Any]]) -> tuple[Any, float, float]:
+        """Batch ingest, the two sides interleaved request by request so that both see the same
+        machine: API request i, then the raw transaction of the rows request i stored.
+        Returns (the API's thread, API seconds, raw seconds)."""
+        api_thread, raw_thread = self.new_thread(), self.new_thread()
+        api_seconds = raw_seconds = 0.0
+        with self.raw.cursor() as cursor:
+            for first in range(0, len(events), BATCH):
+                body = json.dumps({"events": events[first : first + BATCH]}).encode()
+                api_seconds += timed(partial(self.post, api_thread, body))
+                rows = self.raw.execute(
+                    f"SELECT {EVENT_COLUMNS} FROM threads_event WHERE thread_id = %s "
+                    "AND seq > %s ORDER BY seq",
+                    (api_thread.pk, first),
+                ).fetchall()
+
+                def insert(rows: list[tuple[Any, ...]] = rows) -> None:
+                    # Turning rows into parameters (jsonb dumps) is part of what a client pays.
                     with self.raw.transaction():
-                        cursor.executemany(self.INSERT, params[i : i + BATCH])
+                        cursor.executemany(self.INSERT, self._raw_params(raw_thread, rows))
 
-        return timed(insert)
+                raw_seconds += timed(insert)
+        return api_thread, api_seconds, raw_seconds
 
-    def raw_singles(self, rows: list[tuple[Any, ...]]) -> float:
-        thread = self.new_thread()
-
-        def insert() -> None:
-            params = self._raw_params(thread, rows)
-            with self.raw.cursor() as cursor:
-                for row in params:  # autocommit: each INSERT is its own transaction
-                    cursor.execute(self.INSERT, row)
-
-        return timed(insert)
+    def single_round(
+        self, events: list[dict[str, Any]], rows: list[tuple[Any, ...]]
+    ) -> tuple[float, float]:
+        """One event per request vs one INSERT per transaction (autocommit), interleaved event
+        by event. `rows` are the rows the same events became in a batch run."""
+        api_thread, raw_thread = self.new_thread(), self.new_thread()
+        params = self._raw_params(raw_thread, rows)
+        api_seconds = raw_seconds = 0.0
+        with self.raw.cursor() as cursor:
+            for event, row in zip(events, params, strict=True):
+                body = json.dumps(event).encode()
+                api_seconds += timed(partial(self.post, api_thread, body))
+                raw_seconds += timed(partial(cursor.execute, self.INSERT, row))
+        return api_seconds, raw_seconds
 
     def verify(self, thread: Any) -> float:
         from threads.services.integrity import integrity_check
@@ -403,7 +411,9 @@ def write_docs(results: dict[str, Any], rendered: str) -> None:
         f"the batch runs (mean {results['events']['mean_bytes']:.0f} bytes, "
         f"{results['events']['min_bytes']}–{results['events']['max_bytes']}), "
         f"{results['events']['single']} in the single-event runs, "
-        f"median of {results['repeat']} runs.\n\n{rendered}\n"
+        f"median of {results['repeat']} runs; load average "
+        f"{env['load_average_1min']['before']:.1f} → {env['load_average_1min']['after']:.1f}."
+        f"\n\n{rendered}\n"
         f"\nVerify, hashing alone (rows already in memory): "
         f"{results['comparisons']['verify']['hash_only_per_s']:,.0f} ev/s.\n{end}"
     )
@@ -441,36 +451,29 @@ def run(args: argparse.Namespace, dsn: str, var_dir: str) -> None:
     postgres_version = bench.raw.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
 
     # Warm up both paths (imports, tiktoken's tables, plan caches) before measuring.
-    bench.api_batches(events[:BATCH])
-    bench.api_singles(events[:20])
+    bench.batch_round(events[:BATCH])
+    load_before = os.getloadavg()
 
     times: dict[str, list[float]] = {
         k: []
-        for k in (
-            "api_batch",
-            "raw_batch",
-            "api_single",
-            "raw_single",
-            "verify",
-            "bare_verify",
-            "hash_only",
-        )
+        for k in ("api_batch", "raw_batch", "api_single", "raw_single", "verify", "bare_verify")
     }
-    last_thread = None
+    hash_only: list[float] = []
     for round_ in range(args.repeat):
         print(f"round {round_ + 1}/{args.repeat} …", file=sys.stderr)
-        thread, seconds = bench.api_batches(events)
-        times["api_batch"].append(seconds)
+        thread, api_seconds, raw_seconds = bench.batch_round(events)
+        times["api_batch"].append(api_seconds)
+        times["raw_batch"].append(raw_seconds)
         rows = bench.stored_rows(thread)
         assert len(rows) == len(events)
-        times["raw_batch"].append(bench.raw_batches(rows))
-        times["api_single"].append(bench.api_singles(singles))
-        times["raw_single"].append(bench.raw_singles(rows[: len(singles)]))
+        api_seconds, raw_seconds = bench.single_round(singles, rows[: len(singles)])
+        times["api_single"].append(api_seconds)
+        times["raw_single"].append(raw_seconds)
         times["verify"].append(bench.verify(thread))
-        bare, hash_only = bench.bare_verify(thread)
+        bare, hashing = bench.bare_verify(thread)
         times["bare_verify"].append(bare)
-        times["hash_only"].append(hash_only)
-        last_thread = thread
+        hash_only.append(hashing)
+    load_after = os.getloadavg()
 
     n, k = len(events), len(singles)
     comparisons = {}
@@ -488,7 +491,7 @@ def run(args: argparse.Namespace, dsn: str, var_dir: str) -> None:
             "ctxadmin_seconds": times[ours],
             "baseline_seconds": times[theirs],
         }
-    comparisons["verify"]["hash_only_per_s"] = median_rate(n, times["hash_only"])
+    comparisons["verify"]["hash_only_per_s"] = median_rate(n, hash_only)
     results = {
         "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "repeat": args.repeat,
@@ -507,6 +510,8 @@ def run(args: argparse.Namespace, dsn: str, var_dir: str) -> None:
             "durability": "fsync=on, synchronous_commit=on"
             if not args.dsn
             else "as configured on --dsn",
+            # Other work on the machine slows both sides; the interleaving shares it fairly.
+            "load_average_1min": {"before": load_before[0], "after": load_after[0]},
         },
         "comparisons": comparisons,
     }
@@ -523,7 +528,6 @@ def run(args: argparse.Namespace, dsn: str, var_dir: str) -> None:
         out = RESULTS.parent / "ingest-profile.txt"
         profile_batches(bench, events, out)
         print(f"wrote {out.relative_to(ROOT)}")
-    assert last_thread is not None
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 from django.db.models import (
+    Case,
     Exists,
     ExpressionWrapper,
     F,
@@ -15,8 +16,9 @@ from django.db.models import (
     QuerySet,
     Subquery,
     Sum,
+    When,
 )
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Cast, Coalesce
 
 from threads.domain.errors import NotFound
 from threads.domain.events import stored_form
@@ -120,6 +122,15 @@ def _threads_annotated(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
         - F("safety_margin"),
         high_tokens=ExpressionWrapper(
             F("high_watermark") * F("available_tokens"), output_field=FloatField()
+        ),
+        # History as a fraction of B; NULL when the settings leave no budget at all.
+        budget_use=Case(
+            When(
+                available_tokens__gt=0,
+                then=Cast("history_tokens", FloatField()) / F("available_tokens"),
+            ),
+            default=None,
+            output_field=FloatField(),
         ),
     )
 
@@ -636,9 +647,9 @@ def summary_versions_full(*, thread: Thread) -> QuerySet[SummaryVersion]:
 
 def memberships_for_user(*, user: Any) -> list[Membership]:
     return list(
-        Membership.objects.filter(user_id=user.pk).select_related("workspace").order_by(
-            "workspace__name"
-        )
+        Membership.objects.filter(user_id=user.pk)
+        .select_related("workspace")
+        .order_by("workspace__name")
     )
 
 

@@ -17,9 +17,10 @@ import pytest
 from django.conf import settings
 
 from tests import factories as f
-from tests.views.conftest import HOSTILE
-from threads.models import Thread
+from tests.views.conftest import HOSTILE, tamper
+from threads.models import Event, Thread
 from threads.services import folding
+from threads.services.integrity import integrity_check
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -113,6 +114,12 @@ def site(live_server: Any, eager_tasks: None) -> dict[str, Any]:
     for n in range(14):
         other = f.make_thread(workspace, external_id=f"ticket-{4200 + n}", title=f"Ticket {n}")
         f.append(other, f.user(f"question {n}"), f.assistant(f"answer {n}"))
+    broken = f.make_thread(workspace, external_id="ticket-tampered", title="Rewritten history")
+    f.append(broken, f.user("cancel my order"), f.assistant("cancelled"), f.user("thanks"))
+    _fold(broken)
+    # someone with database access rewrites what the agent said
+    tamper(Event.objects.get(thread=broken, seq=2), content="refunded $900")
+    integrity_check(thread=broken, full=True)
     return {"url": live_server.url, "thread": Thread.objects.get(pk=thread.pk)}
 
 
@@ -176,6 +183,11 @@ def test_operator_browses_every_tab_and_resolves_a_side_effect(
     page = _page(browser, site, "operator")
     thread = site["thread"]
     shot(page, "01-threads")
+    # The table refreshes itself (every 10 s) without a reload: a new thread shows up.
+    page.evaluate("window.__same_document = true")
+    f.make_thread(site["thread"].workspace, external_id="arrived-later")
+    page.locator("#thread-table").get_by_text("arrived-later").wait_for(timeout=15000)
+    assert page.evaluate("window.__same_document === true")
     page.get_by_label("Search threads").fill("10086")
     page.wait_for_function("document.querySelectorAll('#thread-table tbody tr').length === 1")
     assert page.locator("#thread-table").get_by_text("unknown side effect").is_visible()
@@ -288,14 +300,7 @@ def test_pages_fit_a_small_laptop_and_keep_focus_visible(
         overflow = page.evaluate(
             "document.documentElement.scrollWidth - document.documentElement.clientWidth"
         )
-        if overflow > 1:
-            culprits = page.evaluate(
-                "[...document.querySelectorAll('main *')].filter(e => e.getBoundingClientRect()"
-                ".right > document.documentElement.clientWidth).slice(0, 5)"
-                ".map(e => e.tagName + '.' + e.className)"
-            )
-            shot(page, "overflow")
-            raise AssertionError((path, overflow, culprits))
+        assert overflow <= 1, (path, overflow)
     page.goto(site["url"] + "/threads/")
     page.keyboard.press("Tab")  # the skip link first
     page.keyboard.press("Tab")

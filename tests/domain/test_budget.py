@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tests.domain.eventlog import Log
 from tests.domain.strategies import logs
-from threads.domain.budget import Budget, fold_target, plan_context
+from threads.domain.budget import Budget, fold_target, needs_fold, plan_context
 from threads.domain.errors import BudgetTooSmall
 from threads.domain.units import split_units
 
@@ -173,3 +173,23 @@ def test_plan_context_properties(log: Log, summary_tokens: int, window: int, fix
             assert all(e["seq"] in kept for e in unit.events)
     if units:
         assert all(e["seq"] in kept for e in units[-1].events)
+
+
+def test_needs_fold_is_the_high_watermark() -> None:
+    budget = Budget(window=1000, fixed=200)  # B = 800, high × B = 640
+    assert needs_fold(history=641, budget=budget, high=0.8) is True
+    assert needs_fold(history=640, budget=budget, high=0.8) is False
+
+
+def test_closed_calls_from_outside_the_window_make_a_unit_trimmable() -> None:
+    log = Log()
+    log.user("u0", token_count=100)
+    call = log.call("c1", token_count=100)
+    log.user("u1", token_count=100)
+    budget = Budget(window=150)
+    with pytest.raises(BudgetTooSmall):
+        plan_context(events=log.events, summary_tokens=0, budget=budget)
+    plan = plan_context(
+        events=log.events, summary_tokens=0, budget=budget, closed_calls={call["seq"]}
+    )
+    assert seqs(plan.events) == [3]

@@ -11,10 +11,13 @@ never decoded. The connection is read-only: importing never changes the agent's 
 Decoding needs `ormsgpack` (the same library LangGraph writes with).
 
 `convert` turns LangChain message dicts (decoded ext objects, or `messages_to_dict` output
-`{"type": "ai", "data": {...}}`) into event bodies. A message's LangChain id names its events
-(`lg:<id>`), so importing the store again after the agent moved on appends only the new
-messages, even where LangGraph's head changed order (pending writes folded into the channel)
-or dropped messages (RemoveMessage, a fork).
+`{"type": "ai", "data": {...}}`) into event bodies. Events are named after LangChain ids, not
+positions: a message `lg:<message id>`, a tool call `lg:<AI message id>:<tool_call_id>`, its
+result `lg:<AI message id>:<tool_call_id>:result`, an interrupt `lg:interrupt:<id>`. So
+importing the store again after the agent moved on appends only what is new, even where
+LangGraph's head changed order (pending writes folded into the channel) or dropped messages
+(RemoveMessage, a fork). Not handled: a message LangGraph replaced under the same id (the
+log refuses the new body, IdempotencyConflict) and subgraph namespaces (only the root graph).
 """
 
 from __future__ import annotations
@@ -122,6 +125,11 @@ def convert(conversation: Conversation) -> Converted:
     raw = conversation.raw if isinstance(conversation.raw, dict) else {}
     out.skipped.extend(str(reason) for reason in raw.get("unread") or [])
     tracker = CallTracker()
+    # Client ids of the open calls per tool_call_id, latest last (the log binds a result to the
+    # latest open call). A result is named after its call, not after its ToolMessage: a
+    # finished parallel task's ToolMessage is saved as a pending write without an id, and
+    # LangGraph gives it a fresh random id only when the step completes.
+    open_calls: dict[str, list[str | None]] = {}
     for index, item in enumerate(conversation.items):
         if not isinstance(item, dict):
             out.skipped.append(f"message {index}: not an object")
@@ -138,6 +146,7 @@ def convert(conversation: Conversation) -> Converted:
             if not call_id or not tracker.result(call_id):
                 out.skipped.append(f"message {index}: result for {call_id!r} has no open call")
                 continue
+            call_client_id = open_calls[call_id].pop()
             status = "failed" if data.get("status") == "error" else result_status(content)
             body: dict[str, Any] = {
                 "kind": "tool_result",
@@ -148,7 +157,10 @@ def convert(conversation: Conversation) -> Converted:
                 body["result"] = content
             if data.get("name"):
                 body["metadata"] = {"name": data["name"]}
-            out.events.append(_with_id(body, _client_id(message_id)))
+            result_id = f"{call_client_id}:result" if call_client_id else None
+            if result_id and len(result_id) > MAX_CLIENT_ID:
+                result_id = None
+            out.events.append(_with_id(body, result_id))
             continue
         calls = data.get("tool_calls") or []
         if has_content(content) or not calls:
@@ -167,6 +179,8 @@ def convert(conversation: Conversation) -> Converted:
                 out.skipped.append(f"message {index}: tool call without id or name")
                 continue
             tracker.call(call["id"])
+            call_client_id = _client_id(message_id, call["id"])
+            open_calls.setdefault(call["id"], []).append(call_client_id)
             args = call.get("args")
             call_body: dict[str, Any] = {
                 "kind": "tool_call",
@@ -176,7 +190,7 @@ def convert(conversation: Conversation) -> Converted:
             }
             if group:
                 call_body["group"] = group
-            out.events.append(_with_id(call_body, _client_id(message_id, call["id"])))
+            out.events.append(_with_id(call_body, call_client_id))
     for number, interrupt in enumerate(raw.get("interrupts") or []):
         out.events.append(_interrupt_event(interrupt, number))
     return out
@@ -275,6 +289,16 @@ def _read_thread(conn: Any, decode: Decode, thread_id: str) -> dict[str, Any] | 
             for item in _message_list(value):
                 item_id = item.get("id") if isinstance(item, dict) else None
                 if item_id and item_id in seen:
+                    continue
+                kind = _message_type(item)[0] if isinstance(item, dict) else None
+                if isinstance(item, dict) and not item_id and kind not in ("tool", "function"):
+                    # LangGraph names it with a random id only when the step completes, so
+                    # importing it now would import it twice; a tool result is named after
+                    # its call instead (convert), so it is safe to take now.
+                    unread.append(
+                        f"pending message of task {task_id} has no id yet; it is imported "
+                        "once LangGraph completes the step"
+                    )
                     continue
                 seen.add(item_id)
                 items.append(item)

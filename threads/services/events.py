@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connections, models, router, transaction
-from django.db.models import Q
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from threads.domain import chain, tokens
@@ -52,29 +53,35 @@ def event_token_count(stored: dict[str, Any], encoding: str) -> int:
     return tokens.count_text(render_event(stored), encoding) + tokens.MESSAGE_OVERHEAD_TOKENS
 
 
-def _open_calls(thread: Thread, tool_call_ids: set[str]) -> dict[str, list[int]]:
-    """Seqs of calls with no result yet, per id, newest last."""
+def _open_calls(thread: Thread, tool_call_ids: set[str]) -> tuple[dict[str, list[int]], set[int]]:
+    """Seqs of calls with no result yet, per id, newest last; and which of them have a side
+    effect."""
     if not tool_call_ids:
-        return {}
+        return {}, set()
     # Only the key columns and the result's call_seq: tool results can be large and are not
     # needed here.
     rows = Event.objects.filter(
         thread=thread,
         tool_call_id__in=tool_call_ids,
         kind__in=(EventKind.TOOL_CALL, EventKind.TOOL_RESULT),
-    ).values_list("kind", "seq", "tool_call_id", "data__call_seq").order_by("seq")
+    ).values_list("kind", "seq", "tool_call_id", "data__call_seq", "data__side_effect").order_by(
+        "seq"
+    )
     calls: dict[str, list[int]] = {}
     answered: set[int] = set()
     by_seq: dict[int, str] = {}
-    for kind, seq, tool_call_id, call_seq in rows:
+    side_effects: set[int] = set()
+    for kind, seq, tool_call_id, call_seq, side_effect in rows:
         if kind == EventKind.TOOL_CALL:
             by_seq[seq] = tool_call_id
+            if side_effect is True:
+                side_effects.add(seq)
         else:
             answered.add(call_seq)
     for seq, call_id in by_seq.items():
         if seq not in answered:
             calls.setdefault(call_id, []).append(seq)
-    return calls
+    return calls, side_effects - answered
 
 
 def event_append_batch(
@@ -88,7 +95,9 @@ def event_append_batch(
     tool_call_id that has no result yet, or raises NoOpenToolCall.
     """
     with transaction.atomic(durable=lock):
-        locked = Thread.objects.select_for_update().get(pk=thread.pk)
+        locked = _with_replay_count(
+            Thread.objects.select_for_update().filter(pk=thread.pk), new_events
+        ).get()
         appended = _append_locked(locked, new_events)
     _schedule_hooks(locked, appended)
     thread.last_seq, thread.chain_head = locked.last_seq, locked.chain_head
@@ -103,24 +112,83 @@ def thread_events_append(
     same query (select_for_update), then append as event_append_batch does. Raises NotFound
     for a thread outside the workspace."""
     with transaction.atomic(durable=True):
-        locked = _thread_lock_for_workspace(workspace, thread_id)
+        locked = _thread_lock_for_workspace(workspace, thread_id, new_events)
         appended = _append_locked(locked, new_events)
     _schedule_hooks(locked, appended)
     return locked, appended
 
 
-def _thread_lock_for_workspace(workspace: Workspace, thread_id: str) -> Thread:
-    threads = Thread.objects.select_for_update().filter(workspace=workspace)
+def _with_replay_count(threads: QuerySet[Thread], new_events: Sequence[NewEvent]
+                       ) -> QuerySet[Thread]:
+    """Count, in the lock's own query, the events that already carry one of the batch's
+    client_event_ids: new events (the common case) then cost no query of their own.
+
+    On PostgreSQL the subqueries read the snapshot taken when the statement began, before it
+    waited for the lock, so the count may miss events another writer committed meanwhile.
+    `log_seq` (the last seq in that same snapshot) tells: the count is trusted only when it
+    equals the locked row's last_seq, i.e. nothing was appended in between.
+    """
+    client_ids = {e.client_event_id for e in new_events if e.client_event_id is not None}
+    if not client_ids:
+        return threads
+    matches = (
+        Event.objects.filter(thread=OuterRef("pk"), client_event_id__in=client_ids)
+        .order_by().values("thread").annotate(n=Count("pk")).values("n")
+    )
+    log_seq = Event.objects.filter(thread=OuterRef("pk")).order_by("-seq").values("seq")[:1]
+    return threads.annotate(
+        replays=Coalesce(Subquery(matches), 0), log_seq=Coalesce(Subquery(log_seq), 0)
+    )
+
+
+def _may_have_replays(thread: Thread) -> bool:
+    if getattr(thread, "replays", None) == 0 and getattr(thread, "log_seq", None) == thread.last_seq:
+        return False
+    return True
+
+
+def _thread_lock_for_workspace(
+    workspace: Workspace, thread_id: str, new_events: Sequence[NewEvent]
+) -> Thread:
+    """The workspace's thread by UUID or external_id, locked (FOR UPDATE on PostgreSQL; on
+    SQLite the IMMEDIATE transaction already holds the write lock), with the replay counts of
+    _with_replay_count. Written as SQL: this runs on every append, and compiling the same
+    ORM query with its two subqueries costs more CPU than the rest of a one-event append.
+    """
+    connection = connections[router.db_for_write(Thread)]
+    quote = connection.ops.quote_name
+    thread_table, event_table = quote(Thread._meta.db_table), quote(Event._meta.db_table)
+    client_ids = sorted({e.client_event_id for e in new_events if e.client_event_id is not None})
+    params: list[Any] = []
+    columns = "t.*"
+    if client_ids:
+        columns += (
+            f", (SELECT COUNT(*) FROM {event_table} e WHERE e.thread_id = t.id AND "
+            f"e.client_event_id IN ({', '.join(['%s'] * len(client_ids))})) AS replays, "
+            f"COALESCE((SELECT MAX(e.seq) FROM {event_table} e WHERE e.thread_id = t.id), 0) "
+            "AS log_seq"
+        )
+        params += client_ids
     try:
-        uid = uuid.UUID(thread_id)
+        uid: uuid.UUID | None = uuid.UUID(thread_id)
     except ValueError:
-        found = list(threads.filter(external_id=thread_id))
+        uid = None
+    where = "t.workspace_id = %s AND "
+    params.append(workspace.pk)
+    if uid is None:
+        where += "t.external_id = %s"
+        params.append(thread_id)
     else:
-        # The UUID wins over an external_id that happens to spell another thread's UUID.
-        found = sorted(threads.filter(Q(pk=uid) | Q(external_id=thread_id)),
-                       key=lambda t: t.pk != uid)
+        where += "(t.id = %s OR t.external_id = %s)"
+        params += [Thread._meta.pk.get_db_prep_value(uid, connection), thread_id]  # type: ignore[union-attr]
+    lock = " FOR UPDATE OF t" if connection.features.has_select_for_update_of else ""
+    found = list(Thread.objects.raw(
+        f"SELECT {columns} FROM {thread_table} t WHERE {where}{lock}", params
+    ))
     if not found:
         raise NotFound("thread not found")
+    # The UUID wins over an external_id that happens to spell another thread's UUID.
+    found.sort(key=lambda t: t.pk != uid)
     return found[0]
 
 
@@ -139,8 +207,8 @@ def _append_locked(
     existing = {
         e.client_event_id: e
         for e in Event.objects.filter(thread=thread, client_event_id__in=client_ids)
-    } if client_ids else {}
-    open_calls = _open_calls(
+    } if client_ids and _may_have_replays(thread) else {}
+    open_calls, side_effect_calls = _open_calls(
         thread, {e.data["tool_call_id"] for e in new_events if e.kind == "tool_result"}
     )
     seq, head = thread.last_seq, thread.chain_head
@@ -175,6 +243,8 @@ def _append_locked(
             data["call_seq"] = pending.pop()
         elif new.kind == "tool_call":
             open_calls.setdefault(data["tool_call_id"], []).append(seq)
+            if data.get("side_effect"):
+                side_effect_calls.add(seq)
         elif new.kind == "annotation" and any(s >= seq for s in data.get("refers_to", [])):
             raise InvalidEvent(
                 "refers_to names an event that does not exist yet",
@@ -204,19 +274,16 @@ def _append_locked(
     counts = [tokens.count_text(text, thread.encoding) for text in texts]
     for event, count in zip(to_insert, counts, strict=True):
         event.token_count = count + tokens.MESSAGE_OVERHEAD_TOKENS
-    _insert_rows(to_insert)
+    thread.last_seq, thread.chain_head = seq, head
+    thread.token_total += sum(e.token_count for e in to_insert)
+    _insert_events_and_head(thread, to_insert, now)
     if with_pks or any(
         e.kind == EventKind.APPROVAL_REQUEST
         or (e.kind == EventKind.TOOL_CALL and e.data.get("side_effect"))
         for e in to_insert
     ):
         _assign_event_pks(thread, to_insert)
-    _record_side_effects_and_approvals(thread, to_insert)
-    thread.last_seq, thread.chain_head = seq, head
-    thread.token_total += sum(e.token_count for e in to_insert)
-    Thread.objects.filter(pk=thread.pk).update(
-        last_seq=seq, chain_head=head, token_total=thread.token_total, updated_at=now
-    )
+    _record_side_effects_and_approvals(thread, to_insert, side_effect_calls)
     return out
 
 
@@ -228,25 +295,10 @@ _PLAIN_TYPES = frozenset({
 })
 
 
-def _insert_rows(objs: Sequence[models.Model]) -> None:
-    """Insert rows of one model with one prepared INSERT run for every row (executemany).
-
-    A constant number of statements however large the batch: bulk_create splits SQLite
-    batches at Django's 999-parameter limit, and on PostgreSQL it binds arrays (UNNEST) that
-    the client-side cursor quotes in Python, slower than psycopg's pipelined executemany.
-    Primary keys are not read back (see _assign_event_pks).
-    """
-    if not objs:
-        return
-    model = type(objs[0])
-    connection = connections[router.db_for_write(model)]
-    meta = model._meta
+def _row_params(objs: Sequence[models.Model], connection: Any) -> tuple[str, list[list[Any]]]:
+    """The quoted column list of a model's non-key fields, and each row's prepared values."""
+    meta = type(objs[0])._meta
     fields = [f for f in meta.concrete_fields if not f.primary_key]
-    sql = "INSERT INTO {} ({}) VALUES ({})".format(
-        connection.ops.quote_name(meta.db_table),
-        ", ".join(connection.ops.quote_name(f.column) for f in fields),
-        ", ".join(["%s"] * len(fields)),
-    )
     plans = [
         (f.attname, f.get_internal_type() in _PLAIN_TYPES,
          bool(getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)), f)
@@ -259,10 +311,56 @@ def _insert_rows(objs: Sequence[models.Model]) -> None:
             value = field.pre_save(obj, True) if auto else getattr(obj, attname)
             row.append(value if plain else field.get_db_prep_save(value, connection))
         rows.append(row)
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, rows)
-    for obj in objs:
         obj._state.adding = False
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    return columns, rows
+
+
+def _insert_rows(objs: Sequence[models.Model]) -> None:
+    """Insert rows of one model with one prepared INSERT run for every row (executemany).
+
+    A constant number of statements however large the batch: bulk_create splits SQLite
+    batches at Django's 999-parameter limit, and on PostgreSQL it binds arrays (UNNEST) that
+    the client-side cursor quotes in Python, slower than psycopg's pipelined executemany.
+    Primary keys are not read back (see _assign_event_pks).
+    """
+    if not objs:
+        return
+    connection = connections[router.db_for_write(type(objs[0]))]
+    columns, rows = _row_params(objs, connection)
+    table = connection.ops.quote_name(type(objs[0])._meta.db_table)
+    placeholders = ", ".join(["%s"] * len(rows[0]))
+    with connection.cursor() as cursor:
+        cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({placeholders})", rows)
+
+
+def _insert_events_and_head(thread: Thread, events: list[Event], now: Any) -> None:
+    """Write the new events and move the thread's head (last_seq, chain_head, token_total).
+
+    PostgreSQL: one statement, the INSERT in a CTE of the UPDATE, so a single event costs one
+    round trip besides the lock and the commit. SQLite (in-process, no round trips): the
+    rows by executemany, then the head.
+    """
+    connection = connections[router.db_for_write(Event)]
+    if connection.vendor != "postgresql":
+        _insert_rows(events)
+        Thread.objects.filter(pk=thread.pk).update(
+            last_seq=thread.last_seq, chain_head=thread.chain_head,
+            token_total=thread.token_total, updated_at=now,
+        )
+        return
+    columns, rows = _row_params(events, connection)
+    one_row = "(" + ", ".join(["%s"] * len(rows[0])) + ")"
+    sql = (
+        f"WITH new_events AS (INSERT INTO {connection.ops.quote_name(Event._meta.db_table)} "
+        f"({columns}) VALUES {', '.join([one_row] * len(rows))}) "
+        f"UPDATE {connection.ops.quote_name(Thread._meta.db_table)} "
+        "SET last_seq = %s, chain_head = %s, token_total = %s, updated_at = %s WHERE id = %s"
+    )
+    params = [value for row in rows for value in row]
+    params += [thread.last_seq, thread.chain_head, thread.token_total, now, thread.pk]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
 
 
 def _assign_event_pks(thread: Thread, events: list[Event]) -> None:
@@ -276,7 +374,11 @@ def _assign_event_pks(thread: Thread, events: list[Event]) -> None:
         event.pk = ids[event.seq]
 
 
-def _record_side_effects_and_approvals(thread: Thread, events: list[Event]) -> None:
+def _record_side_effects_and_approvals(
+    thread: Thread, events: list[Event], side_effect_calls: set[int]
+) -> None:
+    """Side-effect and approval rows for new calls and requests; a result of a side-effecting
+    call (its seq in side_effect_calls) sets that side effect's status."""
     new_effects: list[SideEffect] = []
     approvals: list[ApprovalRequest] = []
     results: list[Event] = []
@@ -288,7 +390,7 @@ def _record_side_effects_and_approvals(thread: Thread, events: list[Event]) -> N
                 idempotency_key=event.data["idempotency_key"],
                 status=SideEffectStatus.RUNNING, call_seq=event.seq,
             ))
-        elif event.kind == EventKind.TOOL_RESULT:
+        elif event.kind == EventKind.TOOL_RESULT and event.data["call_seq"] in side_effect_calls:
             results.append(event)
         elif event.kind == EventKind.APPROVAL_REQUEST:
             approvals.append(ApprovalRequest(
@@ -299,32 +401,24 @@ def _record_side_effects_and_approvals(thread: Thread, events: list[Event]) -> N
             ))
     _insert_rows(new_effects)
     _insert_rows(approvals)
-    if results:
-        by_call = {r.data["call_seq"]: r for r in results}
-        effects = list(SideEffect.objects.filter(thread=thread, call_seq__in=by_call))
-        if not effects:
-            return
-        now = timezone.now()
-        for effect in effects:
-            result = by_call[effect.call_seq]
-            effect.status = RESULT_TO_SIDE_EFFECT[result.data["status"]]
-            effect.result_seq = result.seq
-            effect.request_id = result.data.get("request_id", "")
-            effect.updated_at = now
-        # One statement for the whole batch (bulk_update would split it on SQLite).
-        connection = connections[router.db_for_write(SideEffect)]
-        table = connection.ops.quote_name(SideEffect._meta.db_table)
-        with connection.cursor() as cursor:
-            cursor.executemany(
-                f"UPDATE {table} SET status = %s, result_seq = %s, request_id = %s, "
-                "updated_at = %s WHERE id = %s",
-                [
-                    (e.status, e.result_seq, e.request_id,
-                     SideEffect._meta.get_field("updated_at").get_db_prep_save(now, connection),
-                     e.pk)
-                    for e in effects
-                ],
-            )
+    if not results:
+        return
+    # One statement for the whole batch, keyed by (thread, call_seq): no read first
+    # (bulk_update would also split it on SQLite).
+    connection = connections[router.db_for_write(SideEffect)]
+    table = connection.ops.quote_name(SideEffect._meta.db_table)
+    now = SideEffect._meta.get_field("updated_at").get_db_prep_save(timezone.now(), connection)
+    thread_id = Thread._meta.pk.get_db_prep_save(thread.pk, connection)  # type: ignore[union-attr]
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"UPDATE {table} SET status = %s, result_seq = %s, request_id = %s, "
+            "updated_at = %s WHERE thread_id = %s AND call_seq = %s",
+            [
+                (RESULT_TO_SIDE_EFFECT[r.data["status"]].value, r.seq,
+                 r.data.get("request_id", ""), now, thread_id, r.data["call_seq"])
+                for r in results
+            ],
+        )
 
 
 def server_event_append(*, thread: Thread, kind: str, data: dict[str, Any],

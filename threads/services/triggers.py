@@ -190,7 +190,17 @@ def choose_trigger(reasons: list[tuple[str, str]]) -> dict[str, Any] | None:
 
 
 def after_append(thread_id: Any, events: list[Event]) -> None:
-    """The hook on threads.services.events.after_append_hooks (runs after commit)."""
+    """The hook on threads.services.events.after_append_hooks (runs after commit).
+
+    The events are stored by then: a failure here is logged and never turns the agent's
+    successful append into an error (the next append, or a manual fold, asks again)."""
+    try:
+        _after_append(thread_id, events)
+    except Exception:
+        logger.exception("fold triggers failed for thread %s", thread_id)
+
+
+def _after_append(thread_id: Any, events: list[Event]) -> None:
     thread = Thread.objects.select_related("workspace").filter(pk=thread_id).first()
     if thread is None:
         return

@@ -41,3 +41,9 @@ def get(mapping: Any, key: Any) -> Any:
     if isinstance(mapping, dict):
         return mapping.get(key, mapping.get(str(key)))
     return None
+
+
+@register.filter
+def spaced(value: Any) -> str:
+    """tool_call -> tool call (kinds read as words)."""
+    return str(value).replace("_", " ")

@@ -1,5 +1,5 @@
-"""What every dashboard view shares: the typed request, workspace scoping, role gates,
-optional services and the htmx partial/redirect answer."""
+"""What every dashboard view shares: the typed request, workspace scoping, role gates, the
+htmx partial/redirect answer, refusals explained, and task progress regions."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from django_htmx.middleware import HtmxDetails
 from threads import selectors
 from threads.access import has_role
 from threads.domain.errors import DomainError, NotFound
-from threads.models import Role, Thread, Workspace
+from threads.models import Role, TaskRun, TaskState, Thread, Workspace
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -108,3 +108,19 @@ def problem(request: HtmxHttpRequest, exc: DomainError, back: str) -> HttpRespon
     response["HX-Retarget"] = "#notice"
     response["HX-Reswap"] = "innerHTML"
     return response
+
+
+def progress_context(run: TaskRun, back: str) -> dict[str, Any]:
+    total = run.total or 0
+    return {
+        "run": run,
+        "finished": run.state in (TaskState.SUCCESS, TaskState.FAILURE),
+        "fraction": (run.done / total) if total else None,
+        "back": back,
+    }
+
+
+def progress_started(request: HtmxHttpRequest, run: TaskRun, back: str) -> HttpResponse:
+    """After enqueueing a task: htmx gets the progress region, which polls until it ends."""
+    context = progress_context(run, back)
+    return done(request, back, "threads/_task_progress.html", context, "progress")

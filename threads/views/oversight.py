@@ -11,29 +11,37 @@ from django.views.decorators.http import require_GET, require_POST
 from threads import selectors
 from threads.models import Role
 from threads.services.audit import audit_record
+from threads.services.integrity import last_safe_checkpoint
 from threads.services.tasks import task_run_start
 from threads.tasks import verify_thread_task
 from threads.views.common import (
     HtmxHttpRequest,
     can,
-    done,
     page_of,
+    progress_started,
     query_without,
     region,
     require,
     thread_for,
 )
-from threads.views.summaries import _progress
 
 
 @login_required
 @require_GET
 def integrity(request: HtmxHttpRequest) -> HttpResponse:
     page = page_of(selectors.threads_integrity_for_member(user=request.user), request, 50)
-    for thread in page.object_list:
-        thread.can_verify = can(request, thread.workspace_id, Role.OPERATOR)  # type: ignore[attr-defined]
+    rows = [
+        {
+            "t": thread,
+            "can_verify": can(request, thread.workspace_id, Role.OPERATOR),
+            # Where to go back to: only broken chains need it, and they are the exception.
+            "last_safe": None if thread.chain_ok else last_safe_checkpoint(thread=thread),
+        }
+        for thread in page.object_list
+    ]
     context = {
         "page": page,
+        "rows": rows,
         "unsafe": selectors.unsafe_checkpoints_for_member(user=request.user)[:50],
         "page_query": query_without(request, "page"),
     }
@@ -64,7 +72,7 @@ def integrity_verify(request: HtmxHttpRequest, id: str) -> HttpResponse:
             thread=thread,
             after={"task_id": run.id},
         )
-    return done(request, back, "threads/_task_progress.html", _progress(run, back), "progress")
+    return progress_started(request, run, back)
 
 
 @login_required

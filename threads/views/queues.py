@@ -22,11 +22,11 @@ from threads.views.common import (
     found,
     page_of,
     problem,
+    progress_started,
     query_without,
     region,
     require,
 )
-from threads.views.summaries import _progress
 
 RESOLUTIONS = ("succeeded", "failed", "cancelled")
 
@@ -92,7 +92,7 @@ def side_effect_check_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         run = side_effect_check_request(side_effect=effect, actor=request.user)
     except DomainError as exc:
         return problem(request, exc, back)
-    return done(request, back, "threads/_task_progress.html", _progress(run, back), "progress")
+    return progress_started(request, run, back)
 
 
 def _approval_cards(request: HtmxHttpRequest, approvals: list[Any]) -> list[dict[str, Any]]:

@@ -14,13 +14,14 @@ from django.views.decorators.http import require_GET, require_POST
 from threads import selectors
 from threads.domain.diff import diff_versions, label, uncited_important
 from threads.domain.errors import DomainError
-from threads.models import Role, TaskState
+from threads.models import Role
 from threads.services.folding import fold_request
 from threads.views.common import (
     HtmxHttpRequest,
-    done,
     found,
     problem,
+    progress_context,
+    progress_started,
     require,
     thread_for,
 )
@@ -39,7 +40,6 @@ SECTIONS = (
     ("open_questions", "Open questions"),
     ("last_replies", "Last replies"),
 )
-FINISHED = (TaskState.SUCCESS, TaskState.FAILURE)
 
 
 def _entry_text(section: str, entry: dict[str, Any]) -> str:
@@ -187,17 +187,7 @@ def fold_now(request: HtmxHttpRequest, id: str) -> HttpResponse:
         )
     except DomainError as exc:
         return problem(request, exc, back)
-    return done(request, back, "threads/_task_progress.html", _progress(run, back), "progress")
-
-
-def _progress(run: Any, back: str) -> dict[str, Any]:
-    total = run.total or 0
-    return {
-        "run": run,
-        "finished": run.state in FINISHED,
-        "fraction": (run.done / total) if total else None,
-        "back": back,
-    }
+    return progress_started(request, run, back)
 
 
 @login_required
@@ -209,4 +199,4 @@ def task_progress(request: HtmxHttpRequest, task_id: str) -> HttpResponse:
     back = request.GET.get("back", "")
     if not back.startswith("/") or back.startswith("//"):
         back = ""
-    return render(request, "threads/_task_progress.html#progress", _progress(run, back))
+    return render(request, "threads/_task_progress.html#progress", progress_context(run, back))

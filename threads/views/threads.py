@@ -65,9 +65,6 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
         **active,
     )
     page = page_of(threads, request, THREADS_PER_PAGE)
-    for thread in page.object_list:
-        available = thread.available_tokens  # type: ignore[attr-defined]
-        thread.budget_use = thread.history_tokens / available if available > 0 else None  # type: ignore[attr-defined]
     context = {
         "page": page,
         "q": params.get("q", ""),
