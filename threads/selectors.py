@@ -38,6 +38,7 @@ from threads.models import (
     Thread,
     Workspace,
 )
+from threads.services.integrity import last_safe_checkpoint
 
 
 def workspaces_for_user(user: Any) -> QuerySet[Workspace]:
@@ -550,8 +551,6 @@ def thread_integrity(*, thread: Thread) -> dict[str, Any]:
 
     `last_safe_checkpoint` is the checkpoint a rollback can use: the highest cursor that is
     still safe (its checksum recomputes and the chain up to its cursor verifies)."""
-    from threads.services.integrity import last_safe_checkpoint
-
     checkpoint = last_safe_checkpoint(thread=thread)
     return {
         "chain_ok": thread.chain_ok,

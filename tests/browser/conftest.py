@@ -1,6 +1,21 @@
 """Playwright's sync API keeps an event loop running in the test thread; Django's guard
-against ORM calls from async code would then refuse the test's own setup queries."""
+against ORM calls from async code would then refuse the tests' own setup queries. Lifted for
+the browser tests only, and restored after them."""
+
+from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+import pytest
+
+
+@pytest.fixture(scope="module", autouse=True)
+def allow_orm_beside_playwright() -> Iterator[None]:
+    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    yield
+    if before is None:
+        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+    else:
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before

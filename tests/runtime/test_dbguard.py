@@ -9,7 +9,7 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 
 from tests import factories
-from threads.models import Event
+from threads.models import Event, Thread
 
 pytestmark = pytest.mark.django_db
 
@@ -33,7 +33,8 @@ def test_raw_sql_cannot_change_an_event(stored: list[Event], sql: str) -> None:
     event = stored[0]
     with pytest.raises(DatabaseError, match="append-only"):
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(sql, [event.thread_id, event.seq])
+            thread_id = Thread._meta.pk.get_db_prep_value(event.thread_id, connection)
+            cursor.execute(sql, [thread_id, event.seq])
     again = Event.objects.get(thread_id=event.thread_id, seq=event.seq)
     assert again.data == event.data and again.hash == event.hash
     assert Event.objects.filter(thread_id=event.thread_id).count() == 2

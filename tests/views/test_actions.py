@@ -173,6 +173,11 @@ def test_reviewer_decides_with_a_reason(
         f"/approvals/{approval.pk}/decide/", {"decision": "approve", "reason": "again"}
     )
     assert twice.status_code == 409
+    # The decision is an event of the log, linked back to its request.
+    request_seq = approval.request_event.seq
+    timeline = reviewer.get(f"/threads/{story.pk}/").content.decode()
+    assert f'href="#seq-{request_seq}">↑ request #{request_seq}' in timeline
+    assert f"approval {status}" in timeline
 
 
 def test_another_workspace_cannot_decide(outsider: Client, story: Thread) -> None:

@@ -41,6 +41,9 @@ class SummaryOutputSerializer(serializers.ModelSerializer):
         checks = CheckSerializer(many=True)
 
     verification = serializers.SerializerMethodField()
+    # A plain string here: the thread's `summarizer` already names this choice set in the
+    # schema, and a second name for it is a drf-spectacular warning (check --deploy fails).
+    backend = serializers.CharField(help_text="the summariser backend: structured or llm")
 
     class Meta:
         model = SummaryVersion

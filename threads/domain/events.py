@@ -165,17 +165,6 @@ def normalize_event(body: Any, *, max_bytes: int) -> NewEvent:
     """Validate one event object as an agent submits it."""
     if not isinstance(body, dict):
         raise InvalidEvent("an event must be a JSON object")
-    try:
-        size = len(canonical_json(body))
-    except (TypeError, ValueError) as exc:
-        # Lone surrogates (UnicodeEncodeError is a ValueError), NaN/Infinity or non-JSON values
-        # have no canonical form, so they could never be chained or exported.
-        raise InvalidEvent(f"the event is not storable JSON: {exc}") from exc
-    if size > max_bytes:
-        raise PayloadTooLarge(
-            f"event is {size} bytes; the limit is {max_bytes} (CTXADMIN_MAX_EVENT_BYTES)",
-            fields={"limit": max_bytes, "size": size},
-        )
     kind = body.get("kind")
     if not isinstance(kind, str):
         # Checked first: an unhashable kind (a list, an object) cannot even be looked up below.
@@ -217,13 +206,26 @@ def normalize_event(body: Any, *, max_bytes: int) -> NewEvent:
         "client_event_id": body.get("client_event_id"),
         "created_at": format_time(created_at) if created_at else None,
     }
+    try:
+        # One canonical form serves the size limit and the idempotency digest.
+        canonical = canonical_json(normalized)
+    except (TypeError, ValueError) as exc:
+        # Lone surrogates (UnicodeEncodeError is a ValueError), NaN/Infinity or non-JSON values
+        # have no canonical form, so they could never be chained or exported.
+        raise InvalidEvent(f"the event is not storable JSON: {exc}") from exc
+    if len(canonical) > max_bytes:
+        raise PayloadTooLarge(
+            f"event is {len(canonical)} bytes; the limit is {max_bytes} "
+            "(CTXADMIN_MAX_EVENT_BYTES)",
+            fields={"limit": max_bytes, "size": len(canonical)},
+        )
     return NewEvent(
         kind=kind,
         data=data,
         metadata=normalized["metadata"],
         client_event_id=body.get("client_event_id"),
         created_at=created_at,
-        digest=hashlib.sha256(canonical_json(normalized)).hexdigest(),
+        digest=hashlib.sha256(canonical).hexdigest(),
     )
 
 

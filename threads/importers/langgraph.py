@@ -174,12 +174,16 @@ def convert(conversation: Conversation) -> Converted:
         if group and isinstance(message_id, str) and message_id:
             # The message id, not its position, so the group survives a re-import.
             group = f"lg:{message_id}"[:MAX_CLIENT_ID]
+        repeats: dict[str, int] = {}
         for call in calls:
             if not isinstance(call, dict) or not call.get("id") or not call.get("name"):
                 out.skipped.append(f"message {index}: tool call without id or name")
                 continue
             tracker.call(call["id"])
-            call_client_id = _client_id(message_id, call["id"])
+            # A model that repeats a tool_call_id within one message still made two calls.
+            repeats[call["id"]] = repeats.get(call["id"], 0) + 1
+            suffix = f"#{repeats[call['id']]}" if repeats[call["id"]] > 1 else ""
+            call_client_id = _client_id(message_id, call["id"] + suffix)
             open_calls.setdefault(call["id"], []).append(call_client_id)
             args = call.get("args")
             call_body: dict[str, Any] = {

@@ -1,0 +1,95 @@
+"""The langgraph-postgres converter on decoded store rows (no PostgreSQL needed): how events
+are named, so that importing a store again appends only what is new."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from threads.importers import conversations_import
+from threads.models import Event, Workspace
+
+pytestmark = pytest.mark.django_db
+
+HUMAN = "langchain_core.messages.human.HumanMessage"
+AI = "langchain_core.messages.ai.AIMessage"
+TOOL = "langchain_core.messages.tool.ToolMessage"
+
+
+def _ai(message_id: str, *call_ids: str) -> dict[str, Any]:
+    calls = [{"name": "lookup", "args": {"n": n}, "id": c} for n, c in enumerate(call_ids)]
+    return {"__type__": AI, "id": message_id, "content": "", "tool_calls": calls}
+
+
+def _tool(call_id: str, content: str, message_id: str | None = None) -> dict[str, Any]:
+    return {"__type__": TOOL, "id": message_id, "tool_call_id": call_id, "content": content}
+
+
+def _import(workspace: Workspace, conversation: dict[str, Any]) -> list[Event]:
+    (result,) = conversations_import(
+        workspace=workspace, conversations=[conversation], fmt="langgraph-postgres"
+    )
+    return list(Event.objects.filter(thread=result.thread).order_by("seq"))
+
+
+def test_a_result_keeps_its_name_when_langgraph_gives_its_message_a_new_id(
+    workspace: Workspace,
+) -> None:
+    human = {"__type__": HUMAN, "id": "h1", "content": "look up two things"}
+    # First import: the head holds the calls, one result is a pending write without an id.
+    paused = {"id": "t", "messages": [human, _ai("a1", "c1", "c2"), _tool("c1", "one")]}
+    first = _import(workspace, paused)
+    # Later: LangGraph completed the step and named that ToolMessage with a random id.
+    done = {
+        "id": "t",
+        "messages": [human, _ai("a1", "c1", "c2"), _tool("c1", "one", "x9"), _tool("c2", "two")],
+    }
+    second = _import(workspace, done)
+    assert [e.seq for e in second[: len(first)]] == [e.seq for e in first]
+    assert [(e.kind, e.data.get("tool_call_id")) for e in second[len(first) :]] == [
+        ("tool_result", "c2")
+    ]
+    results = [e for e in second if e.kind == "tool_result"]
+    calls = {e.data["tool_call_id"]: e.seq for e in second if e.kind == "tool_call"}
+    assert [r.data["call_seq"] for r in results] == [calls["c1"], calls["c2"]]
+
+
+def test_a_tool_call_id_repeated_in_one_message_is_two_calls(workspace: Workspace) -> None:
+    conversation = {
+        "id": "dup",
+        "messages": [
+            {"__type__": HUMAN, "id": "h1", "content": "twice"},
+            _ai("a1", "same", "same"),
+            _tool("same", "first", "r1"),
+            _tool("same", "second", "r2"),
+        ],
+    }
+    events = _import(workspace, conversation)
+    assert [e.kind for e in events] == [
+        "message",
+        "tool_call",
+        "tool_call",
+        "tool_result",
+        "tool_result",
+    ]
+    assert len({e.client_event_id for e in events}) == len(events)
+    assert sorted(e.data["call_seq"] for e in events if e.kind == "tool_result") == [2, 3]
+    assert _import(workspace, conversation) == events
+
+
+def test_an_interrupt_becomes_an_open_question_named_by_its_id(workspace: Workspace) -> None:
+    conversation = {
+        "id": "ask",
+        "messages": [{"__type__": HUMAN, "id": "h1", "content": "refund order 7"}],
+        "interrupts": [
+            {"__type__": "langgraph.types.Interrupt", "id": "i1", "value": "Approve the refund?"},
+            {"__type__": "langgraph.types.Interrupt", "id": "i2", "value": {"amount": 120}},
+        ],
+    }
+    events = _import(workspace, conversation)
+    questions = [e for e in events if e.kind == "annotation"]
+    assert [q.data["type"] for q in questions] == ["question", "question"]
+    assert questions[0].data["payload"]["text"] == "Approve the refund?"
+    assert questions[1].data["payload"]["text"] == '{"amount":120}'
+    assert [q.client_event_id for q in questions] == ["lg:interrupt:i1", "lg:interrupt:i2"]
