@@ -2,7 +2,7 @@
 
     uv run python bench/ingest.py                 # starts its own throwaway PostgreSQL 15
     uv run python bench/ingest.py --dsn postgres://user@host:5432/db   # an existing database
-    uv run python bench/ingest.py --profile       # also cProfile the API batch path
+    uv run python bench/ingest.py --profile       # also cProfile the API side
 
 Three comparisons, each on the same rows:
 - batch ingest: POST /api/v1/threads/{id}/events/ with 500 events per request (Django's test
@@ -254,6 +254,10 @@ class Bench:
         ]
         return thread, sum(timed(partial(self.post, thread, body)) for body in bodies)
 
+    def post_each(self, thread: Any, events: list[dict[str, Any]]) -> None:
+        for event in events:
+            self.post(thread, json.dumps(event).encode())
+
     def stored_rows(self, thread: Any) -> list[tuple[Any, ...]]:
         return self.raw.execute(
             f"SELECT {EVENT_COLUMNS} FROM threads_event WHERE thread_id = %s ORDER BY seq",
@@ -364,18 +368,28 @@ def median_rate(count: int, seconds: list[float]) -> float:
     return count / statistics.median(seconds)
 
 
-def profile_batches(bench: Bench, events: list[dict[str, Any]], out: Path) -> str:
-    profiler = cProfile.Profile()
-    profiler.enable()
-    bench.api_batches(events)
-    profiler.disable()
+def profile_api(bench: Bench, events: list[dict[str, Any]], singles: int, out: Path) -> None:
+    """cProfile the API side alone: the batch path over every event, then `singles` events
+    posted one per request to a new thread. Both reports go to one file."""
+    thread = bench.new_thread()
+    runs: dict[str, Callable[[], Any]] = {
+        "batch ingest, 500 events a request": partial(bench.api_batches, events),
+        f"single-event ingest, {singles} requests": partial(
+            bench.post_each, thread, events[:singles]
+        ),
+    }
     text = io.StringIO()
-    stats = pstats.Stats(profiler, stream=text).strip_dirs()
-    stats.sort_stats("cumulative").print_stats(45)
-    stats.sort_stats("tottime").print_stats(30)
+    for title, work in runs.items():
+        profiler = cProfile.Profile()
+        profiler.enable()
+        work()
+        profiler.disable()
+        text.write(f"===== {title}\n")
+        stats = pstats.Stats(profiler, stream=text).strip_dirs()
+        stats.sort_stats("cumulative").print_stats(50)
+        stats.sort_stats("tottime").print_stats(30)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text.getvalue())
-    return text.getvalue()
 
 
 # --- Report ----------------------------------------------------------------------------------
@@ -430,7 +444,7 @@ def main() -> None:
     parser.add_argument("--dsn", help="a PostgreSQL database to migrate and write into")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--single", type=int, default=600, help="events in the single runs")
-    parser.add_argument("--profile", action="store_true", help="cProfile the API batch path")
+    parser.add_argument("--profile", action="store_true", help="cProfile the API side")
     parser.add_argument("--no-docs", action="store_true", help="leave docs/benchmarks.md alone")
     args = parser.parse_args()
 
@@ -526,7 +540,7 @@ def run(args: argparse.Namespace, dsn: str, var_dir: str) -> None:
         print(f"wrote {DOCS.relative_to(ROOT)}")
     if args.profile:
         out = RESULTS.parent / "ingest-profile.txt"
-        profile_batches(bench, events, out)
+        profile_api(bench, events, 150, out)
         print(f"wrote {out.relative_to(ROOT)}")
 
 

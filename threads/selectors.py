@@ -511,11 +511,11 @@ def _threads_filtered(queryset: QuerySet[Thread], filters: dict[str, Any]) -> Qu
     if filters.get("status"):
         threads = threads.filter(status=filters["status"])
     if filters.get("has_unknown_side_effects") is not None:
-        threads = threads.filter(has_unknown=filters["has_unknown_side_effects"])
+        threads = threads.filter(Q(has_unknown=filters["has_unknown_side_effects"]))
     if filters.get("verification") == "failed":
-        threads = threads.filter(has_rejected=True)
+        threads = threads.filter(Q(has_rejected=True))
     if filters.get("pending_approvals") is not None:
-        threads = threads.filter(has_pending=filters["pending_approvals"])
+        threads = threads.filter(Q(has_pending=filters["pending_approvals"]))
     return threads.order_by("-updated_at", "pk")
 
 
@@ -586,24 +586,32 @@ def working_context(*, thread: Thread, overrides: dict[str, Any]) -> dict[str, A
 
     One consistent snapshot without a transaction (on SQLite every transaction is IMMEDIATE,
     which would make a read take the write lock):
-    - the head (head_version, covered_until) and read_until = last_seq come from ONE read of
-      the thread row: the head changes only by compare-and-swap of both columns together, and
-      last_seq only with the events it numbers, in the same transaction;
-    - a version's content never changes once written, so reading version head_version next
-      gives exactly the head's summary even if the head moves meanwhile;
+    - the head (head_version, covered_until), read_until = last_seq and the head version's
+      summary come from ONE statement (the thread row joined to its head version), and a
+      statement sees one snapshot: the head changes only by compare-and-swap of head_version
+      and covered_until together, last_seq only with the events it numbers;
     - events are append-only and seq ≤ last_seq were committed with last_seq, so the events in
       (covered_until, read_until] are exactly the log as it stood at that read; later appends
       are beyond read_until and left to the next call.
-    Reads only events after covered_until, with their stored token counts: three queries
+    Reads only events after covered_until, with their stored token counts: two queries
     whatever the length of the thread.
     """
+    from django.db.models import FilteredRelation
+
     from threads.domain.budget import Budget, plan_context
 
-    head = Thread.objects.values(
-        "head_version", "covered_until", "last_seq", "context_window", "fixed_tokens",
-        "reserved_output", "reasoning_reserve", "safety_margin", "high_watermark",
-        "low_watermark",
-    ).get(pk=thread.pk)
+    head = (
+        Thread.objects.filter(pk=thread.pk)
+        .annotate(head=FilteredRelation("versions", condition=Q(versions__version=F(
+            "head_version"))))
+        .values(
+            "head_version", "covered_until", "last_seq", "context_window", "fixed_tokens",
+            "reserved_output", "reasoning_reserve", "safety_margin", "high_watermark",
+            "low_watermark", "head__covered_until", "head__content", "head__checksum",
+            "head__rendered", "head__tokens",
+        )
+        .get()
+    )
     settings = {
         "window": head["context_window"], "fixed_tokens": head["fixed_tokens"],
         "reserved_output": head["reserved_output"],
@@ -620,10 +628,12 @@ def working_context(*, thread: Thread, overrides: dict[str, Any]) -> dict[str, A
     summary: dict[str, Any] | None = None
     summary_tokens = 0
     if head["head_version"]:
-        summary = dict(SummaryVersion.objects.values(
-            "version", "covered_until", "content", "checksum", "rendered", "tokens"
-        ).get(thread=thread, version=head["head_version"]))
-        summary_tokens = summary["tokens"]
+        summary_tokens = head["head__tokens"]
+        summary = {
+            "version": head["head_version"], "covered_until": head["head__covered_until"],
+            "content": head["head__content"], "checksum": head["head__checksum"],
+            "rendered": head["head__rendered"], "tokens": summary_tokens,
+        }
     events = event_dicts(thread, after=covered, until=read_until) if read_until > covered else []
     plan = plan_context(
         events=events, summary_tokens=summary_tokens, budget=budget,

@@ -43,13 +43,16 @@ def _call(client: APIClient, method: str, url: str) -> Any:
     return client.get(url)
 
 
-@pytest.mark.parametrize("header, code", [
-    (None, "not_authenticated"),
-    ("Bearer ctx_not-a-key", "authentication_failed"),
-    ("Bearer ", "authentication_failed"),
-    ("Token ctx_whatever", "authentication_failed"),
-    ("Basic dXNlcjpwYXNz", "authentication_failed"),
-])
+@pytest.mark.parametrize(
+    "header, code",
+    [
+        (None, "not_authenticated"),
+        ("Bearer ctx_not-a-key", "authentication_failed"),
+        ("Bearer ", "authentication_failed"),
+        ("Token ctx_whatever", "authentication_failed"),
+        ("Basic dXNlcjpwYXNz", "authentication_failed"),
+    ],
+)
 def test_auth_failures_are_401_json(thread, task, header, code):
     client = APIClient()
     if header is not None:
@@ -88,10 +91,13 @@ def test_another_workspaces_agent_gets_404_everywhere(other_agent, thread, task)
         response = other_agent.get(url)
         assert response.status_code == 404, url
         assert response.json()["error"]["code"] == "not_found"
-    for url in (f"/api/v1/threads/{thread.id}/events/",
-                f"/api/v1/threads/{thread.external_id}/events/"):
-        response = other_agent.post(url, data=json.dumps(factories.user("intrusion")),
-                                    content_type="application/json")
+    for url in (
+        f"/api/v1/threads/{thread.id}/events/",
+        f"/api/v1/threads/{thread.external_id}/events/",
+    ):
+        response = other_agent.post(
+            url, data=json.dumps(factories.user("intrusion")), content_type="application/json"
+        )
         assert response.status_code == 404
     assert other_agent.get("/api/v1/threads/").json()["count"] == 0
     assert other_agent.get("/api/v1/threads/", {"q": thread.external_id}).json()["results"] == []
@@ -99,27 +105,46 @@ def test_another_workspaces_agent_gets_404_everywhere(other_agent, thread, task)
 
 
 def test_same_external_id_in_two_workspaces_are_two_threads(agent, other_agent, thread):
-    created = other_agent.post("/api/v1/threads/", data=json.dumps(
-        {"external_id": thread.external_id}), content_type="application/json")
+    created = other_agent.post(
+        "/api/v1/threads/",
+        data=json.dumps({"external_id": thread.external_id}),
+        content_type="application/json",
+    )
     assert created.status_code == 201
     assert created.json()["id"] != str(thread.id)
-    other_agent.post(f"/api/v1/threads/{thread.external_id}/events/",
-                     data=json.dumps(factories.user("theirs")), content_type="application/json")
+    other_agent.post(
+        f"/api/v1/threads/{thread.external_id}/events/",
+        data=json.dumps(factories.user("theirs")),
+        content_type="application/json",
+    )
     assert agent.get(f"/api/v1/threads/{thread.external_id}/events/").json()["events"] == []
 
 
 def test_people_see_threads_and_tasks_of_their_workspaces_only(operator_client, thread, task):
     other_workspace, _ = factories.make_workspace("globex")
     foreign = factories.make_thread(other_workspace, external_id="foreign")
-    foreign_task = task_run_start(workspace=other_workspace, thread=foreign, kind="fold",
-                                  send=lambda _id: None)
+    foreign_task = task_run_start(
+        workspace=other_workspace, thread=foreign, kind="fold", send=lambda _id: None
+    )
     assert operator_client.get(f"/api/v1/threads/{thread.external_id}/").status_code == 200
     assert operator_client.get(f"/api/v1/tasks/{task.id}/").status_code == 200
     listed = operator_client.get("/api/v1/threads/").json()
     assert [t["id"] for t in listed["results"]] == [str(thread.id)]
-    for url in (f"/api/v1/threads/{foreign.id}/", f"/api/v1/threads/{foreign.id}/events/",
-                f"/api/v1/tasks/{foreign_task.id}/"):
+    for url in (
+        f"/api/v1/threads/{foreign.id}/",
+        f"/api/v1/threads/{foreign.id}/events/",
+        f"/api/v1/tasks/{foreign_task.id}/",
+    ):
         assert operator_client.get(url).status_code == 404, url
+    token = "c" * 32  # an unmasked CSRF secret, the same in cookie and header
+    operator_client.cookies["csrftoken"] = token
+    response = operator_client.post(
+        f"/api/v1/threads/{foreign.id}/events/",
+        data=json.dumps(factories.user("x")),
+        content_type="application/json",
+        HTTP_X_CSRFTOKEN=token,
+    )
+    assert response.status_code == 404
 
 
 def test_a_logged_out_person_is_401(client, thread):

@@ -24,9 +24,13 @@ def test_racing_retries_write_once(workspace_and_key: Any) -> None:
         pytest.skip("row locks are exercised on the PostgreSQL run (DATABASE_URL=postgres://...)")
     workspace, key = workspace_and_key
     thread = factories.make_thread(workspace, external_id="race")
-    body = json.dumps({"events": [
-        {**factories.user(f"retry {i}"), "client_event_id": f"r-{i}"} for i in range(50)
-    ]})
+    body = json.dumps(
+        {
+            "events": [
+                {**factories.user(f"retry {i}"), "client_event_id": f"r-{i}"} for i in range(50)
+            ]
+        }
+    )
     barrier = threading.Barrier(WRITERS)
     statuses: list[int] = []
     errors: list[BaseException] = []
@@ -36,8 +40,9 @@ def test_racing_retries_write_once(workspace_and_key: Any) -> None:
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
         try:
             barrier.wait()
-            response = client.post(f"/api/v1/threads/{thread.id}/events/", data=body,
-                                   content_type="application/json")
+            response = client.post(
+                f"/api/v1/threads/{thread.id}/events/", data=body, content_type="application/json"
+            )
             statuses.append(response.status_code)
         except BaseException as exc:  # reported below
             errors.append(exc)

@@ -178,7 +178,20 @@ def test_reads_only_events_after_the_summary_in_constant_queries(
     short_queries, short_events = count(short)
     long_queries, long_events = count(long)
     assert short_events == long_events == 8
-    assert long_queries == short_queries + 1  # the summary row
+    assert long_queries == short_queries  # the summary comes with the head, in one query
+
+
+def test_the_selector_reads_head_summary_and_events_in_two_queries(
+    thread: Thread, django_assert_num_queries: Any
+) -> None:
+    from threads.selectors import working_context
+
+    _units(thread, 3)
+    folding.fold_run(thread_id=thread.pk, trigger=MANUAL)
+    _units(thread, 1, start=3)
+    with django_assert_num_queries(2):
+        answer = working_context(thread=thread, overrides={})
+    assert answer["summary"]["covered_until"] == 12 and len(answer["events"]) == 4
 
 
 def test_snapshot_bounds_events_by_read_until(thread: Thread) -> None:

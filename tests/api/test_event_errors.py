@@ -42,48 +42,82 @@ REFUSALS: list[tuple[str, Any, int, str]] = [
     ("not utf-8", b'{"kind": "\xff"}', 400, "invalid_json"),
     ("trailing garbage", '{"kind": "message"} x', 400, "invalid_json"),
     ("NaN literal", '{"kind": "message", "role": "user", "content": NaN}', 400, "invalid_json"),
-    ("overflowing number", '{"kind": "message", "role": "user", "content": "x", '
-     '"metadata": {"n": 1e400}}', 400, "invalid_json"),
+    (
+        "overflowing number",
+        '{"kind": "message", "role": "user", "content": "x", "metadata": {"n": 1e400}}',
+        400,
+        "invalid_json",
+    ),
     ("NUL in a string", _msg("a\u0000b"), 400, "invalid_json"),
     ("NUL in a key", _msg("x", metadata={"a\u0000": 1}), 400, "invalid_json"),
-    ("lone surrogate", '{"kind": "message", "role": "user", "content": "\\ud800"}', 400,
-     "invalid_json"),
+    (
+        "lone surrogate",
+        '{"kind": "message", "role": "user", "content": "\\ud800"}',
+        400,
+        "invalid_json",
+    ),
     ("over-deep nesting", _msg("x", metadata={"deep": _nested(80)}), 400, "invalid_json"),
     ("very deep nesting", "[" * 100000 + "]" * 100000, 400, "invalid_json"),
     ("top-level list", [_msg()], 400, "validation_error"),
     ("top-level string", '"message"', 400, "validation_error"),
     ("no kind", {"role": "user", "content": "x"}, 400, "validation_error"),
     ("unknown kind", {"kind": "shout", "content": "x"}, 400, "validation_error"),
-    ("kind is a list", {"kind": ["message"], "role": "user", "content": "x"}, 400,
-     "validation_error"),
-    ("server kind", {"kind": "approval_decision", "decision": "approve"}, 400,
-     "validation_error"),
+    (
+        "kind is a list",
+        {"kind": ["message"], "role": "user", "content": "x"},
+        400,
+        "validation_error",
+    ),
+    ("server kind", {"kind": "approval_decision", "decision": "approve"}, 400, "validation_error"),
     ("bad role enum", _msg(role="robot"), 400, "validation_error"),
     ("bad status enum", factories.result("c1", "exploded"), 400, "validation_error"),
-    ("bad authority", factories.annotation("fact", "oracle", {"key": "k", "value": 1}), 400,
-     "validation_error"),
+    (
+        "bad authority",
+        factories.annotation("fact", "oracle", {"key": "k", "value": 1}),
+        400,
+        "validation_error",
+    ),
     ("content wrong type", _msg(5), 400, "validation_error"),
-    ("arguments wrong type", {"kind": "tool_call", "tool_call_id": "c", "tool_name": "t",
-                              "arguments": [1]}, 400, "validation_error"),
+    (
+        "arguments wrong type",
+        {"kind": "tool_call", "tool_call_id": "c", "tool_name": "t", "arguments": [1]},
+        400,
+        "validation_error",
+    ),
     ("metadata wrong type", _msg(metadata=[1]), 400, "validation_error"),
     ("client_event_id wrong type", _msg(client_event_id=7), 400, "validation_error"),
     ("unknown field", _msg(colour="red"), 400, "validation_error"),
     ("bad created_at", _msg(created_at="yesterday"), 400, "validation_error"),
     ("naive created_at", _msg(created_at="2026-01-01T00:00:00"), 400, "validation_error"),
-    ("created_at before year 1 in UTC", _msg(created_at="0001-01-01T00:00:00+01:00"), 400,
-     "validation_error"),
-    ("refers_to the future", factories.annotation("goal", "user", {"text": "t"}) | {
-        "refers_to": [99]}, 400, "validation_error"),
-    ("side effect without idempotency_key",
-     {"kind": "tool_call", "tool_call_id": "c9", "tool_name": "pay", "arguments": {},
-      "side_effect": True}, 400, "validation_error"),
+    (
+        "created_at before year 1 in UTC",
+        _msg(created_at="0001-01-01T00:00:00+01:00"),
+        400,
+        "validation_error",
+    ),
+    (
+        "refers_to the future",
+        factories.annotation("goal", "user", {"text": "t"}) | {"refers_to": [99]},
+        400,
+        "validation_error",
+    ),
+    (
+        "side effect without idempotency_key",
+        {
+            "kind": "tool_call",
+            "tool_call_id": "c9",
+            "tool_name": "pay",
+            "arguments": {},
+            "side_effect": True,
+        },
+        400,
+        "validation_error",
+    ),
     ("result with no open call", factories.result("nobody-called"), 422, "no_open_tool_call"),
     ("events not a list", {"events": {"kind": "message"}}, 400, "validation_error"),
     ("empty batch", {"events": []}, 400, "validation_error"),
-    ("batch over 1000", {"events": [_msg(str(i)) for i in range(1001)]}, 400,
-     "validation_error"),
-    ("batch with extra keys", {"events": [_msg()], "kind": "message"}, 400,
-     "validation_error"),
+    ("batch over 1000", {"events": [_msg(str(i)) for i in range(1001)]}, 400, "validation_error"),
+    ("batch with extra keys", {"events": [_msg()], "kind": "message"}, 400, "validation_error"),
     ("batch item not an object", {"events": [_msg(), "x"]}, 400, "validation_error"),
 ]
 
@@ -91,8 +125,9 @@ REFUSALS: list[tuple[str, Any, int, str]] = [
 @pytest.mark.parametrize("name, body, status, code", REFUSALS, ids=[r[0] for r in REFUSALS])
 def test_refusals_write_nothing(agent, seeded, name, body, status, code):
     before = log_state(seeded)
-    response = agent.post(f"/api/v1/threads/{seeded.id}/events/", data=_raw(body),
-                          content_type="application/json")
+    response = agent.post(
+        f"/api/v1/threads/{seeded.id}/events/", data=_raw(body), content_type="application/json"
+    )
     assert response.status_code == status, response.content
     assert response["Content-Type"].startswith("application/json")
     error = response.json()["error"]
@@ -122,8 +157,11 @@ def test_a_request_over_the_upload_limit_is_413(agent, seeded, settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10_000
     before = log_state(seeded)
     body = {"events": [_msg("y" * 500) for _ in range(40)]}
-    response = agent.post(f"/api/v1/threads/{seeded.id}/events/", data=json.dumps(body),
-                          content_type="application/json")
+    response = agent.post(
+        f"/api/v1/threads/{seeded.id}/events/",
+        data=json.dumps(body),
+        content_type="application/json",
+    )
     assert response.status_code == 413
     assert response.json()["error"]["code"] == "payload_too_large"
     assert log_state(seeded) == before
@@ -136,16 +174,20 @@ def test_request_data_too_big_maps_to_the_contract_shape():
     assert response.data["error"]["code"] == "payload_too_large"
 
 
-@pytest.mark.parametrize("content_type, data", [
-    ("text/plain", '{"kind": "message", "role": "user", "content": "x"}'),
-    ("application/x-www-form-urlencoded", "kind=message&role=user&content=x"),
-    ("application/xml", "<event/>"),
-    ("", '{"kind": "message", "role": "user", "content": "x"}'),
-])
+@pytest.mark.parametrize(
+    "content_type, data",
+    [
+        ("text/plain", '{"kind": "message", "role": "user", "content": "x"}'),
+        ("application/x-www-form-urlencoded", "kind=message&role=user&content=x"),
+        ("application/xml", "<event/>"),
+        ("", '{"kind": "message", "role": "user", "content": "x"}'),
+    ],
+)
 def test_non_json_content_types_are_415(agent, seeded, content_type, data):
     before = log_state(seeded)
-    response = agent.generic("POST", f"/api/v1/threads/{seeded.id}/events/", data,
-                             content_type=content_type)
+    response = agent.generic(
+        "POST", f"/api/v1/threads/{seeded.id}/events/", data, content_type=content_type
+    )
     assert response.status_code == 415
     assert response.json()["error"]["code"] == "unsupported_media_type"
     assert log_state(seeded) == before
@@ -156,9 +198,15 @@ def test_multipart_is_415(agent, seeded):
     assert response.status_code == 415
 
 
-@pytest.mark.parametrize("path", [
-    "/api/v1/nothing-here/", "/api/v1/threads/x/events/y/", "/api/v2/threads/", "/api/v1/threads",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/nothing-here/",
+        "/api/v1/threads/x/events/y/",
+        "/api/v2/threads/",
+        "/api/v1/threads",
+    ],
+)
 def test_unknown_api_routes_are_json_404(agent, path):
     response = agent.get(path)
     assert response.status_code == 404

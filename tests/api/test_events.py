@@ -22,8 +22,12 @@ def msg(text: str, **extra: Any) -> dict[str, Any]:
 
 
 def test_single_event_answers_its_stored_form(agent, thread, events_url):
-    body = msg("refund order 10086", client_event_id="m-1", metadata={"ui": "web"},
-               created_at="2026-01-31T12:00:00+02:00")
+    body = msg(
+        "refund order 10086",
+        client_event_id="m-1",
+        metadata={"ui": "web"},
+        created_at="2026-01-31T12:00:00+02:00",
+    )
     response = post_json(agent, events_url, body)
     assert response.status_code == 201, response.content
     answer = response.json()
@@ -38,8 +42,11 @@ def test_single_event_answers_its_stored_form(agent, thread, events_url):
     # The hash is the chain link over exactly the answered fields minus the derived ones.
     thread.refresh_from_db()
     genesis = chain.genesis_hash(str(thread.id), chain_key())
-    expected = chain.link_hash(genesis, chain.event_canonical(
-        {k: v for k, v in answer.items() if k != "replayed"}), chain_key())
+    expected = chain.link_hash(
+        genesis,
+        chain.event_canonical({k: v for k, v in answer.items() if k != "replayed"}),
+        chain_key(),
+    )
     assert answer["hash"] == expected == thread.chain_head
 
 
@@ -84,9 +91,16 @@ def test_batch_replays(agent, thread, events_url):
     assert all(e["replayed"] for e in whole.json())
     assert log_state(thread) == before
 
-    mixed = post_json(agent, events_url, {"events": [
-        msg("b", client_event_id="2"), msg("c", client_event_id="3"),
-    ]})
+    mixed = post_json(
+        agent,
+        events_url,
+        {
+            "events": [
+                msg("b", client_event_id="2"),
+                msg("c", client_event_id="3"),
+            ]
+        },
+    )
     assert mixed.status_code == 201
     assert [(e["seq"], e["replayed"]) for e in mixed.json()] == [(2, True), (3, False)]
 
@@ -104,19 +118,38 @@ def test_replay_inside_the_same_batch(agent, thread, events_url):
 def test_conflict_inside_the_same_batch_writes_nothing(agent, thread, events_url):
     post_json(agent, events_url, msg("before"))
     before = log_state(thread)
-    response = post_json(agent, events_url, {"events": [
-        msg("one", client_event_id="dup"), msg("two", client_event_id="dup"),
-    ]})
+    response = post_json(
+        agent,
+        events_url,
+        {
+            "events": [
+                msg("one", client_event_id="dup"),
+                msg("two", client_event_id="dup"),
+            ]
+        },
+    )
     assert response.status_code == 409
     assert log_state(thread) == before
 
 
-@pytest.mark.parametrize("bad, status, code", [
-    ({"kind": "message", "role": "robot", "content": "x"}, 400, "validation_error"),
-    (factories.result("never-called"), 422, "no_open_tool_call"),
-    ({"kind": "tool_call", "tool_call_id": "c", "tool_name": "pay", "arguments": {},
-      "side_effect": True}, 400, "validation_error"),
-])
+@pytest.mark.parametrize(
+    "bad, status, code",
+    [
+        ({"kind": "message", "role": "robot", "content": "x"}, 400, "validation_error"),
+        (factories.result("never-called"), 422, "no_open_tool_call"),
+        (
+            {
+                "kind": "tool_call",
+                "tool_call_id": "c",
+                "tool_name": "pay",
+                "arguments": {},
+                "side_effect": True,
+            },
+            400,
+            "validation_error",
+        ),
+    ],
+)
 def test_a_bad_700th_event_writes_nothing(agent, thread, events_url, bad, status, code):
     post_json(agent, events_url, msg("before"))
     before = log_state(thread)
@@ -133,15 +166,30 @@ def test_a_bad_700th_event_writes_nothing(agent, thread, events_url, bad, status
 
 def test_tool_result_binds_to_the_latest_open_call(agent, thread, events_url):
     # A closed call's id may be reused; the result binds to the newer, open call.
-    post_json(agent, events_url, {"events": [
-        factories.call("c1", "search"), factories.result("c1"), factories.call("c1", "search"),
-    ]})
+    post_json(
+        agent,
+        events_url,
+        {
+            "events": [
+                factories.call("c1", "search"),
+                factories.result("c1"),
+                factories.call("c1", "search"),
+            ]
+        },
+    )
     answer = post_json(agent, events_url, factories.result("c1")).json()
     assert answer["call_seq"] == 3
     # Two open calls with one id: the latest first, then the older one, then none is left.
-    post_json(agent, events_url, {"events": [
-        factories.call("c2", "a"), factories.call("c2", "b"),
-    ]})
+    post_json(
+        agent,
+        events_url,
+        {
+            "events": [
+                factories.call("c2", "a"),
+                factories.call("c2", "b"),
+            ]
+        },
+    )
     assert post_json(agent, events_url, factories.result("c2")).json()["call_seq"] == 6
     assert post_json(agent, events_url, factories.result("c2")).json()["call_seq"] == 5
     before = log_state(thread)
@@ -152,13 +200,23 @@ def test_tool_result_binds_to_the_latest_open_call(agent, thread, events_url):
 
 
 def test_side_effects_and_approvals_are_recorded(agent, thread, events_url):
-    post_json(agent, events_url, {"events": [
-        factories.call("c1", "refund", {"order": 1}, side_effect_key="refund-1"),
-        factories.call("c2", "refund", {"order": 2}, side_effect_key="refund-2"),
-        factories.result("c1", "timeout"),
-        {"kind": "approval_request", "action": "refund again", "arguments": {"order": 1},
-         "expires_at": "2026-02-01T00:00:00Z"},
-    ]})
+    post_json(
+        agent,
+        events_url,
+        {
+            "events": [
+                factories.call("c1", "refund", {"order": 1}, side_effect_key="refund-1"),
+                factories.call("c2", "refund", {"order": 2}, side_effect_key="refund-2"),
+                factories.result("c1", "timeout"),
+                {
+                    "kind": "approval_request",
+                    "action": "refund again",
+                    "arguments": {"order": 1},
+                    "expires_at": "2026-02-01T00:00:00Z",
+                },
+            ]
+        },
+    )
     effects = {e.idempotency_key: e for e in SideEffect.objects.filter(thread=thread)}
     assert effects["refund-1"].status == SideEffectStatus.UNKNOWN
     assert effects["refund-1"].result_seq == 3
@@ -235,9 +293,16 @@ def test_paging_in_seq_order(agent, thread, events_url):
     assert last["next_after"] is None
 
 
-@pytest.mark.parametrize("query", [
-    {"limit": 1001}, {"limit": 0}, {"after": -1}, {"after": "x"},
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"limit": 1001},
+        {"limit": 0},
+        {"after": -1},
+        {"after": "x"},
+        {"after": 2**64},
+    ],
+)
 def test_paging_rejects_bad_parameters(agent, events_url, query):
     response = agent.get(events_url, query)
     assert response.status_code == 400
@@ -245,11 +310,20 @@ def test_paging_rejects_bad_parameters(agent, events_url, query):
 
 
 def test_paged_events_are_the_posted_answers(agent, events_url):
-    posted = post_json(agent, events_url, {"events": [
-        msg("a", client_event_id="a"), factories.call("c", "t", {"x": [1, 2]}),
-        factories.result("c", "failed", {"why": "no"}, verified_facts=[{"key": "k", "value": 1}]),
-        factories.annotation("fact", "user", {"key": "k", "value": 2}),
-    ]}).json()
+    posted = post_json(
+        agent,
+        events_url,
+        {
+            "events": [
+                msg("a", client_event_id="a"),
+                factories.call("c", "t", {"x": [1, 2]}),
+                factories.result(
+                    "c", "failed", {"why": "no"}, verified_facts=[{"key": "k", "value": 1}]
+                ),
+                factories.annotation("fact", "user", {"key": "k", "value": 2}),
+            ]
+        },
+    ).json()
     listed = agent.get(events_url).json()["events"]
     assert listed == [{k: v for k, v in e.items() if k != "replayed"} for e in posted]
 
@@ -260,9 +334,12 @@ def test_people_read_events_but_never_post_them(operator_client, thread, events_
     before = log_state(thread)
     token = "a" * 32  # an unmasked CSRF secret, the same in cookie and header
     operator_client.cookies["csrftoken"] = token
-    response = operator_client.post(events_url, data='{"kind": "message", "role": "user", '
-                                    '"content": "x"}', content_type="application/json",
-                                    HTTP_X_CSRFTOKEN=token)
+    response = operator_client.post(
+        events_url,
+        data='{"kind": "message", "role": "user", "content": "x"}',
+        content_type="application/json",
+        HTTP_X_CSRFTOKEN=token,
+    )
     assert response.status_code == 403
     assert response.json()["error"]["code"] == "permission_denied"
     assert "agents" in response.json()["error"]["message"]

@@ -30,8 +30,15 @@ def test_schema_of_these_routes_generates_without_warnings():
     append = paths["/api/v1/threads/{id}/events/"]["post"]
     assert {"200", "201", "400", "409", "413", "415", "422"} <= set(append["responses"])
     listed = {p["name"] for p in paths["/api/v1/threads/"]["get"]["parameters"]}
-    assert {"q", "status", "has_unknown_side_effects", "verification", "pending_approvals",
-            "limit", "offset"} <= listed
+    assert {
+        "q",
+        "status",
+        "has_unknown_side_effects",
+        "verification",
+        "pending_approvals",
+        "limit",
+        "offset",
+    } <= listed
     paged = {p["name"] for p in paths["/api/v1/threads/{id}/events/"]["get"]["parameters"]}
     assert {"after", "limit"} <= paged
     task = schema["components"]["schemas"]["TaskStatus"]["properties"]

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import IntegrityError, connection
 from django.test.utils import CaptureQueriesContext
 
 from tests import factories
@@ -22,12 +22,21 @@ from threads.models import (
     ThreadStatus,
 )
 from threads.services.tasks import task_run_finish, task_run_progress, task_run_start
+from threads.services.threads import thread_get_or_create
 
 pytestmark = pytest.mark.django_db
 
-CREATE = {"external_id": "order-20001", "title": "Refund", "context_window": 32000,
-          "reserved_output": 1000, "reasoning_reserve": 100, "safety_margin": 300,
-          "encoding": "o200k_base", "high_watermark": 0.9, "low_watermark": 0.4}
+CREATE = {
+    "external_id": "order-20001",
+    "title": "Refund",
+    "context_window": 32000,
+    "reserved_output": 1000,
+    "reasoning_reserve": 100,
+    "safety_margin": 300,
+    "encoding": "o200k_base",
+    "high_watermark": 0.9,
+    "low_watermark": 0.4,
+}
 
 
 def test_create_then_post_again_returns_the_same_thread(agent, workspace):
@@ -38,8 +47,9 @@ def test_create_then_post_again_returns_the_same_thread(agent, workspace):
         assert body[key] == value
     assert body["last_seq"] == 0 and body["head_version"] == 0 and body["chain_ok"] is True
     assert body["parent_thread"] is None and body["parent_checkpoint"] is None
-    again = post_json(agent, "/api/v1/threads/", {"external_id": "order-20001",
-                                                  "context_window": 5})
+    again = post_json(
+        agent, "/api/v1/threads/", {"external_id": "order-20001", "context_window": 5}
+    )
     assert again.status_code == 200
     assert again.json()["id"] == body["id"]
     assert again.json()["context_window"] == 32000  # an existing thread is returned unchanged
@@ -56,23 +66,26 @@ def test_create_uses_defaults(agent):
     assert body["summarizer"] == "structured"
 
 
-@pytest.mark.parametrize("bad, field", [
-    ({}, "external_id"),
-    ({"external_id": ""}, "external_id"),
-    ({"external_id": "a/b"}, "external_id"),
-    ({"external_id": "x" * 201}, "external_id"),
-    ({"external_id": "t", "context_window": -1}, "context_window"),
-    ({"external_id": "t", "reserved_output": "many"}, "reserved_output"),
-    ({"external_id": "t", "safety_margin": 2**31}, "safety_margin"),
-    ({"external_id": "t", "reasoning_reserve": 1.5}, "reasoning_reserve"),
-    ({"external_id": "t", "encoding": "gpt2"}, "encoding"),
-    ({"external_id": "t", "high_watermark": 1.5}, "high_watermark"),
-    ({"external_id": "t", "low_watermark": 0.9}, "low_watermark"),  # above the default high
-    ({"external_id": "t", "high_watermark": 0.5, "low_watermark": 0.5}, "low_watermark"),
-    ({"external_id": "t", "low_watermark": 0}, "low_watermark"),
-    ({"external_id": "t", "summarizer": "magic"}, "summarizer"),
-    ({"external_id": "t", "colour": "red"}, "colour"),
-])
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        ({}, "external_id"),
+        ({"external_id": ""}, "external_id"),
+        ({"external_id": "a/b"}, "external_id"),
+        ({"external_id": "x" * 201}, "external_id"),
+        ({"external_id": "t", "context_window": -1}, "context_window"),
+        ({"external_id": "t", "reserved_output": "many"}, "reserved_output"),
+        ({"external_id": "t", "safety_margin": 2**31}, "safety_margin"),
+        ({"external_id": "t", "reasoning_reserve": 1.5}, "reasoning_reserve"),
+        ({"external_id": "t", "encoding": "gpt2"}, "encoding"),
+        ({"external_id": "t", "high_watermark": 1.5}, "high_watermark"),
+        ({"external_id": "t", "low_watermark": 0.9}, "low_watermark"),  # above the default high
+        ({"external_id": "t", "high_watermark": 0.5, "low_watermark": 0.5}, "low_watermark"),
+        ({"external_id": "t", "low_watermark": 0}, "low_watermark"),
+        ({"external_id": "t", "summarizer": "magic"}, "summarizer"),
+        ({"external_id": "t", "colour": "red"}, "colour"),
+    ],
+)
 def test_create_validates_settings(agent, bad, field):
     response = post_json(agent, "/api/v1/threads/", bad)
     assert response.status_code == 400, response.content
@@ -91,8 +104,12 @@ def test_create_refuses_a_non_object(agent):
 def test_people_cannot_create_threads(operator_client):
     token = "b" * 32
     operator_client.cookies["csrftoken"] = token
-    response = operator_client.post("/api/v1/threads/", data=json.dumps({"external_id": "p"}),
-                                    content_type="application/json", HTTP_X_CSRFTOKEN=token)
+    response = operator_client.post(
+        "/api/v1/threads/",
+        data=json.dumps({"external_id": "p"}),
+        content_type="application/json",
+        HTTP_X_CSRFTOKEN=token,
+    )
     assert response.status_code == 403
     assert not Thread.objects.filter(external_id="p").exists()
 
@@ -129,22 +146,37 @@ def test_lineage_of_a_fork_is_shown(agent, workspace, thread):
 def population(workspace: Any) -> dict[str, Thread]:
     """Threads each with one problem, plus a quiet one."""
     unknown = factories.make_thread(workspace, external_id="refund-unknown", title="Refund A")
-    factories.append(unknown, factories.call("c", "refund", side_effect_key="k"),
-                     factories.result("c", "timeout"))
+    factories.append(
+        unknown,
+        factories.call("c", "refund", side_effect_key="k"),
+        factories.result("c", "timeout"),
+    )
     pending = factories.make_thread(workspace, external_id="needs-approval", title="Payout")
     factories.append(pending, {"kind": "approval_request", "action": "pay", "arguments": {}})
     failed = factories.make_thread(workspace, external_id="bad-summary", title="refund B")
     factories.append(failed, factories.user("x"))
     SummaryVersion.objects.create(
-        thread=failed, version=1, phase=SummaryPhase.REJECTED, covered_from=1, covered_until=1,
-        chain_hash=failed.chain_head, backend="structured", checksum="0" * 64, content={},
+        thread=failed,
+        version=1,
+        phase=SummaryPhase.REJECTED,
+        covered_from=1,
+        covered_until=1,
+        chain_hash=failed.chain_head,
+        backend="structured",
+        checksum="0" * 64,
+        content={},
         rendered="",
     )
     Thread.objects.filter(pk=failed.pk).update(last_version=1)
     archived = factories.make_thread(workspace, external_id="old", status=ThreadStatus.ARCHIVED)
     quiet = factories.make_thread(workspace, external_id="quiet")
-    return {"unknown": unknown, "pending": pending, "failed": failed, "archived": archived,
-            "quiet": quiet}
+    return {
+        "unknown": unknown,
+        "pending": pending,
+        "failed": failed,
+        "archived": archived,
+        "quiet": quiet,
+    }
 
 
 def _ids(agent: Any, **params: Any) -> set[str]:
@@ -172,8 +204,15 @@ def test_list_filters(agent, population):
 def test_a_committed_version_after_a_rejected_one_clears_failed(agent, population):
     failed = population["failed"]
     SummaryVersion.objects.create(
-        thread=failed, version=2, phase=SummaryPhase.COMMITTED, covered_from=1, covered_until=1,
-        chain_hash=failed.chain_head, backend="structured", checksum="0" * 64, content={},
+        thread=failed,
+        version=2,
+        phase=SummaryPhase.COMMITTED,
+        covered_from=1,
+        covered_until=1,
+        chain_hash=failed.chain_head,
+        backend="structured",
+        checksum="0" * 64,
+        content={},
         rendered="",
     )
     Thread.objects.filter(pk=failed.pk).update(last_version=2, head_version=2)
@@ -187,10 +226,18 @@ def test_resolving_the_side_effect_clears_the_filter(agent, population):
     assert _ids(agent, has_unknown_side_effects="true") == set()
 
 
-@pytest.mark.parametrize("params", [
-    {"status": "gone"}, {"verification": "passed"}, {"has_unknown_side_effects": "maybe"},
-    {"limit": 0}, {"limit": 501}, {"offset": -1},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"status": "gone"},
+        {"verification": "passed"},
+        {"has_unknown_side_effects": "maybe"},
+        {"limit": 0},
+        {"limit": 501},
+        {"offset": -1},
+        {"offset": 2**64},
+    ],
+)
 def test_list_rejects_bad_filters(agent, params):
     response = agent.get("/api/v1/threads/", params)
     assert response.status_code == 400
@@ -226,9 +273,15 @@ def test_list_query_count_does_not_grow_with_the_page(agent, workspace, populati
 def test_task_status(agent, workspace, thread):
     run = task_run_start(workspace=workspace, thread=thread, kind="fold", send=lambda _id: None)
     body = agent.get(f"/api/v1/tasks/{run.id}/").json()
-    assert body == {**body, "task_id": run.id, "state": "PENDING",
-                    "progress": {"done": 0, "total": 0}, "result": None, "kind": "fold",
-                    "thread": str(thread.id)}
+    assert body == {
+        **body,
+        "task_id": run.id,
+        "state": "PENDING",
+        "progress": {"done": 0, "total": 0},
+        "result": None,
+        "kind": "fold",
+        "thread": str(thread.id),
+    }
     task_run_progress(run.id, done=3, total=10)
     body = agent.get(f"/api/v1/tasks/{run.id}/").json()
     assert (body["state"], body["progress"]) == (TaskState.PROGRESS, {"done": 3, "total": 10})
@@ -238,3 +291,12 @@ def test_task_status(agent, workspace, thread):
     missing = agent.get("/api/v1/tasks/no-such-task/")
     assert missing.status_code == 404
     assert missing.json()["error"]["code"] == "not_found"
+
+
+def test_thread_create_service_reraises_a_constraint_violation(workspace):
+    # Only a lost race on external_id returns the winner; bad settings are the caller's bug.
+    with pytest.raises(IntegrityError):
+        thread_get_or_create(
+            workspace=workspace, external_id="bad", high_watermark=0.4, low_watermark=0.6
+        )
+    assert not Thread.objects.filter(external_id="bad").exists()

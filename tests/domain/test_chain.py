@@ -18,29 +18,39 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 KEY = b"chain-key-for-tests"
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=12),
-    lambda children: st.lists(children, max_size=3)
-    | st.dictionaries(st.text(max_size=6), children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3)
+    ),
     max_leaves=8,
 )
-bodies = st.fixed_dictionaries({
-    "content": st.text(max_size=40),
-    "metadata": st.dictionaries(st.text(max_size=6), json_values, max_size=3),
-    "client_event_id": st.none() | st.text(min_size=1, max_size=10),
-    "role": st.sampled_from(["user", "assistant", "system"]),
-})
+bodies = st.fixed_dictionaries(
+    {
+        "content": st.text(max_size=40),
+        "metadata": st.dictionaries(st.text(max_size=6), json_values, max_size=3),
+        "client_event_id": st.none() | st.text(min_size=1, max_size=10),
+        "role": st.sampled_from(["user", "assistant", "system"]),
+    }
+)
 
 
-def build(bodies: list[dict[str, Any]], thread_uid: str = "t", key: bytes | None = None
-          ) -> tuple[list[dict[str, Any]], str]:
+def build(
+    bodies: list[dict[str, Any]], thread_uid: str = "t", key: bytes | None = None
+) -> tuple[list[dict[str, Any]], str]:
     """Stored-form events with their chain hashes, and the genesis hash."""
     genesis = head = chain.genesis_hash(thread_uid, key)
     events = []
     for seq, body in enumerate(bodies, start=1):
         event = stored_form(
-            seq=seq, kind="message", created_at=T0 + timedelta(seconds=seq),
-            client_event_id=body["client_event_id"], metadata=body["metadata"],
+            seq=seq,
+            kind="message",
+            created_at=T0 + timedelta(seconds=seq),
+            client_event_id=body["client_event_id"],
+            metadata=body["metadata"],
             data={"role": body["role"], "content": body["content"]},
         )
         head = chain.link_hash(head, chain.event_canonical(event), key)
@@ -70,8 +80,7 @@ def test_the_chain_is_deterministic_and_verifies(items):
         keys = list(event)
         random.Random(event["seq"]).shuffle(keys)
         shuffled.append({k: event[k] for k in keys})
-    assert [chain.event_canonical(e) for e in shuffled] == [chain.event_canonical(e)
-                                                              for e in first]
+    assert [chain.event_canonical(e) for e in shuffled] == [chain.event_canonical(e) for e in first]
     verdict = chain.verify_chain(shuffled, start_hash=genesis)
     assert verdict.ok and verdict.first_bad_seq is None
     assert verdict.verified_until == len(first)
@@ -125,8 +134,12 @@ def test_an_inserted_row_is_named(items, extra, data, forge_its_hash):
     events, genesis = build(items)
     index = data.draw(st.integers(min_value=0, max_value=len(events)))
     forged = stored_form(
-        seq=index + 1, kind="message", created_at=T0, client_event_id=None,
-        metadata=extra["metadata"], data={"role": "user", "content": "inserted"},
+        seq=index + 1,
+        kind="message",
+        created_at=T0,
+        client_event_id=None,
+        metadata=extra["metadata"],
+        data={"role": "user", "content": "inserted"},
     )
     previous = events[index - 1]["hash"] if index else genesis
     if forge_its_hash:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.db import connection
 from django.utils import timezone
@@ -38,21 +38,23 @@ def _active_key(digest: str) -> ApiKey | None:
     (select_related + filter + first) costs more CPU than executing it.
     """
     quote = connection.ops.quote_name
-    keys = list(ApiKey.objects.raw(
-        f"SELECT k.*, w.{quote('name')} AS workspace_name "
-        f"FROM {quote(ApiKey._meta.db_table)} k "
-        f"JOIN {quote(Workspace._meta.db_table)} w ON w.id = k.workspace_id "
-        "WHERE k.key_hash = %s AND k.revoked_at IS NULL",
-        [digest],
-    ))
+    keys = list(
+        ApiKey.objects.raw(
+            f"SELECT k.*, w.{quote('name')} AS workspace_name "
+            f"FROM {quote(ApiKey._meta.db_table)} k "
+            f"JOIN {quote(Workspace._meta.db_table)} w ON w.id = k.workspace_id "
+            "WHERE k.key_hash = %s AND k.revoked_at IS NULL",
+            [digest],
+        )
+    )
     if not keys:
         return None
-    key = keys[0]
+    key: Any = keys[0]  # carries the extra workspace_name column
     # A workspace with only id and name loaded; other fields load on first access.
     key.workspace = Workspace.from_db(
         ApiKey.objects.db, ["id", "name"], [key.workspace_id, key.workspace_name]
     )
-    return key
+    return cast(ApiKey, key)
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
@@ -80,18 +82,26 @@ def is_agent(user: Any) -> bool:
     return isinstance(user, AgentPrincipal)
 
 
+def agent_of(request: Request) -> AgentPrincipal | None:
+    """The agent behind an API-key request, or None for a person's session."""
+    user: Any = request.user
+    return user if isinstance(user, AgentPrincipal) else None
+
+
 def require_agent(request: Request, action: str) -> AgentPrincipal:
     """Only agents (API keys) may do this; people are refused with 403."""
-    if not is_agent(request.user):
+    agent = agent_of(request)
+    if agent is None:
         raise exceptions.PermissionDenied(f"only agents (API keys) may {action}")
-    return request.user  # type: ignore[return-value]
+    return agent
 
 
 def thread_for_request(request: Request, id: str) -> Thread:
     """The thread by UUID or external_id as the caller may see it: an agent within its workspace,
     a person within their workspaces. Anything else is 404, never 403 (DESIGN §8)."""
-    if is_agent(request.user):
-        return thread_get_for_workspace(workspace=request.user.workspace, id=id)
+    agent = agent_of(request)
+    if agent is not None:
+        return thread_get_for_workspace(workspace=agent.workspace, id=id)
     return thread_get_for_member(user=request.user, id=id)
 
 

@@ -51,14 +51,18 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         # left alone it would become an HTML 400.
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         return Response(
-            error_body("payload_too_large",
-                       f"request body is larger than {limit} bytes (DATA_UPLOAD_MAX_MEMORY_SIZE)",
-                       {"limit": limit}),
+            error_body(
+                "payload_too_large",
+                f"request body is larger than {limit} bytes (DATA_UPLOAD_MAX_MEMORY_SIZE)",
+                {"limit": limit},
+            ),
             status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
         )
     if isinstance(exc, DjangoPermissionDenied):
-        return Response(error_body("permission_denied", str(exc) or "permission denied"),
-                        status=status.HTTP_403_FORBIDDEN)
+        return Response(
+            error_body("permission_denied", str(exc) or "permission denied"),
+            status=status.HTTP_403_FORBIDDEN,
+        )
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
@@ -87,7 +91,7 @@ def _is_api(request: Any) -> bool:
 
 
 def api_not_found(request: Any, *args: Any, **kwargs: Any) -> JsonResponse:
-    """Every unknown path under /api/: a JSON 404, whatever DEBUG says (mounted in ctxadmin/urls)."""
+    """Any unknown path under /api/: a JSON 404 whatever DEBUG says (mounted in ctxadmin/urls)."""
     message = f"no API route {request.path}"
     if not request.path.endswith("/"):
         message += " (API routes end with a slash)"

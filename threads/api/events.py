@@ -22,7 +22,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from threads.api.auth import require_agent, thread_for_request
+from threads.api.auth import agent_of, require_agent, thread_for_request
 from threads.api.serializers import (
     AppendedEventSerializer,
     ErrorSerializer,
@@ -37,9 +37,11 @@ from threads.services.events import Appended, thread_events_append
 
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
+MAX_SEQ = 2**63 - 1  # a 64-bit column: larger numbers would fail in the database, not here
 
-THREAD_ID = OpenApiParameter("id", str, OpenApiParameter.PATH,
-                             description="the thread's UUID or its external_id")
+THREAD_ID = OpenApiParameter(
+    "id", str, OpenApiParameter.PATH, description="the thread's UUID or its external_id"
+)
 
 # One event answers an object, a batch a list of them.
 APPEND_RESULT = PolymorphicProxySerializer(
@@ -55,15 +57,18 @@ def _batch_bodies(body: Any) -> tuple[list[Any], bool]:
     if isinstance(body, dict) and "events" in body:
         extra = sorted(set(body) - {"events"})
         if extra:
-            raise InvalidEvent("a batch is {\"events\": [...]} and nothing else",
-                               fields={name: "unknown field in a batch" for name in extra})
+            raise InvalidEvent(
+                'a batch is {"events": [...]} and nothing else',
+                fields={name: "unknown field in a batch" for name in extra},
+            )
         events = body["events"]
         if not isinstance(events, list):
             raise InvalidEvent("events must be a list", fields={"events": "must be a list"})
         limit = settings.CTXADMIN_MAX_BATCH_EVENTS
         if not events:
-            raise InvalidEvent("a batch needs at least one event",
-                               fields={"events": "must not be empty"})
+            raise InvalidEvent(
+                "a batch needs at least one event", fields={"events": "must not be empty"}
+            )
         if len(events) > limit:
             raise InvalidEvent(
                 f"a batch holds at most {limit} events; this one has {len(events)}",
@@ -93,7 +98,7 @@ def _normalize_all(bodies: list[Any], *, batch: bool) -> list[NewEvent]:
 
 
 def _appended_dict(appended: Appended) -> dict[str, Any]:
-    out = event_dict(appended.event)
+    out = dict(appended.stored) if appended.stored is not None else event_dict(appended.event)
     out["replayed"] = not appended.created
     return out
 
@@ -103,10 +108,12 @@ class ThreadEventsApi(APIView):
 
     @extend_schema_serializer(component_name="EventPageFilter")
     class PageFilterSerializer(serializers.Serializer):
-        after = serializers.IntegerField(min_value=0, default=0,
-                                         help_text="return events with seq > after")
-        limit = serializers.IntegerField(min_value=1, max_value=MAX_PAGE_SIZE,
-                                         default=DEFAULT_PAGE_SIZE)
+        after = serializers.IntegerField(
+            min_value=0, max_value=MAX_SEQ, default=0, help_text="return events with seq > after"
+        )
+        limit = serializers.IntegerField(
+            min_value=1, max_value=MAX_PAGE_SIZE, default=DEFAULT_PAGE_SIZE
+        )
 
     @extend_schema_serializer(component_name="EventPage")
     class PageOutputSerializer(serializers.Serializer):
@@ -130,24 +137,46 @@ class ThreadEventsApi(APIView):
                 APPEND_RESULT,
                 description="every event was an idempotent replay: the originals",
             ),
-            400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer,
-            404: ErrorSerializer, 409: ErrorSerializer, 413: ErrorSerializer,
-            415: ErrorSerializer, 422: ErrorSerializer,
+            400: ErrorSerializer,
+            401: ErrorSerializer,
+            403: ErrorSerializer,
+            404: ErrorSerializer,
+            409: ErrorSerializer,
+            413: ErrorSerializer,
+            415: ErrorSerializer,
+            422: ErrorSerializer,
         },
         examples=[
-            OpenApiExample("message", request_only=True, value={
-                "client_event_id": "m-1", "kind": "message", "role": "user",
-                "content": "Refund order 10086",
-            }),
-            OpenApiExample("batch", request_only=True, value={"events": [
-                {"kind": "tool_call", "tool_call_id": "c1", "tool_name": "refund",
-                 "arguments": {"order": "10086"}, "side_effect": True,
-                 "idempotency_key": "refund-10086"},
-                {"kind": "tool_result", "tool_call_id": "c1", "status": "timeout"},
-            ]}),
+            OpenApiExample(
+                "message",
+                request_only=True,
+                value={
+                    "client_event_id": "m-1",
+                    "kind": "message",
+                    "role": "user",
+                    "content": "Refund order 10086",
+                },
+            ),
+            OpenApiExample(
+                "batch",
+                request_only=True,
+                value={
+                    "events": [
+                        {
+                            "kind": "tool_call",
+                            "tool_call_id": "c1",
+                            "tool_name": "refund",
+                            "arguments": {"order": "10086"},
+                            "side_effect": True,
+                            "idempotency_key": "refund-10086",
+                        },
+                        {"kind": "tool_result", "tool_call_id": "c1", "status": "timeout"},
+                    ]
+                },
+            ),
         ],
         description=(
-            "Append one event, or {\"events\": [...]} (1 to 1000, all or nothing). Agents only. "
+            'Append one event, or {"events": [...]} (1 to 1000, all or nothing). Agents only. '
             "201 with the stored event (a list for a batch); when every event is a replay of "
             "the same client_event_id and body, 200 with the originals. Each answer says "
             "`replayed`. 409: client_event_id reused with another body. 422: a tool_result "
@@ -156,6 +185,9 @@ class ThreadEventsApi(APIView):
         ),
     )
     def post(self, request: Request, id: str) -> Response:
+        if agent_of(request) is None:
+            # A person: another workspace's thread is 404 before anything else is said.
+            thread_for_request(request, id)
         agent = require_agent(request, "append events")
         bodies, batch = _batch_bodies(request.data)
         new_events = _normalize_all(bodies, batch=batch)
@@ -164,9 +196,7 @@ class ThreadEventsApi(APIView):
         _, appended = thread_events_append(
             workspace=agent.workspace, thread_id=id, new_events=new_events
         )
-        code = (
-            status.HTTP_201_CREATED if any(a.created for a in appended) else status.HTTP_200_OK
-        )
+        code = status.HTTP_201_CREATED if any(a.created for a in appended) else status.HTTP_200_OK
         if batch:
             return Response([_appended_dict(a) for a in appended], status=code)
         return Response(_appended_dict(appended[0]), status=code)
@@ -174,8 +204,12 @@ class ThreadEventsApi(APIView):
     @extend_schema(
         operation_id="threads_events_list",
         parameters=[THREAD_ID, PageFilterSerializer],
-        responses={200: PageOutputSerializer, 400: ErrorSerializer, 401: ErrorSerializer,
-                   404: ErrorSerializer},
+        responses={
+            200: PageOutputSerializer,
+            400: ErrorSerializer,
+            401: ErrorSerializer,
+            404: ErrorSerializer,
+        },
         description="The log in seq order, `limit` events after `after`.",
     )
     def get(self, request: Request, id: str) -> Response:
@@ -187,8 +221,10 @@ class ThreadEventsApi(APIView):
         events = event_dicts(thread, after=after, limit=limit + 1)
         more = len(events) > limit
         events = events[:limit]
-        return Response({
-            "events": events,
-            "last_seq": thread.last_seq,
-            "next_after": events[-1]["seq"] if more else None,
-        })
+        return Response(
+            {
+                "events": events,
+                "last_seq": thread.last_seq,
+                "next_after": events[-1]["seq"] if more else None,
+            }
+        )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
@@ -39,8 +40,9 @@ def _check_string(value: str, *, surrogates: bool) -> None:
             raise ValueError("lone UTF-16 surrogates (\\ud800-\\udfff) are not allowed") from exc
 
 
-def check_json_value(value: Any, *, max_depth: int, strings: bool = True,
-                     surrogates: bool = True) -> None:
+def check_json_value(
+    value: Any, *, max_depth: int, strings: bool = True, surrogates: bool = True
+) -> None:
     """Raise ValueError for nesting deeper than max_depth, a non-finite number, or (checked
     only when `strings`) a NUL character or (when `surrogates`) a lone surrogate anywhere."""
     # The value sits in a virtual list at depth 0, so a top-level scalar is checked too.
@@ -68,8 +70,12 @@ def check_json_value(value: Any, *, max_depth: int, strings: bool = True,
 
 
 class StrictJSONParser(JSONParser):
-    def parse(self, stream: Any, media_type: str | None = None,
-              parser_context: dict[str, Any] | None = None) -> Any:
+    def parse(
+        self,
+        stream: Any,
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         # DRF reads the raw stream, bypassing Django's own DATA_UPLOAD_MAX_MEMORY_SIZE check
         # (done only by HttpRequest.body): enforce it here without reading past the limit.

@@ -26,7 +26,14 @@ from threads.models import Thread
 class ErrorDetailSerializer(serializers.Serializer):
     code = serializers.CharField()
     message = serializers.CharField()
-    fields = serializers.DictField(child=serializers.JSONField(), required=False)
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # Declared here: a class attribute named `fields` would shadow Serializer.fields.
+        fields = super().get_fields()
+        fields["fields"] = serializers.DictField(
+            child=serializers.JSONField(), help_text="what was wrong, per field"
+        )
+        return fields
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -86,37 +93,47 @@ class EventInputSerializer(serializers.Serializer):
     """One event as an agent posts it. Documentation only: the domain validates (CONTRACT,
     Events); fields not listed for the event's kind are refused."""
 
-    client_event_id = serializers.CharField(required=False, max_length=200,
-                                            help_text="idempotency key, unique per thread")
+    client_event_id = serializers.CharField(
+        required=False, max_length=200, help_text="idempotency key, unique per thread"
+    )
     kind = serializers.ChoiceField(choices=AGENT_KINDS)
     created_at = serializers.DateTimeField(required=False, help_text="client time, RFC 3339")
     metadata = serializers.DictField(required=False, child=serializers.JSONField())
     role = serializers.ChoiceField(choices=ROLES, required=False, help_text="message")
-    content = serializers.JSONField(required=False,
-                                    help_text="message: a string or a list of parts")
+    content = serializers.JSONField(
+        required=False, help_text="message: a string or a list of parts"
+    )
     name = serializers.CharField(required=False, help_text="message")
     tool_call_id = serializers.CharField(required=False, help_text="tool_call, tool_result")
     tool_name = serializers.CharField(required=False, help_text="tool_call, approval_request")
-    arguments = serializers.DictField(required=False, child=serializers.JSONField(),
-                                      help_text="tool_call, approval_request")
+    arguments = serializers.DictField(
+        required=False, child=serializers.JSONField(), help_text="tool_call, approval_request"
+    )
     side_effect = serializers.BooleanField(required=False, help_text="tool_call")
-    idempotency_key = serializers.CharField(required=False,
-                                            help_text="tool_call; required when side_effect")
+    idempotency_key = serializers.CharField(
+        required=False, help_text="tool_call; required when side_effect"
+    )
     group = serializers.CharField(required=False, help_text="tool_call: parallel calls")
-    status = serializers.ChoiceField(choices=RESULT_STATUSES, required=False,
-                                     help_text="tool_result")
+    status = serializers.ChoiceField(
+        choices=RESULT_STATUSES, required=False, help_text="tool_result"
+    )
     result = serializers.JSONField(required=False, help_text="tool_result")
-    verified_facts = serializers.ListField(child=serializers.DictField(), required=False,
-                                           help_text='tool_result: [{"key", "value"}]')
+    verified_facts = serializers.ListField(
+        child=serializers.DictField(), required=False, help_text='tool_result: [{"key", "value"}]'
+    )
     request_id = serializers.CharField(required=False, help_text="tool_result")
-    type = serializers.ChoiceField(choices=ANNOTATION_TYPES, required=False,
-                                   help_text="annotation")
-    authority = serializers.ChoiceField(choices=AUTHORITIES, required=False,
-                                        help_text="annotation")
-    payload = serializers.DictField(required=False, child=serializers.JSONField(),
-                                    help_text='annotation: {"key", "value"} or {"text"}')
-    refers_to = serializers.ListField(child=serializers.IntegerField(min_value=1),
-                                      required=False, help_text="annotation: seq numbers")
+    type = serializers.ChoiceField(choices=ANNOTATION_TYPES, required=False, help_text="annotation")
+    authority = serializers.ChoiceField(choices=AUTHORITIES, required=False, help_text="annotation")
+    payload = serializers.DictField(
+        required=False,
+        child=serializers.JSONField(),
+        help_text='annotation: {"key", "value"} or {"text"}',
+    )
+    refers_to = serializers.ListField(
+        child=serializers.IntegerField(min_value=1),
+        required=False,
+        help_text="annotation: seq numbers",
+    )
     action = serializers.CharField(required=False, help_text="approval_request")
     expires_at = serializers.DateTimeField(required=False, help_text="approval_request")
 

@@ -8,7 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from threads.api.auth import is_agent
+from threads.api.auth import agent_of
 from threads.api.serializers import ErrorSerializer
 from threads.models import TaskState
 from threads.selectors import task_run_get_for_member, task_run_get_for_workspace
@@ -37,8 +37,9 @@ class TaskDetailApi(APIView):
         description="A task run of the caller's workspace(s); any other id is 404.",
     )
     def get(self, request: Request, task_id: str) -> Response:
-        if is_agent(request.user):
-            run = task_run_get_for_workspace(workspace=request.user.workspace, id=task_id)
+        agent = agent_of(request)
+        if agent is not None:
+            run = task_run_get_for_workspace(workspace=agent.workspace, id=task_id)
         else:
             run = task_run_get_for_member(user=request.user, id=task_id)
         return Response(self.OutputSerializer(run).data)

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
+from django.db import models
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from threads.api.auth import is_agent, require_agent, thread_for_request
+from threads.api.auth import agent_of, require_agent, thread_for_request
 from threads.api.serializers import ErrorSerializer, ThreadOutputSerializer
 from threads.domain.tokens import SUPPORTED_ENCODINGS
 from threads.models import SummarizerBackend, Thread, ThreadStatus
@@ -19,17 +20,27 @@ from threads.services.threads import thread_get_or_create
 
 # PositiveIntegerField's range on every backend: larger values would fail in the database.
 MAX_TOKENS = 2**31 - 1
-BUDGET_FIELDS = ("context_window", "reserved_output", "reasoning_reserve", "safety_margin",
-                 "fixed_tokens")
+BUDGET_FIELDS = (
+    "context_window",
+    "reserved_output",
+    "reasoning_reserve",
+    "safety_margin",
+    "fixed_tokens",
+)
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
 
-ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer,
-          404: ErrorSerializer, 415: ErrorSerializer}
+ERRORS = {
+    400: ErrorSerializer,
+    401: ErrorSerializer,
+    403: ErrorSerializer,
+    404: ErrorSerializer,
+    415: ErrorSerializer,
+}
 
 
 def _model_default(name: str) -> Any:
-    return Thread._meta.get_field(name).get_default()
+    return cast(models.Field, Thread._meta.get_field(name)).get_default()
 
 
 class ThreadListCreateApi(APIView):
@@ -39,16 +50,15 @@ class ThreadListCreateApi(APIView):
     class CreateInputSerializer(serializers.Serializer):
         external_id = serializers.CharField(max_length=200)
         title = serializers.CharField(max_length=300, required=False, allow_blank=True)
-        context_window = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS,
-                                                  required=False)
-        reserved_output = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS,
-                                                   required=False)
-        reasoning_reserve = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS,
-                                                     required=False)
-        safety_margin = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS,
-                                                 required=False)
-        fixed_tokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS,
-                                                required=False)
+        context_window = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+        reserved_output = serializers.IntegerField(
+            min_value=0, max_value=MAX_TOKENS, required=False
+        )
+        reasoning_reserve = serializers.IntegerField(
+            min_value=0, max_value=MAX_TOKENS, required=False
+        )
+        safety_margin = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+        fixed_tokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
         encoding = serializers.ChoiceField(choices=SUPPORTED_ENCODINGS, required=False)
         high_watermark = serializers.FloatField(min_value=0, max_value=1, required=False)
         low_watermark = serializers.FloatField(min_value=0, max_value=1, required=False)
@@ -68,27 +78,33 @@ class ThreadListCreateApi(APIView):
             low = attrs.get("low_watermark", _model_default("low_watermark"))
             if not 0 < low < high <= 1:
                 raise serializers.ValidationError(
-                    {"low_watermark": f"need 0 < low_watermark < high_watermark <= 1 "
-                                      f"(got low {low}, high {high})"}
+                    {
+                        "low_watermark": f"need 0 < low_watermark < high_watermark <= 1 "
+                        f"(got low {low}, high {high})"
+                    }
                 )
             return attrs
 
     @extend_schema_serializer(component_name="ThreadListFilter")
     class ListFilterSerializer(serializers.Serializer):
-        q = serializers.CharField(required=False, allow_blank=True,
-                                  help_text="external_id or title contains (any case)")
+        q = serializers.CharField(
+            required=False, allow_blank=True, help_text="external_id or title contains (any case)"
+        )
         status = serializers.ChoiceField(choices=ThreadStatus.choices, required=False)
-        has_unknown_side_effects = serializers.BooleanField(required=False, allow_null=True,
-                                                            default=None)
+        has_unknown_side_effects = serializers.BooleanField(
+            required=False, allow_null=True, default=None
+        )
         verification = serializers.ChoiceField(
-            choices=["failed"], required=False,
+            choices=["failed"],
+            required=False,
             help_text="failed: the latest decided summary version was rejected",
         )
-        pending_approvals = serializers.BooleanField(required=False, allow_null=True,
-                                                     default=None)
-        limit = serializers.IntegerField(min_value=1, max_value=MAX_PAGE_SIZE,
-                                         default=DEFAULT_PAGE_SIZE)
-        offset = serializers.IntegerField(min_value=0, default=0)
+        pending_approvals = serializers.BooleanField(required=False, allow_null=True, default=None)
+        limit = serializers.IntegerField(
+            min_value=1, max_value=MAX_PAGE_SIZE, default=DEFAULT_PAGE_SIZE
+        )
+        # Bounded: an OFFSET past 64 bits fails in the database, not here.
+        offset = serializers.IntegerField(min_value=0, max_value=2**63 - 1, default=0)
 
     @extend_schema_serializer(component_name="ThreadPage")
     class ListOutputSerializer(serializers.Serializer):
@@ -131,19 +147,22 @@ class ThreadListCreateApi(APIView):
         filters.is_valid(raise_exception=True)
         params = dict(filters.validated_data)
         limit, offset = params.pop("limit"), params.pop("offset")
-        if is_agent(request.user):
-            threads = threads_for_workspace(request.user.workspace, params)
+        agent = agent_of(request)
+        if agent is not None:
+            threads = threads_for_workspace(agent.workspace, params)
         else:
             threads = threads_for_member(request.user, params)
         count = threads.count()
         page = list(threads[offset : offset + limit])
-        return Response({
-            "count": count,
-            "limit": limit,
-            "offset": offset,
-            "next_offset": offset + limit if offset + limit < count else None,
-            "results": ThreadOutputSerializer(page, many=True).data,
-        })
+        return Response(
+            {
+                "count": count,
+                "limit": limit,
+                "offset": offset,
+                "next_offset": offset + limit if offset + limit < count else None,
+                "results": ThreadOutputSerializer(page, many=True).data,
+            }
+        )
 
 
 class ThreadDetailApi(APIView):
@@ -151,8 +170,11 @@ class ThreadDetailApi(APIView):
 
     @extend_schema(
         operation_id="threads_retrieve",
-        parameters=[OpenApiParameter("id", str, OpenApiParameter.PATH,
-                                     description="the thread's UUID or its external_id")],
+        parameters=[
+            OpenApiParameter(
+                "id", str, OpenApiParameter.PATH, description="the thread's UUID or its external_id"
+            )
+        ],
         responses={200: ThreadOutputSerializer, **ERRORS},
     )
     def get(self, request: Request, id: str) -> Response:

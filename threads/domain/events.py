@@ -64,8 +64,14 @@ def parse_time(value: Any) -> datetime:
         raise ValueError("is outside the representable range of times") from exc
 
 
-def _text(errors: dict[str, str], body: dict[str, Any], name: str, *, limit: int = 0,
-          required: bool = True) -> None:
+def _text(
+    errors: dict[str, str],
+    body: dict[str, Any],
+    name: str,
+    *,
+    limit: int = 0,
+    required: bool = True,
+) -> None:
     value = body.get(name)
     if value is None:
         if required:
@@ -77,8 +83,9 @@ def _text(errors: dict[str, str], body: dict[str, Any], name: str, *, limit: int
         errors[name] = f"must be at most {limit} characters"
 
 
-def _choice(errors: dict[str, str], body: dict[str, Any], name: str,
-            choices: tuple[str, ...]) -> None:
+def _choice(
+    errors: dict[str, str], body: dict[str, Any], name: str, choices: tuple[str, ...]
+) -> None:
     value = body.get(name)
     if value is None:
         errors[name] = "this field is required"
@@ -126,8 +133,14 @@ def _validate_kind(kind: str, body: dict[str, Any], errors: dict[str, str]) -> N
         facts = body.get("verified_facts")
         if facts is not None and not (
             isinstance(facts, list)
-            and all(isinstance(f, dict) and isinstance(f.get("key"), str) and f["key"]
-                    and "value" in f and set(f) <= {"key", "value"} for f in facts)
+            and all(
+                isinstance(f, dict)
+                and isinstance(f.get("key"), str)
+                and f["key"]
+                and "value" in f
+                and set(f) <= {"key", "value"}
+                for f in facts
+            )
         ):
             errors["verified_facts"] = 'must be a list of {"key": string, "value": any}'
     elif kind == "annotation":
@@ -199,10 +212,11 @@ def normalize_event(body: Any, *, max_bytes: int) -> NewEvent:
     data = {k: body[k] for k in required + optional if k in body and body[k] is not None}
     if kind == "tool_call":
         data["side_effect"] = bool(body.get("side_effect", False))
+    metadata: dict[str, Any] = body.get("metadata") or {}
     normalized = {
         "kind": kind,
         "data": data,
-        "metadata": body.get("metadata") or {},
+        "metadata": metadata,
         "client_event_id": body.get("client_event_id"),
         "created_at": format_time(created_at) if created_at else None,
     }
@@ -215,14 +229,13 @@ def normalize_event(body: Any, *, max_bytes: int) -> NewEvent:
         raise InvalidEvent(f"the event is not storable JSON: {exc}") from exc
     if len(canonical) > max_bytes:
         raise PayloadTooLarge(
-            f"event is {len(canonical)} bytes; the limit is {max_bytes} "
-            "(CTXADMIN_MAX_EVENT_BYTES)",
+            f"event is {len(canonical)} bytes; the limit is {max_bytes} (CTXADMIN_MAX_EVENT_BYTES)",
             fields={"limit": max_bytes, "size": len(canonical)},
         )
     return NewEvent(
         kind=kind,
         data=data,
-        metadata=normalized["metadata"],
+        metadata=metadata,
         client_event_id=body.get("client_event_id"),
         created_at=created_at,
         digest=hashlib.sha256(canonical).hexdigest(),
@@ -230,12 +243,20 @@ def normalize_event(body: Any, *, max_bytes: int) -> NewEvent:
 
 
 def stored_form(
-    *, seq: int, kind: str, created_at: datetime, client_event_id: str | None,
-    metadata: dict[str, Any], data: dict[str, Any],
+    *,
+    seq: int,
+    kind: str,
+    created_at: datetime,
+    client_event_id: str | None,
+    metadata: dict[str, Any],
+    data: dict[str, Any],
 ) -> dict[str, Any]:
     """The event exactly as the chain and exports see it (CONTRACT: event canonical form)."""
     event: dict[str, Any] = {
-        "seq": seq, "kind": kind, "created_at": format_time(created_at), "metadata": metadata,
+        "seq": seq,
+        "kind": kind,
+        "created_at": format_time(created_at),
+        "metadata": metadata,
     }
     if client_event_id is not None:
         event["client_event_id"] = client_event_id

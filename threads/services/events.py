@@ -10,11 +10,11 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from django.db import connections, models, router, transaction
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -49,6 +49,9 @@ after_append_hooks: list[Callable[[Any, list[Event]], None]] = []
 class Appended:
     event: Event
     created: bool  # False when an idempotent replay answered with the original
+    # A new event's stored form with token_count and hash (INTERFACES "event dicts"), kept
+    # from the append so that answering it costs nothing; None for a replay.
+    stored: dict[str, Any] | None = None
 
 
 def event_token_count(stored: dict[str, Any], encoding: str) -> int:
@@ -62,12 +65,14 @@ def _open_calls(thread: Thread, tool_call_ids: set[str]) -> tuple[dict[str, list
         return {}, set()
     # Only the key columns and the result's call_seq: tool results can be large and are not
     # needed here.
-    rows = Event.objects.filter(
-        thread=thread,
-        tool_call_id__in=tool_call_ids,
-        kind__in=(EventKind.TOOL_CALL, EventKind.TOOL_RESULT),
-    ).values_list("kind", "seq", "tool_call_id", "data__call_seq", "data__side_effect").order_by(
-        "seq"
+    rows = (
+        Event.objects.filter(
+            thread=thread,
+            tool_call_id__in=tool_call_ids,
+            kind__in=(EventKind.TOOL_CALL, EventKind.TOOL_RESULT),
+        )
+        .values_list("kind", "seq", "tool_call_id", "data__call_seq", "data__side_effect")
+        .order_by("seq")
     )
     calls: dict[str, list[int]] = {}
     answered: set[int] = set()
@@ -120,8 +125,9 @@ def thread_events_append(
     return locked, appended
 
 
-def _with_replay_count(threads: QuerySet[Thread], new_events: Sequence[NewEvent]
-                       ) -> QuerySet[Thread]:
+def _with_replay_count(
+    threads: QuerySet[Thread], new_events: Sequence[NewEvent]
+) -> QuerySet[Thread]:
     """Count, in the lock's own query, the events that already carry one of the batch's
     client_event_ids: new events (the common case) then cost no query of their own.
 
@@ -135,7 +141,10 @@ def _with_replay_count(threads: QuerySet[Thread], new_events: Sequence[NewEvent]
         return threads
     matches = (
         Event.objects.filter(thread=OuterRef("pk"), client_event_id__in=client_ids)
-        .order_by().values("thread").annotate(n=Count("pk")).values("n")
+        .order_by()
+        .values("thread")
+        .annotate(n=Count("pk"))
+        .values("n")
     )
     log_seq = Event.objects.filter(thread=OuterRef("pk")).order_by("-seq").values("seq")[:1]
     return threads.annotate(
@@ -144,9 +153,11 @@ def _with_replay_count(threads: QuerySet[Thread], new_events: Sequence[NewEvent]
 
 
 def _may_have_replays(thread: Thread) -> bool:
-    if getattr(thread, "replays", None) == 0 and getattr(thread, "log_seq", None) == thread.last_seq:
-        return False
-    return True
+    """False only when the lock's query counted no replay in an up-to-date snapshot."""
+    return not (
+        getattr(thread, "replays", None) == 0
+        and getattr(thread, "log_seq", None) == thread.last_seq
+    )
 
 
 def _thread_lock_for_workspace(
@@ -184,9 +195,9 @@ def _thread_lock_for_workspace(
         where += "(t.id = %s OR t.external_id = %s)"
         params += [Thread._meta.pk.get_db_prep_value(uid, connection), thread_id]  # type: ignore[union-attr]
     lock = " FOR UPDATE OF t" if connection.features.has_select_for_update_of else ""
-    found = list(Thread.objects.raw(
-        f"SELECT {columns} FROM {thread_table} t WHERE {where}{lock}", params
-    ))
+    found = list(
+        Thread.objects.raw(f"SELECT {columns} FROM {thread_table} t WHERE {where}{lock}", params)
+    )
     if not found:
         raise NotFound("thread not found")
     # The UUID wins over an external_id that happens to spell another thread's UUID.
@@ -206,10 +217,14 @@ def _append_locked(
 ) -> list[Appended]:
     key = chain_key()
     client_ids = {e.client_event_id for e in new_events if e.client_event_id is not None}
-    existing = {
-        e.client_event_id: e
-        for e in Event.objects.filter(thread=thread, client_event_id__in=client_ids)
-    } if client_ids and _may_have_replays(thread) else {}
+    existing = (
+        {
+            e.client_event_id: e
+            for e in Event.objects.filter(thread=thread, client_event_id__in=client_ids)
+        }
+        if client_ids and _may_have_replays(thread)
+        else {}
+    )
     open_calls, side_effect_calls = _open_calls(
         thread, {e.data["tool_call_id"] for e in new_events if e.kind == "tool_result"}
     )
@@ -238,8 +253,7 @@ def _append_locked(
             pending = open_calls.get(data["tool_call_id"], [])
             if not pending:
                 raise NoOpenToolCall(
-                    f"no open tool call with tool_call_id {data['tool_call_id']!r} "
-                    "in this thread",
+                    f"no open tool call with tool_call_id {data['tool_call_id']!r} in this thread",
                     fields={where: "tool_call_id has no open call"},
                 )
             data["call_seq"] = pending.pop()
@@ -254,19 +268,30 @@ def _append_locked(
             )
         created_at = new.created_at or now
         stored = stored_form(
-            seq=seq, kind=new.kind, created_at=created_at, client_event_id=new.client_event_id,
-            metadata=new.metadata, data=data,
+            seq=seq,
+            kind=new.kind,
+            created_at=created_at,
+            client_event_id=new.client_event_id,
+            metadata=new.metadata,
+            data=data,
         )
         head = chain.link_hash(head, chain.event_canonical(stored), key)
         event = Event(
-            thread=thread, seq=seq, kind=new.kind, created_at=created_at,
-            client_event_id=new.client_event_id, metadata=new.metadata, data=data,
-            role=data.get("role", ""), tool_call_id=data.get("tool_call_id", ""),
-            request_digest=new.digest, hash=head,
+            thread=thread,
+            seq=seq,
+            kind=new.kind,
+            created_at=created_at,
+            client_event_id=new.client_event_id,
+            metadata=new.metadata,
+            data=data,
+            role=data.get("role", ""),
+            tool_call_id=data.get("tool_call_id", ""),
+            request_digest=new.digest,
+            hash=head,
         )
         stored_forms.append(stored)
         to_insert.append(event)
-        out.append(Appended(event, created=True))
+        out.append(Appended(event, created=True, stored=stored))
         if new.client_event_id is not None:
             seen_in_batch[new.client_event_id] = event
     if not to_insert:
@@ -276,6 +301,10 @@ def _append_locked(
     counts = [tokens.count_text(text, thread.encoding) for text in texts]
     for event, count in zip(to_insert, counts, strict=True):
         event.token_count = count + tokens.MESSAGE_OVERHEAD_TOKENS
+    for appended in out:
+        if appended.stored is not None:
+            appended.stored["token_count"] = appended.event.token_count
+            appended.stored["hash"] = appended.event.hash
     thread.last_seq, thread.chain_head = seq, head
     thread.token_total += sum(e.token_count for e in to_insert)
     _insert_events_and_head(thread, to_insert, now)
@@ -291,10 +320,19 @@ def _append_locked(
 
 # Column types the database drivers take as they are; every other field is prepared by Django
 # (JSON, datetimes, UUID keys).
-_PLAIN_TYPES = frozenset({
-    "AutoField", "BigAutoField", "BigIntegerField", "BooleanField", "CharField", "IntegerField",
-    "PositiveBigIntegerField", "PositiveIntegerField", "TextField",
-})
+_PLAIN_TYPES = frozenset(
+    {
+        "AutoField",
+        "BigAutoField",
+        "BigIntegerField",
+        "BooleanField",
+        "CharField",
+        "IntegerField",
+        "PositiveBigIntegerField",
+        "PositiveIntegerField",
+        "TextField",
+    }
+)
 
 
 def _row_params(objs: Sequence[models.Model], connection: Any) -> tuple[str, list[list[Any]]]:
@@ -302,8 +340,12 @@ def _row_params(objs: Sequence[models.Model], connection: Any) -> tuple[str, lis
     meta = type(objs[0])._meta
     fields = [f for f in meta.concrete_fields if not f.primary_key]
     plans = [
-        (f.attname, f.get_internal_type() in _PLAIN_TYPES,
-         bool(getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)), f)
+        (
+            f.attname,
+            f.get_internal_type() in _PLAIN_TYPES,
+            bool(getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)),
+            f,
+        )
         for f in fields
     ]
     rows = []
@@ -344,8 +386,12 @@ def _insert_events_and_head(thread: Thread, events: list[Event], now: Any) -> No
     """
     connection = connections[router.db_for_write(Event)]
     head = Thread.objects.filter(pk=thread.pk)
-    values = {"last_seq": thread.last_seq, "chain_head": thread.chain_head,
-              "token_total": thread.token_total, "updated_at": now}
+    values = {
+        "last_seq": thread.last_seq,
+        "chain_head": thread.chain_head,
+        "token_total": thread.token_total,
+        "updated_at": now,
+    }
     if connection.vendor != "postgresql":
         _insert_rows(events)
         head.update(**values)
@@ -361,24 +407,29 @@ def _insert_events_and_head(thread: Thread, events: list[Event], now: Any) -> No
     # into the SQL text in Python): the rows travel as parameters of one prepared INSERT.
     # Errors surface when the pipeline syncs: wrap_database_errors turns them into Django's
     # own classes (IntegrityError...), as for any other query.
-    with connection.wrap_database_errors, connection.connection.pipeline(), \
-            psycopg.Cursor(connection.connection) as cursor:
+    with (
+        connection.wrap_database_errors,
+        connection.connection.pipeline(),
+        psycopg.Cursor(connection.connection) as cursor,
+    ):
         cursor.executemany(insert_sql, rows)
         cursor.execute(update_sql, update_params)
     if connection.queries_logged:
         # Logged as Django's debug cursor would, so query counts in tests stay truthful.
         duration = f"{time.monotonic() - started:.3f}"
-        connection.queries_log.append({"sql": f"{len(rows)} times: {insert_sql}",
-                                       "time": duration})
+        connection.queries_log.append({"sql": f"{len(rows)} times: {insert_sql}", "time": duration})
         connection.queries_log.append({"sql": update_sql, "time": duration})
 
 
-def _head_update_sql(connection: Any, thread: Thread, values: dict[str, Any]
-                     ) -> tuple[str, list[Any]]:
+def _head_update_sql(
+    connection: Any, thread: Thread, values: dict[str, Any]
+) -> tuple[str, list[Any]]:
     quote = connection.ops.quote_name
     sets = ", ".join(f"{quote(name)} = %s" for name in values)
-    params = [Thread._meta.get_field(name).get_db_prep_save(value, connection)
-              for name, value in values.items()]
+    params = [
+        cast(models.Field, Thread._meta.get_field(name)).get_db_prep_save(value, connection)
+        for name, value in values.items()
+    ]
     params.append(Thread._meta.pk.get_db_prep_save(thread.pk, connection))  # type: ignore[union-attr]
     return f"UPDATE {quote(Thread._meta.db_table)} SET {sets} WHERE id = %s", params
 
@@ -404,21 +455,32 @@ def _record_side_effects_and_approvals(
     results: list[Event] = []
     for event in events:
         if event.kind == EventKind.TOOL_CALL and event.data.get("side_effect"):
-            new_effects.append(SideEffect(
-                thread=thread, call_event=event, tool_call_id=event.data["tool_call_id"],
-                tool_name=event.data["tool_name"],
-                idempotency_key=event.data["idempotency_key"],
-                status=SideEffectStatus.RUNNING, call_seq=event.seq,
-            ))
+            new_effects.append(
+                SideEffect(
+                    thread=thread,
+                    call_event=event,
+                    tool_call_id=event.data["tool_call_id"],
+                    tool_name=event.data["tool_name"],
+                    idempotency_key=event.data["idempotency_key"],
+                    status=SideEffectStatus.RUNNING,
+                    call_seq=event.seq,
+                )
+            )
         elif event.kind == EventKind.TOOL_RESULT and event.data["call_seq"] in side_effect_calls:
             results.append(event)
         elif event.kind == EventKind.APPROVAL_REQUEST:
-            approvals.append(ApprovalRequest(
-                thread=thread, request_event=event, action=event.data["action"],
-                tool_name=event.data.get("tool_name", ""), arguments=event.data["arguments"],
-                expires_at=parse_time(event.data["expires_at"])
-                if event.data.get("expires_at") else None,
-            ))
+            approvals.append(
+                ApprovalRequest(
+                    thread=thread,
+                    request_event=event,
+                    action=event.data["action"],
+                    tool_name=event.data.get("tool_name", ""),
+                    arguments=event.data["arguments"],
+                    expires_at=parse_time(event.data["expires_at"])
+                    if event.data.get("expires_at")
+                    else None,
+                )
+            )
     _insert_rows(new_effects)
     _insert_rows(approvals)
     if not results:
@@ -434,15 +496,22 @@ def _record_side_effects_and_approvals(
             f"UPDATE {table} SET status = %s, result_seq = %s, request_id = %s, "
             "updated_at = %s WHERE thread_id = %s AND call_seq = %s",
             [
-                (RESULT_TO_SIDE_EFFECT[r.data["status"]].value, r.seq,
-                 r.data.get("request_id", ""), now, thread_id, r.data["call_seq"])
+                (
+                    RESULT_TO_SIDE_EFFECT[r.data["status"]].value,
+                    r.seq,
+                    r.data.get("request_id", ""),
+                    now,
+                    thread_id,
+                    r.data["call_seq"],
+                )
                 for r in results
             ],
         )
 
 
-def server_event_append(*, thread: Thread, kind: str, data: dict[str, Any],
-                        metadata: dict[str, Any] | None = None) -> Event:
+def server_event_append(
+    *, thread: Thread, kind: str, data: dict[str, Any], metadata: dict[str, Any] | None = None
+) -> Event:
     """Append an event that ctxadmin writes itself (approval_decision, side_effect_resolution).
 
     Must run inside the caller's transaction, which holds the thread's lock.

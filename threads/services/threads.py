@@ -28,9 +28,14 @@ def thread_get_or_create(
         with transaction.atomic():
             thread.save(force_insert=True)
             audit_record(
-                workspace=workspace, actor=None, actor_label=actor_label or "system",
-                action="thread.create", target_type="thread", target_id=thread.pk,
-                thread=thread, after={"external_id": external_id, **_audit_form(settings)},
+                workspace=workspace,
+                actor=None,
+                actor_label=actor_label or "system",
+                action="thread.create",
+                target_type="thread",
+                target_id=thread.pk,
+                thread=thread,
+                after={"external_id": external_id, **_audit_form(settings)},
             )
     except IntegrityError:
         # Another request created it between our read and our insert. Any other integrity
