@@ -218,3 +218,39 @@ def test_wrong_method_is_405_json(agent, seeded):
     response = agent.delete(f"/api/v1/threads/{seeded.id}/events/")
     assert response.status_code == 405
     assert response.json()["error"]["code"] == "method_not_allowed"
+
+
+def test_error_handlers_answer_json_under_api_and_html_elsewhere(rf):
+    from threads.api.errors import handler404, handler500
+
+    api = handler404(rf.get("/api/v1/whatever/"), Exception("x"))
+    assert api.status_code == 404 and json.loads(api.content)["error"]["code"] == "not_found"
+    crash = handler500(rf.get("/api/v1/threads/"))
+    assert crash.status_code == 500
+    assert json.loads(crash.content)["error"]["code"] == "server_error"
+    page = handler404(rf.get("/threads/nope/"), Exception("x"))
+    assert page.status_code == 404 and not page["Content-Type"].startswith("application/json")
+
+
+def test_a_failing_after_append_hook_does_not_fail_the_append(
+    agent, seeded, monkeypatch, django_capture_on_commit_callbacks
+):
+    from threads.services import events as events_service
+
+    ran = []
+
+    def broken(thread_id: Any, events: Any) -> None:
+        ran.append(thread_id)
+        raise RuntimeError("fold trigger exploded")
+
+    monkeypatch.setattr(events_service, "after_append_hooks", [broken])
+    with django_capture_on_commit_callbacks(execute=True):
+        response = agent.post(
+            f"/api/v1/threads/{seeded.id}/events/",
+            data=json.dumps(_msg("still stored")),
+            content_type="application/json",
+        )
+    assert response.status_code == 201
+    assert ran == [seeded.pk]
+    seeded.refresh_from_db()
+    assert seeded.last_seq == 3

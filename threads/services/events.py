@@ -209,7 +209,12 @@ def _schedule_hooks(thread: Thread, appended: list[Appended]) -> None:
     new = [a.event for a in appended if a.created]
     if new:
         for hook in after_append_hooks:
-            transaction.on_commit(lambda hook=hook: hook(thread.pk, new))  # type: ignore[misc]
+            # robust: the events are committed by then; a failing hook (a fold trigger) is
+            # logged, and never turns the agent's successful append into an error.
+            transaction.on_commit(
+                lambda hook=hook: hook(thread.pk, new),  # type: ignore[misc]
+                robust=True,
+            )
 
 
 def _append_locked(
@@ -296,15 +301,10 @@ def _append_locked(
             seen_in_batch[new.client_event_id] = event
     if not to_insert:
         return out
-    texts = [render_event(s) for s in stored_forms]
     # One by one: tiktoken's batch API starts a thread pool per call, slower than a loop here.
-    counts = [tokens.count_text(text, thread.encoding) for text in texts]
-    for event, count in zip(to_insert, counts, strict=True):
-        event.token_count = count + tokens.MESSAGE_OVERHEAD_TOKENS
-    for appended in out:
-        if appended.stored is not None:
-            appended.stored["token_count"] = appended.event.token_count
-            appended.stored["hash"] = appended.event.hash
+    for event, stored in zip(to_insert, stored_forms, strict=True):
+        event.token_count = event_token_count(stored, thread.encoding)
+        stored["token_count"], stored["hash"] = event.token_count, event.hash
     thread.last_seq, thread.chain_head = seq, head
     thread.token_total += sum(e.token_count for e in to_insert)
     _insert_events_and_head(thread, to_insert, now)

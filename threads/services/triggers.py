@@ -17,7 +17,9 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Sum
+from django.utils import timezone
 
 from threads.domain.budget import Budget, needs_fold
 from threads.domain.tokens import MESSAGE_OVERHEAD_TOKENS
@@ -202,7 +204,9 @@ def after_append(thread_id: Any, events: list[Event]) -> None:
 
 def _after_append(thread_id: Any, events: list[Event]) -> None:
     thread = Thread.objects.select_related("workspace").filter(pk=thread_id).first()
-    if thread is None:
+    if thread is None or fold_in_flight(thread):
+        # A queued or running fold re-checks the triggers for everything that arrived
+        # meanwhile once it commits, so an append need not take the thread's lock again.
         return
     reasons = event_triggers(thread=thread, events=events)
     capacity = capacity_trigger(thread=thread)
@@ -211,6 +215,15 @@ def _after_append(thread_id: Any, events: list[Event]) -> None:
     trigger = choose_trigger(reasons)
     if trigger is not None:
         fold_request(thread=thread, trigger=trigger)
+
+
+def fold_in_flight(thread: Thread) -> bool:
+    """A fold was requested recently enough that its worker is presumed alive."""
+    return bool(
+        thread.fold_task_id
+        and thread.fold_requested_at is not None
+        and timezone.now() - thread.fold_requested_at < settings.CTXADMIN_PREPARED_TIMEOUT
+    )
 
 
 def install() -> None:
