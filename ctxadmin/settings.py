@@ -198,9 +198,7 @@ CTXADMIN_LLM_API_KEY = env.str("CTXADMIN_LLM_API_KEY", default="")
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(VAR_DIR / "tiktoken"))
 CTXADMIN_PREPARED_TIMEOUT = timedelta(seconds=env.int("CTXADMIN_PREPARED_TIMEOUT", default=120))
 # The whole request: a full batch of events at the per-event limit, with some slack.
-DATA_UPLOAD_MAX_MEMORY_SIZE = env.int(
-    "CTXADMIN_MAX_REQUEST_BYTES", default=32 * 1024 * 1024
-)
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("CTXADMIN_MAX_REQUEST_BYTES", default=32 * 1024 * 1024)
 
 LOGGING = {
     "version": 1,

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 from tests import factories
 from threads.dbguard import log_seal_opened
 
-_fixture_teardown = TransactionTestCase._fixture_teardown
+_fixture_teardown = TransactionTestCase._fixture_teardown  # type: ignore[attr-defined]
 
 
 def _fixture_teardown_with_open_seal(self: TransactionTestCase) -> None:
@@ -21,7 +21,7 @@ def _fixture_teardown_with_open_seal(self: TransactionTestCase) -> None:
         _fixture_teardown(self)
 
 
-TransactionTestCase._fixture_teardown = _fixture_teardown_with_open_seal  # type: ignore[method-assign]
+TransactionTestCase._fixture_teardown = _fixture_teardown_with_open_seal  # type: ignore[attr-defined]
 
 
 @pytest.fixture
@@ -81,3 +81,11 @@ def reviewer_client(workspace: Any) -> APIClient:
 @pytest.fixture
 def admin_client_ws(workspace: Any) -> APIClient:
     return _person_client(workspace, "admin")
+
+
+@pytest.fixture
+def no_fold_triggers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Appends in this test start no fold: the test drives folding itself."""
+    from threads.services import events
+
+    monkeypatch.setattr(events, "after_append_hooks", [])

@@ -44,17 +44,26 @@ def assistant(text: str) -> dict[str, Any]:
     return {"kind": "message", "role": "assistant", "content": text}
 
 
-def call(call_id: str, tool: str, arguments: dict[str, Any] | None = None,
-         side_effect_key: str | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {"kind": "tool_call", "tool_call_id": call_id, "tool_name": tool,
-                            "arguments": arguments or {}}
+def call(
+    call_id: str,
+    tool: str,
+    arguments: dict[str, Any] | None = None,
+    side_effect_key: str | None = None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "kind": "tool_call",
+        "tool_call_id": call_id,
+        "tool_name": tool,
+        "arguments": arguments or {},
+    }
     if side_effect_key:
         body.update(side_effect=True, idempotency_key=side_effect_key)
     return body
 
 
-def result(call_id: str, status: str = "succeeded", value: Any = None,
-           **extra: Any) -> dict[str, Any]:
+def result(
+    call_id: str, status: str = "succeeded", value: Any = None, **extra: Any
+) -> dict[str, Any]:
     body = {"kind": "tool_result", "tool_call_id": call_id, "status": status, **extra}
     if value is not None:
         body["result"] = value

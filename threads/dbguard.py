@@ -23,8 +23,9 @@ def _sealed() -> int:
 
 def install_sqlite_function(sender: Any, connection: Any, **kwargs: Any) -> None:
     if connection.vendor == "sqlite":
-        connection.connection.create_function("ctxadmin_log_sealed", 0, _sealed,
-                                              deterministic=False)
+        connection.connection.create_function(
+            "ctxadmin_log_sealed", 0, _sealed, deterministic=False
+        )
 
 
 @contextlib.contextmanager

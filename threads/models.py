@@ -125,12 +125,17 @@ class Thread(models.Model):
             models.UniqueConstraint(
                 fields=["workspace", "external_id"], name="thread_external_id_unique"
             ),
-            models.CheckConstraint(condition=Q(covered_until__lte=models.F("last_seq")),
-                                   name="thread_covered_within_log"),
-            models.CheckConstraint(condition=Q(head_version__lte=models.F("last_version")),
-                                   name="thread_head_version_numbered"),
             models.CheckConstraint(
-                condition=Q(low_watermark__gt=0) & Q(low_watermark__lt=models.F("high_watermark"))
+                condition=Q(covered_until__lte=models.F("last_seq")),
+                name="thread_covered_within_log",
+            ),
+            models.CheckConstraint(
+                condition=Q(head_version__lte=models.F("last_version")),
+                name="thread_head_version_numbered",
+            ),
+            models.CheckConstraint(
+                condition=Q(low_watermark__gt=0)
+                & Q(low_watermark__lt=models.F("high_watermark"))
                 & Q(high_watermark__lte=1),
                 name="thread_watermarks_ordered",
             ),
@@ -163,7 +168,8 @@ class Event(models.Model):
     seq = models.PositiveBigIntegerField()
     kind = models.CharField(max_length=32, choices=EventKind.choices)
     created_at = models.DateTimeField()
-    client_event_id = models.CharField(max_length=200, null=True, blank=True)
+    # NULL, not "": absent ids must not collide in the (thread, client_event_id) constraint.
+    client_event_id = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
     metadata = models.JSONField(default=dict)
     data = models.JSONField(default=dict)
     role = models.CharField(max_length=16, blank=True, default="")
@@ -227,10 +233,13 @@ class SummaryVersion(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["thread", "version"], name="summary_version_unique"),
-            models.CheckConstraint(condition=Q(phase__in=SummaryPhase.values),
-                                   name="summary_phase_valid"),
-            models.CheckConstraint(condition=Q(covered_from__lte=models.F("covered_until") + 1),
-                                   name="summary_range_ordered"),
+            models.CheckConstraint(
+                condition=Q(phase__in=SummaryPhase.values), name="summary_phase_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(covered_from__lte=models.F("covered_until") + 1),
+                name="summary_range_ordered",
+            ),
             models.CheckConstraint(condition=Q(version__gte=1), name="summary_version_positive"),
         ]
 
@@ -290,8 +299,9 @@ class SideEffect(models.Model):
 
     class Meta:
         constraints = [
-            models.CheckConstraint(condition=Q(status__in=SideEffectStatus.values),
-                                   name="side_effect_status_valid"),
+            models.CheckConstraint(
+                condition=Q(status__in=SideEffectStatus.values), name="side_effect_status_valid"
+            ),
         ]
         indexes = [models.Index(fields=["status", "thread"])]
 
@@ -329,8 +339,9 @@ class ApprovalRequest(models.Model):
 
     class Meta:
         constraints = [
-            models.CheckConstraint(condition=Q(status__in=ApprovalStatus.values),
-                                   name="approval_status_valid"),
+            models.CheckConstraint(
+                condition=Q(status__in=ApprovalStatus.values), name="approval_status_valid"
+            ),
             models.CheckConstraint(
                 condition=Q(status=ApprovalStatus.PENDING) | Q(decided_at__isnull=False),
                 name="approval_decided_has_time",

@@ -445,8 +445,12 @@ def task_runs_in_flight(*, thread: Thread, kind: str) -> TaskRun | None:
 def event_dict(event: Event) -> dict[str, Any]:
     """One event in its stored form (INTERFACES: what the chain covers) plus token_count, hash."""
     out = stored_form(
-        seq=event.seq, kind=event.kind, created_at=event.created_at,
-        client_event_id=event.client_event_id, metadata=event.metadata, data=event.data,
+        seq=event.seq,
+        kind=event.kind,
+        created_at=event.created_at,
+        client_event_id=event.client_event_id,
+        metadata=event.metadata,
+        data=event.data,
     )
     out["token_count"] = event.token_count
     out["hash"] = event.hash
@@ -466,12 +470,23 @@ def event_dicts(
     if limit is not None:
         values = values[:limit]
     out = []
-    for seq, kind, created_at, client_event_id, metadata, data, token_count, hash_ in (
-        values.iterator(chunk_size=2000)
-    ):
+    for (
+        seq,
+        kind,
+        created_at,
+        client_event_id,
+        metadata,
+        data,
+        token_count,
+        hash_,
+    ) in values.iterator(chunk_size=2000):
         event = stored_form(
-            seq=seq, kind=kind, created_at=created_at, client_event_id=client_event_id,
-            metadata=metadata, data=data,
+            seq=seq,
+            kind=kind,
+            created_at=created_at,
+            client_event_id=client_event_id,
+            metadata=metadata,
+            data=data,
         )
         event["token_count"] = token_count
         event["hash"] = hash_
@@ -577,8 +592,13 @@ def thread_integrity(*, thread: Thread) -> dict[str, Any]:
 
 # --- Working context and summaries (helper E1) ---------------------------------------------------
 
-CONTEXT_OVERRIDES = ("window", "fixed_tokens", "reserved_output", "reasoning_reserve",
-                     "safety_margin")
+CONTEXT_OVERRIDES = (
+    "window",
+    "fixed_tokens",
+    "reserved_output",
+    "reasoning_reserve",
+    "safety_margin",
+)
 
 
 def working_context(*, thread: Thread, overrides: dict[str, Any]) -> dict[str, Any]:
@@ -602,27 +622,44 @@ def working_context(*, thread: Thread, overrides: dict[str, Any]) -> dict[str, A
 
     head = (
         Thread.objects.filter(pk=thread.pk)
-        .annotate(head=FilteredRelation("versions", condition=Q(versions__version=F(
-            "head_version"))))
+        .annotate(
+            head=FilteredRelation("versions", condition=Q(versions__version=F("head_version")))
+        )
         .values(
-            "head_version", "covered_until", "last_seq", "context_window", "fixed_tokens",
-            "reserved_output", "reasoning_reserve", "safety_margin", "high_watermark",
-            "low_watermark", "head__covered_until", "head__content", "head__checksum",
-            "head__rendered", "head__tokens",
+            "head_version",
+            "covered_until",
+            "last_seq",
+            "context_window",
+            "fixed_tokens",
+            "reserved_output",
+            "reasoning_reserve",
+            "safety_margin",
+            "high_watermark",
+            "low_watermark",
+            "head__covered_until",
+            "head__content",
+            "head__checksum",
+            "head__rendered",
+            "head__tokens",
         )
         .get()
     )
     settings = {
-        "window": head["context_window"], "fixed_tokens": head["fixed_tokens"],
+        "window": head["context_window"],
+        "fixed_tokens": head["fixed_tokens"],
         "reserved_output": head["reserved_output"],
-        "reasoning_reserve": head["reasoning_reserve"], "safety_margin": head["safety_margin"],
+        "reasoning_reserve": head["reasoning_reserve"],
+        "safety_margin": head["safety_margin"],
     }
-    settings.update({k: int(v) for k, v in overrides.items() if k in CONTEXT_OVERRIDES
-                     and v is not None})
+    settings.update(
+        {k: int(v) for k, v in overrides.items() if k in CONTEXT_OVERRIDES and v is not None}
+    )
     budget = Budget(
-        window=settings["window"], fixed=settings["fixed_tokens"],
+        window=settings["window"],
+        fixed=settings["fixed_tokens"],
         reserved_output=settings["reserved_output"],
-        reasoning_reserve=settings["reasoning_reserve"], safety_margin=settings["safety_margin"],
+        reasoning_reserve=settings["reasoning_reserve"],
+        safety_margin=settings["safety_margin"],
     )
     covered, read_until = head["covered_until"], head["last_seq"]
     summary: dict[str, Any] | None = None
@@ -630,14 +667,20 @@ def working_context(*, thread: Thread, overrides: dict[str, Any]) -> dict[str, A
     if head["head_version"]:
         summary_tokens = head["head__tokens"]
         summary = {
-            "version": head["head_version"], "covered_until": head["head__covered_until"],
-            "content": head["head__content"], "checksum": head["head__checksum"],
-            "rendered": head["head__rendered"], "tokens": summary_tokens,
+            "version": head["head_version"],
+            "covered_until": head["head__covered_until"],
+            "content": head["head__content"],
+            "checksum": head["head__checksum"],
+            "rendered": head["head__rendered"],
+            "tokens": summary_tokens,
         }
     events = event_dicts(thread, after=covered, until=read_until) if read_until > covered else []
     plan = plan_context(
-        events=events, summary_tokens=summary_tokens, budget=budget,
-        high=head["high_watermark"], low=head["low_watermark"],
+        events=events,
+        summary_tokens=summary_tokens,
+        budget=budget,
+        high=head["high_watermark"],
+        low=head["low_watermark"],
     )
     return {
         "summary": summary,

@@ -110,9 +110,14 @@ def fold_thread_task(self: Any, thread_id: str, trigger: dict[str, Any]) -> dict
         task_run_finish(task_id, result={"error": f"{type(exc).__name__}: {exc}"}, ok=False)
         raise
     answer: dict[str, Any] = (
-        {"folded": False, "reason": "nothing new to fold"} if version is None
-        else {"folded": version.phase == "committed", "version": version.version,
-              "phase": version.phase, "covered_until": version.covered_until}
+        {"folded": False, "reason": "nothing new to fold"}
+        if version is None
+        else {
+            "folded": version.phase == "committed",
+            "version": version.version,
+            "phase": version.phase,
+            "covered_until": version.covered_until,
+        }
     )
     task_run_finish(task_id, result=answer)
     return answer
@@ -132,8 +137,11 @@ def recover_prepared_task() -> dict[str, Any]:
     from threads.services.folding import recover_prepared
 
     decided = recover_prepared(older_than=settings.CTXADMIN_PREPARED_TIMEOUT)
-    return {"decided": [{"thread": str(v.thread_id), "version": v.version, "phase": v.phase}
-                        for v in decided]}
+    return {
+        "decided": [
+            {"thread": str(v.thread_id), "version": v.version, "phase": v.phase} for v in decided
+        ]
+    }
 
 
 # --- Side-effect status checks (helper E2) -------------------------------------------------------

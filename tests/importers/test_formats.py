@@ -349,25 +349,6 @@ def test_langgraph_messages(workspace: Workspace) -> None:
     assert events[3]["content"] == "It is 21C." and thread.external_id == "lg-thread-1"
 
 
-def test_langgraph_postgres_without_ormsgpack_says_so(workspace: Workspace) -> None:
-    try:
-        import ormsgpack  # noqa: F401
-    except ModuleNotFoundError:
-        pass
-    else:
-        pytest.skip("ormsgpack is installed: the error path cannot happen here")
-    with pytest.raises(CommandError, match="ormsgpack"):
-        call_command(
-            "import_trace",
-            "postgresql://nobody@127.0.0.1:9/lg",
-            "--format",
-            "langgraph-postgres",
-            "--workspace",
-            workspace.name,
-            stdout=io.StringIO(),
-        )
-
-
 def test_import_is_idempotent_and_extends_a_longer_conversation(workspace: Workspace) -> None:
     short = {"id": "grow", "messages": OPENAI_CHAT["messages"][:6]}
     first = conversations_import(workspace=workspace, conversations=[short], fmt="openai-chat")

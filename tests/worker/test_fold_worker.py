@@ -30,7 +30,13 @@ from threads.models import SummaryPhase, SummaryVersion, TaskRun, Thread
 from threads.services import folding
 from threads.services.tasks import task_run_start
 
-pytestmark = [pytest.mark.postgres, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.worker,
+    pytest.mark.django_db(transaction=True),
+    # Seeding would otherwise fold eagerly in the test process and move the head.
+    pytest.mark.usefixtures("no_fold_triggers"),
+]
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 TRIGGER = {"kind": "manual", "reason": "worker test"}

@@ -70,7 +70,10 @@ def verify_chain(
         seq = event["seq"]
         if seq != expected_seq:
             return ChainVerdict(
-                False, expected_seq - 1, min(seq, expected_seq), previous,
+                False,
+                expected_seq - 1,
+                min(seq, expected_seq),
+                previous,
                 f"seq {expected_seq} expected, found {seq}",
             )
         recomputed = link_hash(previous, event_canonical(event), key)

@@ -13,7 +13,6 @@ import gzip
 import hashlib
 import os
 from importlib.resources import files
-from typing import Any
 
 import tiktoken
 
@@ -42,9 +41,11 @@ def seed_cache(name: str, cache_dir: str) -> str:
     expected = _EXPECTED_SHA256.get(name)
     if expected is None:
         raise EncodingUnavailable(
-            f"encoding {name!r} is not available offline; use one of {', '.join(SUPPORTED_ENCODINGS)}"
+            f"encoding {name!r} is not available offline; "
+            f"use one of {', '.join(SUPPORTED_ENCODINGS)}"
         )
-    path = os.path.join(cache_dir, hashlib.sha1((_BASE_URL + name + ".tiktoken").encode()).hexdigest())
+    url_digest = hashlib.sha1((_BASE_URL + name + ".tiktoken").encode()).hexdigest()
+    path = os.path.join(cache_dir, url_digest)
     if os.path.exists(path):
         with open(path, "rb") as f:
             if hashlib.sha256(f.read()).hexdigest() == expected:
@@ -67,7 +68,9 @@ def seed_cache(name: str, cache_dir: str) -> str:
 def get_encoding(name: str) -> tiktoken.Encoding:
     cache_dir = _cache_dir()
     if not cache_dir:
-        raise EncodingUnavailable("TIKTOKEN_CACHE_DIR is not set; ctxadmin never downloads encodings")
+        raise EncodingUnavailable(
+            "TIKTOKEN_CACHE_DIR is not set; ctxadmin never downloads encodings"
+        )
     seed_cache(name, cache_dir)
     return tiktoken.get_encoding(name)
 
@@ -80,10 +83,3 @@ def count_texts(texts: list[str], encoding: str = DEFAULT_ENCODING) -> list[int]
     """Batch form: tiktoken encodes in parallel threads."""
     enc = get_encoding(encoding)
     return [len(ids) for ids in enc.encode_ordinary_batch(texts)]
-
-
-def event_text(event: dict[str, Any]) -> str:
-    """The text a model would read for an event: what its token count measures."""
-    from threads.domain.render import render_event
-
-    return render_event(event)

@@ -21,10 +21,16 @@ def audit_record(
     after: Any = None,
     actor_label: str = "",
 ) -> AuditEntry:
-    user = actor if isinstance(actor, AbstractBaseUser) else None
+    user: Any = actor if isinstance(actor, AbstractBaseUser) else None
     label = actor_label or (user.get_username() if user is not None else "system")
     return AuditEntry.objects.create(
-        workspace=workspace, actor=user, actor_label=label, action=action,
-        target_type=target_type, target_id=str(target_id), thread=thread,
-        before=before, after=after,
+        workspace=workspace,
+        actor=user,
+        actor_label=label,
+        action=action,
+        target_type=target_type,
+        target_id=str(target_id),
+        thread=thread,
+        before=before,
+        after=after,
     )

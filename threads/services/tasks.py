@@ -29,9 +29,7 @@ def task_run_start(
 
 def task_run_progress(task_id: str | None, *, done: int, total: int) -> None:
     if task_id:
-        TaskRun.objects.filter(pk=task_id).update(
-            state=TaskState.PROGRESS, done=done, total=total
-        )
+        TaskRun.objects.filter(pk=task_id).update(state=TaskState.PROGRESS, done=done, total=total)
 
 
 def task_run_started(task_id: str | None) -> None:

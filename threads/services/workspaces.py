@@ -40,19 +40,19 @@ def _api_key_create(*, workspace: Workspace, name: str) -> str:
     return secret
 
 
-def member_add(*, workspace: Workspace, username: str, role: str,
-               password: str | None = None) -> AbstractBaseUser:
+def member_add(
+    *, workspace: Workspace, username: str, role: str, password: str | None = None
+) -> AbstractBaseUser:
     """Create or update a person and their role in a workspace."""
     if role not in Role.values:
-        raise InvalidEvent(f"role must be one of {', '.join(Role.values)}",
-                           fields={"role": "unknown role"})
+        raise InvalidEvent(
+            f"role must be one of {', '.join(Role.values)}", fields={"role": "unknown role"}
+        )
     user_model = get_user_model()
     with transaction.atomic(durable=True):
         user, _ = user_model.objects.get_or_create(username=username)
         if password:
             user.set_password(password)
             user.save()
-        Membership.objects.update_or_create(
-            workspace=workspace, user=user, defaults={"role": role}
-        )
+        Membership.objects.update_or_create(workspace=workspace, user=user, defaults={"role": role})
     return user
