@@ -239,8 +239,8 @@ def test_a_failing_after_append_hook_does_not_fail_the_append(
 
     ran = []
 
-    def broken(thread_id: Any, events: Any) -> None:
-        ran.append(thread_id)
+    def broken(thread: Any, events: Any) -> None:
+        ran.append(thread.pk)
         raise RuntimeError("fold trigger exploded")
 
     monkeypatch.setattr(events_service, "after_append_hooks", [broken])

@@ -41,7 +41,8 @@ RESULT_TO_SIDE_EFFECT = {
     "timeout": SideEffectStatus.UNKNOWN,
 }
 
-# Called after commit with (thread_id, appended events); the pipeline registers its triggers.
+# Called after commit with (thread or its id, appended events); the pipeline registers its
+# triggers.
 after_append_hooks: list[Callable[[Any, list[Event]], None]] = []
 
 
@@ -212,7 +213,9 @@ def _schedule_hooks(thread: Thread, appended: list[Appended]) -> None:
             # robust: the events are committed by then; a failing hook (a fold trigger) is
             # logged, and never turns the agent's successful append into an error.
             transaction.on_commit(
-                lambda hook=hook: hook(thread.pk, new),  # type: ignore[misc]
+                # The thread as this append left it (head fields current as of the commit),
+                # so a hook need not read it again on every append.
+                lambda hook=hook: hook(thread, new),  # type: ignore[misc]
                 robust=True,
             )
 

@@ -159,6 +159,8 @@ def history_tokens(*, thread: Thread, enough: float | None = None) -> int:
     backlog = thread.last_seq - thread.covered_until
     if enough is not None and summary + backlog * MESSAGE_OVERHEAD_TOKENS > enough:
         return summary + backlog * MESSAGE_OVERHEAD_TOKENS
+    if thread.covered_until == 0:
+        return summary + thread.token_total  # nothing folded yet: every event is history
     after = Event.objects.filter(thread=thread, seq__gt=thread.covered_until).aggregate(
         total=Sum("token_count")
     )["total"]
@@ -203,7 +205,11 @@ def after_append(thread_id: Any, events: list[Event]) -> None:
 
 
 def _after_append(thread_id: Any, events: list[Event]) -> None:
-    thread = Thread.objects.select_related("workspace").filter(pk=thread_id).first()
+    thread = (
+        thread_id
+        if isinstance(thread_id, Thread)
+        else Thread.objects.select_related("workspace").filter(pk=thread_id).first()
+    )
     if thread is None or fold_in_flight(thread):
         # A queued or running fold re-checks the triggers for everything that arrived
         # meanwhile once it commits, so an append need not take the thread's lock again.
