@@ -100,21 +100,7 @@ def _threads_annotated(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
         .annotate(total=Sum("token_count"))
         .values("total")[:1]
     )
-    return queryset.annotate(
-        has_unknown=Exists(
-            SideEffect.objects.filter(thread=OuterRef("pk"), status=SideEffectStatus.UNKNOWN)
-        ),
-        has_pending=Exists(
-            ApprovalRequest.objects.filter(thread=OuterRef("pk"), status=ApprovalStatus.PENDING)
-        ),
-        # A rejected candidate newer than the head: the last fold attempt failed verification.
-        has_rejected=Exists(
-            SummaryVersion.objects.filter(
-                thread=OuterRef("pk"),
-                phase=SummaryPhase.REJECTED,
-                version__gt=OuterRef("head_version"),
-            )
-        ),
+    return _thread_flags(queryset).annotate(
         history_tokens=Coalesce(Subquery(head_tokens), 0) + Coalesce(Subquery(delta_tokens), 0),
         available_tokens=F("context_window")
         - F("fixed_tokens")
@@ -495,8 +481,8 @@ def event_dicts(
 
 
 def _thread_flags(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
-    """The API's per-thread problem flags, as EXISTS subqueries: one query for any page size.
-    Same definitions as the dashboard's (_threads_annotated) without its budget sums."""
+    """Per-thread problem flags as EXISTS subqueries: one query for any page size. The API's
+    list uses them as they are; the dashboard's (_threads_annotated) adds budget use."""
     return queryset.annotate(
         has_unknown=Exists(
             SideEffect.objects.filter(thread=OuterRef("pk"), status=SideEffectStatus.UNKNOWN)

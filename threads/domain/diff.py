@@ -11,18 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from threads.domain.canonical import canonical_json
+from threads.domain.fold import SECTIONS
 
-SECTIONS = (
-    "requests",
-    "constraints",
-    "facts",
-    "tool_state",
-    "completed_actions",
-    "pending",
-    "decisions",
-    "open_questions",
-    "last_replies",
-)
 TASK_FIELDS = ("goal", "status")
 
 
