@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth.decorators import login_required
+from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -65,6 +66,8 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
         **active,
     )
     page = page_of(threads, request, THREADS_PER_PAGE)
+    # The page's slice of the queryset; its flags and budget use are computed for its rows only.
+    page.object_list = selectors.thread_list_page(cast(QuerySet[Thread], page.object_list))
     context = {
         "page": page,
         "q": params.get("q", ""),
