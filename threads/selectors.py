@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 from django.db.models import (
+    BigIntegerField,
     Case,
     Exists,
     ExpressionWrapper,
@@ -101,7 +102,18 @@ def _threads_annotated(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
         .values("total")[:1]
     )
     return _thread_flags(queryset).annotate(
-        history_tokens=Coalesce(Subquery(head_tokens), 0) + Coalesce(Subquery(delta_tokens), 0),
+        # Unfolded threads (most short ones) skip both subqueries: with nothing covered every
+        # event is history and token_total is their sum (as triggers.history_tokens reads it).
+        history_tokens=Case(
+            When(head_version=0, then=0),
+            default=Coalesce(Subquery(head_tokens), 0),
+            output_field=BigIntegerField(),
+        )
+        + Case(
+            When(covered_until=0, then=F("token_total")),
+            default=Coalesce(Subquery(delta_tokens), 0),
+            output_field=BigIntegerField(),
+        ),
         available_tokens=F("context_window")
         - F("fixed_tokens")
         - F("reserved_output")
