@@ -27,3 +27,24 @@ def test_batch_insert_leaves_the_connection_as_django_configured_it(
     assert list(Event.objects.filter(thread=thread).values_list("seq", flat=True)) == list(
         range(1, 21)
     )
+
+
+def test_a_large_batch_is_stored_whole_and_chains(thread: Any) -> None:
+    """Past COPY_MIN_ROWS the PostgreSQL path streams the rows with COPY."""
+    from threads.services.events import COPY_MIN_ROWS
+    from threads.services.integrity import integrity_check
+
+    bodies: list[dict[str, Any]] = []
+    for n in range(COPY_MIN_ROWS):
+        bodies += [
+            f.user(f"question {n} with a quote ' and a tab \t and é"),
+            f.call(f"c{n}", "lookup", {"n": n, "nested": {"list": [1, None, "x"]}}),
+            f.result(f"c{n}", value={"answer": n}, verified_facts=[{"key": "n", "value": n}]),
+        ]
+    events = f.append(thread, *bodies)
+    assert [e.seq for e in events] == list(range(1, len(bodies) + 1))
+    stored = Event.objects.get(thread=thread, seq=3)
+    assert stored.data["call_seq"] == 2 and stored.data["result"] == {"answer": 0}
+    assert Event.objects.get(thread=thread, seq=1).data["content"].endswith("tab \t and é")
+    verdict = integrity_check(thread=thread, full=True)
+    assert verdict.ok and verdict.verified_until == len(bodies)

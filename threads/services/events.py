@@ -382,6 +382,10 @@ def _insert_rows(objs: Sequence[models.Model]) -> None:
         cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({placeholders})", rows)
 
 
+# From this many rows a batch goes in with COPY rather than a pipelined executemany.
+COPY_MIN_ROWS = 50
+
+
 def _insert_events_and_head(thread: Thread, events: list[Event], now: Any) -> None:
     """Write the new events and move the thread's head (last_seq, chain_head, token_total).
 
@@ -419,6 +423,18 @@ def _insert_events_and_head(thread: Thread, events: list[Event], now: Any) -> No
     # prepared for this call only, and the connection is left as Django configured it.
     prepare = settings.CTXADMIN_PREPARE_BATCH_INSERTS and len(rows) > 1
     pgconn.prepare_threshold = 0 if prepare else threshold
+    if len(rows) >= COPY_MIN_ROWS:
+        # COPY: one stream for the rows, no per-row statement at all; then the head.
+        with connection.wrap_database_errors, psycopg.Cursor(pgconn) as cursor:
+            with cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            cursor.execute(update_sql, update_params)
+        if connection.queries_logged:
+            duration = f"{time.monotonic() - started:.3f}"
+            connection.queries_log.append({"sql": f"COPY {table} ({columns})", "time": duration})
+            connection.queries_log.append({"sql": update_sql, "time": duration})
+        return
     try:
         with (
             connection.wrap_database_errors,
