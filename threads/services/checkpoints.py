@@ -294,13 +294,11 @@ def checkpoint_rollback(
         replaced = _versions_replaced(locked, checkpoint)
         before = {"head_version": locked.head_version, "covered_until": locked.covered_until}
         now = timezone.now()
-        version = SummaryVersion(
+        version = _restored_version(
             thread=locked,
-            version=locked.last_version + 1,
+            number=locked.last_version + 1,
             base_version=locked.head_version,
-            phase=SummaryPhase.COMMITTED,
-            covered_from=source.covered_from,
-            covered_until=checkpoint.cursor,
+            checkpoint=checkpoint,
             chain_hash=checkpoint.chain_hash,
             trigger={
                 "kind": "rollback",
@@ -308,22 +306,10 @@ def checkpoint_rollback(
                 "checkpoint": checkpoint.pk,
                 "restores_version": source.version,
             },
-            backend=source.backend,
-            content=source.content,
-            rendered=source.rendered,
-            tokens=source.tokens,
-            tokens_replaced=source.tokens_replaced,
-            verification=_restored_verification(
-                source,
-                checkpoint,
-                f"checkpoint {checkpoint.pk} re-checked at rollback: checksum, chain up to "
-                f"seq {checkpoint.cursor} and summary v{source.version}",
-            ),
-            restored_from=checkpoint,
-            decided_at=now,
+            detail=f"checkpoint {checkpoint.pk} re-checked at rollback: checksum, chain up to "
+            f"seq {checkpoint.cursor} and summary v{source.version}",
+            now=now,
         )
-        version.checksum = summary_checksum(version)
-        version.save()
         # The head moves by compare-and-swap even under the lock, so the invariant "the head
         # only changes from the value it was read as" holds on every backend.
         swapped = Thread.objects.filter(pk=locked.pk, head_version=locked.head_version).update(
@@ -517,13 +503,11 @@ def thread_fork(*, thread: Thread, checkpoint: Checkpoint, external_id: str, act
 def _fork_version(fork: Thread, checkpoint: Checkpoint) -> SummaryVersion:
     source = checkpoint.summary_version
     assert source is not None
-    version = SummaryVersion(
+    return _restored_version(
         thread=fork,
-        version=1,
+        number=1,
         base_version=0,
-        phase=SummaryPhase.COMMITTED,
-        covered_from=source.covered_from,
-        covered_until=checkpoint.cursor,
+        checkpoint=checkpoint,
         chain_hash=fork.chain_head,
         trigger={
             "kind": "fork",
@@ -533,19 +517,44 @@ def _fork_version(fork: Thread, checkpoint: Checkpoint) -> SummaryVersion:
             "checkpoint": checkpoint.pk,
             "restores_version": source.version,
         },
+        detail=f"parent checkpoint {checkpoint.pk} re-checked at fork; events "
+        f"1..{checkpoint.cursor} re-chained under this thread's genesis",
+        now=timezone.now(),
+    )
+
+
+def _restored_version(
+    *,
+    thread: Thread,
+    number: int,
+    base_version: int,
+    checkpoint: Checkpoint,
+    chain_hash: str,
+    trigger: dict[str, Any],
+    detail: str,
+    now: Any,
+) -> SummaryVersion:
+    """Save a committed version whose content is the checkpoint's summary, covering up to the
+    checkpoint's cursor (a rollback's new head, a fork's first version)."""
+    source = checkpoint.summary_version
+    assert source is not None
+    version = SummaryVersion(
+        thread=thread,
+        version=number,
+        base_version=base_version,
+        phase=SummaryPhase.COMMITTED,
+        covered_from=source.covered_from,
+        covered_until=checkpoint.cursor,
+        chain_hash=chain_hash,
+        trigger=trigger,
         backend=source.backend,
         content=source.content,
         rendered=source.rendered,
         tokens=source.tokens,
         tokens_replaced=source.tokens_replaced,
-        verification=_restored_verification(
-            source,
-            checkpoint,
-            f"parent checkpoint {checkpoint.pk} re-checked at fork; events 1..{checkpoint.cursor}"
-            " re-chained under this thread's genesis",
-        ),
+        verification=_restored_verification(source, checkpoint, detail),
         restored_from=checkpoint,
-        decided_at=timezone.now(),
+        decided_at=now,
     )
     version.checksum = summary_checksum(version)
     version.save()
