@@ -10,7 +10,8 @@ from django.utils.crypto import get_random_string
 from rest_framework.test import APIClient
 
 from tests import factories as f
-from tests.services.test_checkpoints import fold, parent_snapshot, tamper, two_versions
+from tests.factories import tamper
+from tests.services.test_checkpoints import fold, parent_snapshot, two_versions
 from threads.models import Checkpoint, Event, SummaryVersion, Thread
 
 pytestmark = pytest.mark.django_db

@@ -17,7 +17,8 @@ import pytest
 from django.conf import settings
 
 from tests import factories as f
-from tests.views.conftest import HOSTILE, tamper
+from tests.factories import tamper
+from tests.views.conftest import HOSTILE
 from threads.models import Event, Thread
 from threads.services import folding
 from threads.services.integrity import integrity_check

@@ -5,14 +5,12 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 
 from ctxadmin.celery import app as celery_app
-from threads.dbguard import log_seal_opened
-from threads.models import Event, TaskRun, TaskState
+from threads.models import TaskRun, TaskState
 
 
 @pytest.fixture
@@ -48,20 +46,3 @@ def wait_for_task(task_id: str, *, timeout: float = 90.0) -> TaskRun:
         if time.monotonic() > deadline:
             raise AssertionError(f"task {task_id} still {run.state} after {timeout}s")
         time.sleep(0.2)
-
-
-def tamper(event: Event, **data_changes: Any) -> None:
-    """Change a stored event behind the application's back, as an attacker with database
-    access would: the append-only triggers are lifted for this one statement only."""
-    data = {**event.data, **data_changes}
-    # By (thread, seq): the append service does not read keys back for every row it writes.
-    row = Event.objects.filter(thread_id=event.thread_id, seq=event.seq)
-    with transaction.atomic():
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL session_replication_role = replica")
-            changed = row.update(data=data)
-        else:
-            with log_seal_opened():
-                changed = row.update(data=data)
-    assert changed == 1

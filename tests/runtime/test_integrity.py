@@ -9,7 +9,7 @@ from django.middleware.csrf import _get_new_csrf_string
 from rest_framework.test import APIClient
 
 from tests import factories
-from tests.runtime.conftest import tamper
+from tests.factories import tamper
 from threads.models import AuditEntry, Checkpoint, Event, TaskRun, TaskState, Thread
 from threads.services.integrity import checkpoint_checksum
 from threads.tasks import integrity_sweep_task, verify_thread_task

@@ -17,7 +17,8 @@ import pytest
 from django.db import connection, transaction
 
 from tests import factories
-from tests.runtime.conftest import tamper, wait_for_task
+from tests.factories import tamper
+from tests.runtime.conftest import wait_for_task
 from tests.runtime.test_integrity import fill
 from threads.models import TaskState, Thread
 from threads.services.tasks import task_run_start

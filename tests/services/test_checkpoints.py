@@ -5,10 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.db import connection, transaction
 
 from tests import factories as f
-from threads.dbguard import log_seal_opened
 from threads.domain import chain
 from threads.domain.errors import Conflict, InvalidEvent, NotFound, PermissionDenied
 from threads.models import (
@@ -78,20 +76,6 @@ def two_versions(thread: Thread) -> tuple[Checkpoint, Checkpoint]:
         Checkpoint.objects.get(summary_version=v1),
         Checkpoint.objects.get(summary_version=v2),
     )
-
-
-def tamper(event: Event, **changes: Any) -> None:
-    """Flip an event's stored data behind the application's back (the triggers lifted for this
-    one statement only)."""
-    data = {**event.data, **changes}
-    with transaction.atomic():
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL session_replication_role = replica")
-            Event.objects.filter(pk=event.pk).update(data=data)
-        else:
-            with log_seal_opened():
-                Event.objects.filter(pk=event.pk).update(data=data)
 
 
 def parent_snapshot(thread: Thread) -> dict[str, list[tuple[Any, ...]]]:
@@ -235,7 +219,7 @@ def test_preview_lists_what_happened_after_the_cursor(thread: Thread, admin: Any
 
 def test_tampered_event_makes_later_checkpoints_unsafe(thread: Thread, admin: Any) -> None:
     cp1, cp2 = two_versions(thread)
-    tamper(Event.objects.get(thread=thread, seq=6), arguments={"order": 10086, "amount": 2500})
+    f.tamper(Event.objects.get(thread=thread, seq=6), arguments={"order": 10086, "amount": 2500})
 
     verdict = integrity_check(thread=thread, full=True)
     assert verdict.first_bad_seq == 6
@@ -253,7 +237,7 @@ def test_tampered_event_makes_later_checkpoints_unsafe(thread: Thread, admin: An
 def test_rollback_rechecks_the_chain_not_the_stored_flag(thread: Thread, admin: Any) -> None:
     _, cp2 = two_versions(thread)
     assert integrity_check(thread=thread, full=True).ok  # the sweep vouched for seq 1..8
-    tamper(Event.objects.get(thread=thread, seq=2), arguments={"order": 1})
+    f.tamper(Event.objects.get(thread=thread, seq=2), arguments={"order": 1})
     cp2.refresh_from_db()
     assert cp2.safe  # no sweep since: the stored flag still says safe
     with pytest.raises(Conflict) as refused:
@@ -367,7 +351,7 @@ def test_fork_refusals(thread: Thread, workspace: Any, operator: Any, reviewer: 
     with pytest.raises(Conflict) as taken:
         thread_fork(thread=thread, checkpoint=cp1, external_id="taken", actor=reviewer)
     assert taken.value.code == "external_id_taken"
-    tamper(Event.objects.get(thread=thread, seq=7), status="succeeded")
+    f.tamper(Event.objects.get(thread=thread, seq=7), status="succeeded")
     with pytest.raises(Conflict) as unsafe:
         thread_fork(thread=thread, checkpoint=cp2, external_id="c", actor=reviewer)
     assert unsafe.value.code == "checkpoint_unsafe"

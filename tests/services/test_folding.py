@@ -6,10 +6,8 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection, transaction
 
 from tests import factories as f
-from threads.dbguard import log_seal_opened
 from threads.models import Checkpoint, Event, SummaryPhase, SummaryVersion, Thread
 from threads.services import folding
 from threads.services.integrity import checkpoint_checksum, summary_checksum
@@ -25,19 +23,6 @@ def _unit(thread: Thread, n: int, *, tool: bool = True) -> None:
         bodies += [f.call(f"c{n}", "lookup", {"n": n}), f.result(f"c{n}", value={"n": n})]
     bodies.append(f.assistant(f"answer {n}"))
     f.append(thread, *bodies)
-
-
-def _tamper(event: Event, **changes: Any) -> None:
-    """Rewrite a stored event behind the application's back (the append-only guard lifted
-    for this one statement), as someone with database access could."""
-    with transaction.atomic():
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL session_replication_role = replica")
-            Event.objects.filter(pk=event.pk).update(data={**event.data, **changes})
-        else:
-            with log_seal_opened():
-                Event.objects.filter(pk=event.pk).update(data={**event.data, **changes})
 
 
 def _head(thread: Thread) -> tuple[int, int]:
@@ -164,7 +149,7 @@ def test_tampered_event_fails_verification_and_head_stays(thread: Thread) -> Non
     _unit(thread, 2)
     prepared = folding.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
     assert prepared is not None
-    _tamper(Event.objects.get(thread=thread, seq=6), arguments={"n": 99})
+    f.tamper(Event.objects.get(thread=thread, seq=6), arguments={"n": 99})
     assert folding.summary_decide(version=prepared) == folding.Outcome.REJECTED
     prepared.refresh_from_db()
     assert prepared.phase == SummaryPhase.REJECTED

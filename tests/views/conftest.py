@@ -6,30 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.db import connection, transaction
 from django.test import Client
 
 from tests import factories as f
-from threads.dbguard import log_seal_opened
-from threads.models import Event, SummaryPhase, Thread
+from threads.models import SummaryPhase, Thread
 from threads.services import folding
 
 MANUAL = {"kind": "manual", "reason": "test"}
 HOSTILE = '<script>alert(1)</script><div hx-post="/x">'
-
-
-def tamper(event: Event, **changes: Any) -> None:
-    """Rewrite a stored event behind the application's back (the append-only triggers lifted
-    for this one statement), as someone with database access could."""
-    data = {**event.data, **changes}
-    with transaction.atomic():
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL session_replication_role = replica")
-            Event.objects.filter(pk=event.pk).update(data=data)
-        else:
-            with log_seal_opened():
-                Event.objects.filter(pk=event.pk).update(data=data)
 
 
 def fold(thread: Thread) -> Any:

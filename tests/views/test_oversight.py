@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from tests import factories as f
-from tests.views.conftest import tamper
+from tests.factories import tamper
 from threads.models import Event, Thread
 from threads.services.integrity import integrity_check
 
