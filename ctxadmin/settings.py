@@ -200,9 +200,10 @@ CTXADMIN_LLM_MODEL = env.str("CTXADMIN_LLM_MODEL", default="")
 CTXADMIN_LLM_API_KEY = env.str("CTXADMIN_LLM_API_KEY", default="")
 # tiktoken reads its cache folder from the environment; ctxadmin seeds it from bundled files.
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(VAR_DIR / "tiktoken"))
-# Prepare the INSERT of a batch of events on the server (psycopg). Turn off behind a pooler in
-# transaction mode that cannot keep prepared statements (PgBouncer before 1.21).
-CTXADMIN_PREPARE_BATCH_INSERTS = env.bool("CTXADMIN_PREPARE_BATCH_INSERTS", default=True)
+# Prepare the append path's statements (the thread's lock, the events' INSERT) on the server
+# (psycopg). Turn off behind a pooler in transaction mode that cannot keep prepared statements
+# (PgBouncer before 1.21).
+CTXADMIN_PREPARED_STATEMENTS = env.bool("CTXADMIN_PREPARED_STATEMENTS", default=True)
 CTXADMIN_PREPARED_TIMEOUT = timedelta(seconds=env.int("CTXADMIN_PREPARED_TIMEOUT", default=120))
 # The whole request: a full batch of events at the per-event limit, with some slack.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("CTXADMIN_MAX_REQUEST_BYTES", default=32 * 1024 * 1024)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.http import HttpResponse
 from drf_spectacular.utils import (
     OpenApiExample,
     OpenApiParameter,
@@ -30,6 +31,7 @@ from threads.api.serializers import (
     EventInputSerializer,
     EventOutputSerializer,
 )
+from threads.domain.canonical import canonical_text
 from threads.domain.errors import DomainError, InvalidEvent
 from threads.domain.events import NewEvent, normalize_event
 from threads.selectors import event_dict, event_dicts
@@ -97,10 +99,17 @@ def _normalize_all(bodies: list[Any], *, batch: bool) -> list[NewEvent]:
     return out
 
 
-def _appended_dict(appended: Appended) -> dict[str, Any]:
-    out = dict(appended.stored) if appended.stored is not None else event_dict(appended.event)
-    out["replayed"] = not appended.created
-    return out
+def _appended_json(appended: Appended) -> str:
+    """One event of the answer, as JSON text: a new event's is assembled from the canonical
+    pieces its append encoded, a replay's original is encoded from the stored row."""
+    if appended.chained is None:
+        return canonical_text({**event_dict(appended.event), "replayed": not appended.created})
+    event = appended.event
+    # The chained form with the derived fields after it: an answer needs no key order.
+    return (
+        f'{appended.chained[:-1]},"token_count":{event.token_count},'
+        f'"hash":{canonical_text(event.hash)},"replayed":false}}'
+    )
 
 
 class ThreadEventsApi(APIView):
@@ -184,7 +193,7 @@ class ThreadEventsApi(APIView):
             "DATA_UPLOAD_MAX_MEMORY_SIZE."
         ),
     )
-    def post(self, request: Request, id: str) -> Response:
+    def post(self, request: Request, id: str) -> HttpResponse:
         if agent_of(request) is None:
             # A person: another workspace's thread is 404 before anything else is said.
             thread_for_request(request, id)
@@ -197,9 +206,13 @@ class ThreadEventsApi(APIView):
             workspace=agent.workspace, thread_id=id, new_events=new_events
         )
         code = status.HTTP_201_CREATED if any(a.created for a in appended) else status.HTTP_200_OK
-        if batch:
-            return Response([_appended_dict(a) for a in appended], status=code)
-        return Response(_appended_dict(appended[0]), status=code)
+        # Rendered here rather than by DRF's renderer: the events' JSON exists already.
+        body = (
+            "[" + ",".join(_appended_json(a) for a in appended) + "]"
+            if batch
+            else _appended_json(appended[0])
+        )
+        return HttpResponse(body.encode("utf-8"), status=code, content_type="application/json")
 
     @extend_schema(
         operation_id="threads_events_list",

@@ -6,6 +6,7 @@ Sorted keys, no spaces, UTF-8 (not ASCII-escaped), datetimes as RFC 3339 UTC wit
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,12 +24,66 @@ def _default(value: Any) -> Any:
     raise TypeError(f"not canonical JSON: {type(value).__name__}")
 
 
+_ENCODER = json.JSONEncoder(
+    sort_keys=True,
+    separators=(",", ":"),
+    ensure_ascii=False,
+    allow_nan=False,
+    default=_default,
+)
+_encode_string = json.encoder.encode_basestring
+# The C encoder that json.dumps builds on each call, built once: the append path encodes each
+# field of every event on its own, and building it costs more than encoding a short value.
+# No circular-reference bookkeeping: canonical values are trees (parsed JSON and the dicts
+# built from it); a cycle still fails, with RecursionError.
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+_encode_tree = (
+    _c_make_encoder(None, _default, _encode_string, None, ":", ",", True, False, False)
+    if _c_make_encoder is not None
+    else None
+)
+
+
+def canonical_text(value: Any) -> str:
+    """The canonical form as text (its UTF-8 bytes are canonical_json's). Raises ValueError for
+    NaN or infinity, TypeError for a value JSON has no form for."""
+    if type(value) is str:
+        return _encode_string(value)  # type: ignore[no-any-return]
+    if _encode_tree is None:
+        return _ENCODER.encode(value)
+    return "".join(_encode_tree(value, 0))
+
+
 def canonical_json(value: Any) -> bytes:
-    return json.dumps(
-        value,
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        allow_nan=False,
-        default=_default,
-    ).encode("utf-8")
+    return canonical_text(value).encode("utf-8")
+
+
+def join_canonical(members: Mapping[str, str]) -> str:
+    """The canonical text of an object whose member values are canonical texts already.
+
+    Gives exactly canonical_text of the decoded object, without encoding the values again: the
+    append path encodes each field of an event once and assembles from the pieces the
+    idempotency digest, the chained form, the stored columns and the answer.
+    """
+    parts = ["{"]
+    for name in sorted(members):
+        # One join at the end: each (possibly large) value is copied once.
+        parts += (_key(name), members[name], ",")
+    if len(parts) > 1:
+        parts.pop()
+    parts.append("}")
+    return "".join(parts)
+
+
+_KEYS: dict[str, str] = {}
+
+
+def _key(name: str) -> str:
+    """A member's name, encoded, with its colon. The same few field names again and again:
+    each is encoded once."""
+    encoded = _KEYS.get(name)
+    if encoded is None:
+        encoded = _ENCODER.encode(name) + ":"
+        if len(_KEYS) < 1024:
+            _KEYS[name] = encoded
+    return encoded

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from threads.domain.canonical import canonical_json, format_time
+from threads.domain.canonical import canonical_text, format_time, join_canonical
 from threads.domain.errors import InvalidEvent, PayloadTooLarge
 
 ROLES = ("system", "developer", "user", "assistant")
@@ -35,6 +35,11 @@ KIND_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "approval_request": (("action", "arguments"), ("tool_name", "expires_at")),
 }
 
+_ALLOWED_FIELDS = {
+    kind: frozenset((*COMMON_FIELDS, *required, *optional))
+    for kind, (required, optional) in KIND_FIELDS.items()
+}
+
 
 @dataclass
 class NewEvent:
@@ -44,6 +49,22 @@ class NewEvent:
     client_event_id: str | None = None
     created_at: datetime | None = None
     digest: str = ""  # of the submitted body: what idempotency compares
+    # Canonical texts of each data field and of metadata, when the caller encoded them already
+    # (normalize_event does): the append path then never encodes the same value twice.
+    data_texts: dict[str, str] | None = None
+    data_text: str | None = None  # join_canonical(data_texts)
+    metadata_text: str | None = None
+
+    def texts(self) -> tuple[dict[str, str], str]:
+        """(canonical text of each data field, canonical text of metadata); the dict is the
+        caller's to change."""
+        data = self.data_texts
+        if data is None:
+            data = {name: canonical_text(value) for name, value in self.data.items()}
+        metadata = self.metadata_text
+        if metadata is None:
+            metadata = canonical_text(self.metadata)
+        return dict(data), metadata
 
 
 def parse_time(value: Any) -> datetime:
@@ -196,7 +217,7 @@ def normalize_event(body: Any, *, max_bytes: int) -> NewEvent:
         )
     required, optional = KIND_FIELDS[kind]
     errors: dict[str, str] = {}
-    for name in sorted(set(body) - set(COMMON_FIELDS) - set(required) - set(optional)):
+    for name in sorted(body.keys() - _ALLOWED_FIELDS[kind]):
         errors[name] = f"unknown field for a {kind} event"
     _text(errors, body, "client_event_id", limit=MAX_ID_LENGTH, required=False)
     _object(errors, body, "metadata", required=False)
@@ -213,16 +234,22 @@ def normalize_event(body: Any, *, max_bytes: int) -> NewEvent:
     if kind == "tool_call":
         data["side_effect"] = bool(body.get("side_effect", False))
     metadata: dict[str, Any] = body.get("metadata") or {}
-    normalized = {
-        "kind": kind,
-        "data": data,
-        "metadata": metadata,
-        "client_event_id": body.get("client_event_id"),
-        "created_at": format_time(created_at) if created_at else None,
-    }
     try:
-        # One canonical form serves the size limit and the idempotency digest.
-        canonical = canonical_json(normalized)
+        # Each field is encoded once; the pieces make the canonical form of the normalized
+        # body ({kind, data, metadata, client_event_id, created_at}), which serves the size
+        # limit and the idempotency digest, and later the stored and chained forms.
+        data_texts = {name: canonical_text(value) for name, value in data.items()}
+        data_text = join_canonical(data_texts)
+        metadata_text = canonical_text(metadata)
+        canonical = join_canonical(
+            {
+                "kind": canonical_text(kind),
+                "data": data_text,
+                "metadata": metadata_text,
+                "client_event_id": canonical_text(body.get("client_event_id")),
+                "created_at": canonical_text(format_time(created_at) if created_at else None),
+            }
+        ).encode("utf-8")
     except (TypeError, ValueError) as exc:
         # Lone surrogates (UnicodeEncodeError is a ValueError), NaN/Infinity or non-JSON values
         # have no canonical form, so they could never be chained or exported.
@@ -239,6 +266,9 @@ def normalize_event(body: Any, *, max_bytes: int) -> NewEvent:
         client_event_id=body.get("client_event_id"),
         created_at=created_at,
         digest=hashlib.sha256(canonical).hexdigest(),
+        data_texts=data_texts,
+        data_text=data_text,
+        metadata_text=metadata_text,
     )
 
 
@@ -246,19 +276,43 @@ def stored_form(
     *,
     seq: int,
     kind: str,
-    created_at: datetime,
+    created_at: datetime | str,
     client_event_id: str | None,
     metadata: dict[str, Any],
     data: dict[str, Any],
 ) -> dict[str, Any]:
-    """The event exactly as the chain and exports see it (CONTRACT: event canonical form)."""
+    """The event exactly as the chain and exports see it (CONTRACT: event canonical form).
+    `created_at` is a time, or its canonical text (format_time) when the caller has it."""
     event: dict[str, Any] = {
         "seq": seq,
         "kind": kind,
-        "created_at": format_time(created_at),
+        "created_at": created_at if isinstance(created_at, str) else format_time(created_at),
         "metadata": metadata,
     }
     if client_event_id is not None:
         event["client_event_id"] = client_event_id
     event.update(data)
     return event
+
+
+def stored_members(
+    *,
+    seq: int,
+    kind: str,
+    created_at: str,
+    client_event_id: str | None,
+    metadata_text: str,
+    data_texts: dict[str, str],
+) -> dict[str, str]:
+    """stored_form with every member already canonical text (created_at formatted):
+    join_canonical of it is the chained form, without encoding any value again."""
+    members = {
+        "seq": str(seq),
+        "kind": canonical_text(kind),
+        "created_at": canonical_text(created_at),
+        "metadata": metadata_text,
+    }
+    if client_event_id is not None:
+        members["client_event_id"] = canonical_text(client_event_id)
+    members.update(data_texts)
+    return members

@@ -4,6 +4,7 @@ working context is measured by. Deterministic: same event, same text."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -25,24 +26,31 @@ def content_text(content: Any) -> str:
     return "\n".join(parts)
 
 
-def render_event(event: dict[str, Any]) -> str:
+def render_event(event: dict[str, Any], texts: Mapping[str, str] | None = None) -> str:
+    """`texts`, when given, holds the canonical JSON text of some of the event's fields (the
+    append path has it already): those are not encoded again."""
+
+    def json_of(name: str) -> str:
+        if texts is not None and name in texts:
+            return texts[name]
+        return _json(event[name])
+
     kind = event["kind"]
     if kind == "message":
         return f"{event['role']}: {content_text(event['content'])}"
     if kind == "tool_call":
-        return f"call {event['tool_name']}#{event['tool_call_id']} {_json(event['arguments'])}"
+        return f"call {event['tool_name']}#{event['tool_call_id']} {json_of('arguments')}"
     if kind == "tool_result":
         head = f"result #{event['tool_call_id']} {event['status']}"
         body = event.get("result")
-        text = body if isinstance(body, str) else ("" if body is None else _json(body))
-        facts = event.get("verified_facts")
-        if facts:
-            text += " verified " + _json(facts)
+        text = body if isinstance(body, str) else ("" if body is None else json_of("result"))
+        if event.get("verified_facts"):
+            text += " verified " + json_of("verified_facts")
         return f"{head} {text}".rstrip()
     if kind == "annotation":
-        return f"{event['type']} ({event['authority']}): {_json(event['payload'])}"
+        return f"{event['type']} ({event['authority']}): {json_of('payload')}"
     if kind == "approval_request":
-        return f"approval requested: {event['action']} {_json(event['arguments'])}"
+        return f"approval requested: {event['action']} {json_of('arguments')}"
     if kind == "approval_decision":
         return f"approval {event['decision']}: {event.get('reason', '')}".rstrip()
     if kind == "side_effect_resolution":

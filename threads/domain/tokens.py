@@ -8,10 +8,10 @@ An encoding that is not bundled is a clear error, never a download.
 
 from __future__ import annotations
 
-import functools
 import gzip
 import hashlib
 import os
+import threading
 from importlib.resources import files
 
 import tiktoken
@@ -57,26 +57,40 @@ def seed_cache(name: str, cache_dir: str) -> str:
     if hashlib.sha256(raw).hexdigest() != expected:
         raise EncodingUnavailable(f"bundled BPE file for {name!r} does not match tiktoken's hash")
     os.makedirs(cache_dir, exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
+    # Unique per process and thread: writers that race each replace the file with the same
+    # bytes, atomically.
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
     with open(tmp, "wb") as f:
         f.write(raw)
     os.replace(tmp, path)
     return path
 
 
-@functools.cache
+_encodings: dict[str, tiktoken.Encoding] = {}
+_loading = threading.Lock()
+
+
 def get_encoding(name: str) -> tiktoken.Encoding:
-    cache_dir = _cache_dir()
-    if not cache_dir:
-        raise EncodingUnavailable(
-            "TIKTOKEN_CACHE_DIR is not set; ctxadmin never downloads encodings"
-        )
-    seed_cache(name, cache_dir)
-    return tiktoken.get_encoding(name)
+    """The encoding, loaded once per process (threads that ask first wait for one load)."""
+    encoding = _encodings.get(name)
+    if encoding is not None:
+        return encoding
+    with _loading:
+        if name not in _encodings:
+            cache_dir = _cache_dir()
+            if not cache_dir:
+                raise EncodingUnavailable(
+                    "TIKTOKEN_CACHE_DIR is not set; ctxadmin never downloads encodings"
+                )
+            seed_cache(name, cache_dir)
+            _encodings[name] = tiktoken.get_encoding(name)
+        return _encodings[name]
 
 
 def count_text(text: str, encoding: str = DEFAULT_ENCODING) -> int:
-    return len(get_encoding(encoding).encode(text, disallowed_special=()))
+    # Special-token text counts as ordinary text: encode(text, disallowed_special=()) gives
+    # the same tokens, with more checks in Python first.
+    return len(get_encoding(encoding).encode_ordinary(text))
 
 
 def count_texts(texts: list[str], encoding: str = DEFAULT_ENCODING) -> list[int]:

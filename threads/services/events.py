@@ -6,9 +6,12 @@ PostgreSQL; on SQLite every transaction is BEGIN IMMEDIATE, which serialises wri
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -20,8 +23,9 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from threads.domain import chain, tokens
+from threads.domain.canonical import canonical_text, format_time, join_canonical
 from threads.domain.errors import IdempotencyConflict, InvalidEvent, NoOpenToolCall, NotFound
-from threads.domain.events import NewEvent, parse_time, stored_form
+from threads.domain.events import NewEvent, parse_time, stored_members
 from threads.domain.render import render_event
 from threads.models import (
     ApprovalRequest,
@@ -51,13 +55,18 @@ after_append_hooks: list[Callable[[Any, list[Event]], None]] = []
 class Appended:
     event: Event
     created: bool  # False when an idempotent replay answered with the original
-    # A new event's stored form with token_count and hash (INTERFACES "event dicts"), kept
-    # from the append so that answering it costs nothing; None for a replay.
-    stored: dict[str, Any] | None = None
+    # The stored form as canonical JSON text (what the chain hashed: without token_count and
+    # hash), so that the answer is assembled without encoding the event again; None for a
+    # replay.
+    chained: str | None = None
 
 
-def event_token_count(stored: dict[str, Any], encoding: str) -> int:
-    return tokens.count_text(render_event(stored), encoding) + tokens.MESSAGE_OVERHEAD_TOKENS
+def event_token_count(
+    stored: dict[str, Any], encoding: str, texts: Mapping[str, str] | None = None
+) -> int:
+    """Tokens of the event as a model reads it; `texts`: canonical texts of its fields, when
+    known (see render_event)."""
+    return tokens.count_text(render_event(stored, texts), encoding) + tokens.MESSAGE_OVERHEAD_TOKENS
 
 
 def _open_calls(thread: Thread, tool_call_ids: set[str]) -> tuple[dict[str, list[int]], set[int]]:
@@ -120,9 +129,17 @@ def thread_events_append(
     """The API's append: find the workspace's thread by UUID or external_id and lock it in the
     same query (select_for_update), then append as event_append_batch does. Raises NotFound
     for a thread outside the workspace."""
-    with transaction.atomic(durable=True):
-        locked = _thread_lock_for_workspace(workspace, thread_id, new_events)
-        appended = _append_locked(locked, new_events)
+    guess_key = (workspace.pk, thread_id)
+    counts = _TokenCounts(new_events, _encoding_guesses.get(guess_key, tokens.DEFAULT_ENCODING))
+    try:
+        with transaction.atomic(durable=True):
+            locked = _thread_lock_for_workspace(workspace, thread_id, new_events)
+            appended = _append_locked(locked, new_events, counts=counts)
+    finally:
+        counts.cancel()
+    if len(_encoding_guesses) >= _ENCODING_GUESSES_MAX:
+        _encoding_guesses.clear()
+    _encoding_guesses[guess_key] = locked.encoding
     _schedule_hooks(locked, appended)
     return locked, appended
 
@@ -174,16 +191,29 @@ def _thread_lock_for_workspace(
     quote = connection.ops.quote_name
     thread_table, event_table = quote(Thread._meta.db_table), quote(Event._meta.db_table)
     client_ids = sorted({e.client_event_id for e in new_events if e.client_event_id is not None})
+    postgres = connection.vendor == "postgresql"
+    fields = Thread._meta.concrete_fields
+    columns = ", ".join(f"t.{quote(cast(str, f.column))}" for f in fields)
     params: list[Any] = []
-    columns = "t.*"
     if client_ids:
+        if postgres:
+            # The ids as one array parameter, joined to the (thread, client_event_id) index: a
+            # 500-id IN list costs milliseconds to parse and plan on every batch.
+            replays = (
+                f"SELECT COUNT(*) FROM unnest(%s::text[]) AS c(id) JOIN {event_table} e "
+                "ON e.thread_id = t.id AND e.client_event_id = c.id"
+            )
+            params.append(client_ids)
+        else:
+            replays = (
+                f"SELECT COUNT(*) FROM {event_table} e WHERE e.thread_id = t.id AND "
+                f"e.client_event_id IN ({', '.join(['%s'] * len(client_ids))})"
+            )
+            params += client_ids
         columns += (
-            f", (SELECT COUNT(*) FROM {event_table} e WHERE e.thread_id = t.id AND "
-            f"e.client_event_id IN ({', '.join(['%s'] * len(client_ids))})) AS replays, "
-            f"COALESCE((SELECT MAX(e.seq) FROM {event_table} e WHERE e.thread_id = t.id), 0) "
-            "AS log_seq"
+            f", ({replays}) AS replays, COALESCE((SELECT MAX(e.seq) FROM {event_table} e "
+            "WHERE e.thread_id = t.id), 0) AS log_seq"
         )
-        params += client_ids
     try:
         uid: uuid.UUID | None = uuid.UUID(thread_id)
     except ValueError:
@@ -195,16 +225,53 @@ def _thread_lock_for_workspace(
         params.append(thread_id)
     else:
         where += "(t.id = %s OR t.external_id = %s)"
-        params += [Thread._meta.pk.get_db_prep_value(uid, connection), thread_id]  # type: ignore[union-attr]
+        pk_field: Any = Thread._meta.pk
+        params += [uid if postgres else pk_field.get_db_prep_value(uid, connection), thread_id]
     lock = " FOR UPDATE OF t" if connection.features.has_select_for_update_of else ""
-    found = list(
-        Thread.objects.raw(f"SELECT {columns} FROM {thread_table} t WHERE {where}{lock}", params)
-    )
+    sql = f"SELECT {columns} FROM {thread_table} t WHERE {where}{lock}"
+    if postgres:
+        # psycopg gives every column of the thread its Python type (uuid, timestamptz, ...),
+        # so rows become models with no converter, as Django's own reads would make them.
+        with _server_cursor(connection) as pg:
+            pg.execute(sql, params)
+            rows = pg.fetchall()
+        _log_queries(connection, time.monotonic(), sql)
+        names = [f.attname for f in fields]
+        found = []
+        for row in rows:
+            thread = Thread.from_db(connection.alias, names, row[: len(fields)])
+            if client_ids:
+                thread.replays, thread.log_seq = row[len(fields) :]  # type: ignore[attr-defined]
+            found.append(thread)
+    else:
+        found = list(Thread.objects.raw(sql, params))
     if not found:
         raise NotFound("thread not found")
     # The UUID wins over an external_id that happens to spell another thread's UUID.
     found.sort(key=lambda t: t.pk != uid)
     return found[0]
+
+
+@contextmanager
+def _server_cursor(connection: Any) -> Iterator[psycopg.Cursor[Any]]:
+    """A psycopg cursor on Django's PostgreSQL connection that binds on the server (Django's
+    own cursors quote every value into the SQL text in Python), with its statements prepared
+    (CTXADMIN_PREPARED_STATEMENTS) for this use only: the connection is left as Django
+    configured it. Errors come out as Django's classes (IntegrityError...), as for any query.
+    """
+    connection.ensure_connection()
+    pgconn = connection.connection
+    threshold = pgconn.prepare_threshold
+    # Django turns psycopg's prepared statements off (prepare_threshold=None, for poolers that
+    # do not support them); unprepared, the server parses and plans the append path's
+    # statements again on every request.
+    if settings.CTXADMIN_PREPARED_STATEMENTS:
+        pgconn.prepare_threshold = 0
+    try:
+        with connection.wrap_database_errors, psycopg.Cursor(pgconn) as cursor:
+            yield cursor
+    finally:
+        pgconn.prepare_threshold = threshold
 
 
 def _schedule_hooks(thread: Thread, appended: list[Appended]) -> None:
@@ -221,10 +288,126 @@ def _schedule_hooks(thread: Thread, appended: list[Appended]) -> None:
             )
 
 
+def _batch_lookups(new_events: Sequence[NewEvent], existing: Mapping[Any, Event]) -> set[str]:
+    """tool_call_ids whose open calls must be read from the log: those of results that no
+    earlier new call in the same batch answers. Replays are skipped, as the append skips them."""
+    open_here: dict[str, int] = {}
+    seen: set[str] = set()
+    lookups: set[str] = set()
+    for new in new_events:
+        client_id = new.client_event_id
+        if client_id is not None:
+            if client_id in existing or client_id in seen:
+                continue
+            seen.add(client_id)
+        call_id: str = new.data.get("tool_call_id", "")
+        if new.kind == "tool_call":
+            open_here[call_id] = open_here.get(call_id, 0) + 1
+        elif new.kind == "tool_result":
+            if open_here.get(call_id):
+                open_here[call_id] -= 1
+            else:
+                lookups.add(call_id)
+    return lookups
+
+
+# The columns of a new event row, in the order _event_rows gives them (every column but id).
+EVENT_COLUMNS = (
+    "thread_id",
+    "seq",
+    "kind",
+    "created_at",
+    "client_event_id",
+    "metadata",
+    "data",
+    "role",
+    "tool_call_id",
+    "request_digest",
+    "token_count",
+    "hash",
+)
+_EVENT_FIELDS = ("id", *EVENT_COLUMNS)
+
+
+@dataclass
+class _Pending:
+    """A new event on its way in: the model object and its JSON columns as canonical text
+    (encoded once, in normalize_event)."""
+
+    event: Event
+    data_text: str
+    metadata_text: str
+
+
+# From this many events, a batch starts counting its tokens on a helper thread (tiktoken
+# releases the GIL while it encodes) while this one locks the thread and hashes the chain, and
+# this one joins in after.
+TOKENS_ASIDE_MIN = 32
+_token_pool: tuple[int, ThreadPoolExecutor] | None = None
+
+
+class _TokenCounts:
+    """Each event's token count (event_token_count) in one encoding, in order. A large
+    batch's counting starts at once on a helper thread; result() counts what is left, taking
+    events from the same queue, and returns them all."""
+
+    def __init__(self, new_events: Sequence[NewEvent], encoding: str) -> None:
+        self.encoding = encoding
+        self._events = new_events
+        self._counts = [0] * len(new_events)
+        self._queue = iter(range(len(new_events)))  # next() on it is atomic under the GIL
+        self._helper: Future[None] | None = None
+        if len(new_events) >= TOKENS_ASIDE_MIN:
+            self._helper = _token_helper().submit(self._count)
+
+    def _count(self) -> None:
+        for index in self._queue:
+            new = self._events[index]
+            self._counts[index] = event_token_count(
+                {"kind": new.kind, **new.data}, self.encoding, new.data_texts
+            )
+
+    def result(self) -> list[int]:
+        self._count()
+        if self._helper is not None:
+            self._helper.result()  # the event it was counting, and any error it met
+        return self._counts
+
+    def cancel(self) -> None:
+        """Stop counting: the helper finishes the event it is on and takes no other."""
+        for _ in self._queue:
+            pass
+
+
+def _token_helper() -> ThreadPoolExecutor:
+    global _token_pool
+    if _token_pool is None or _token_pool[0] != os.getpid():
+        # One per process: a pool inherited through fork has no thread behind it.
+        _token_pool = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="ctxadmin-tokens"))
+    return _token_pool[1]
+
+
+# The encoding each thread had at its last append in this process, by (workspace, the id the
+# agent uses): an append starts counting in it before it has read the thread. Only a guess:
+# counted in another encoding than the thread's, the events are counted again.
+_encoding_guesses: dict[tuple[Any, str], str] = {}
+_ENCODING_GUESSES_MAX = 10_000
+
+
 def _append_locked(
-    thread: Thread, new_events: Sequence[NewEvent], *, with_pks: bool = False
+    thread: Thread,
+    new_events: Sequence[NewEvent],
+    *,
+    with_pks: bool = False,
+    counts: _TokenCounts | None = None,
 ) -> list[Appended]:
+    """`counts`: the events' token counts, already being counted (in the right encoding or
+    not: a wrong one is cancelled and counted again)."""
     key = chain_key()
+    if counts is None or counts.encoding != thread.encoding:
+        if counts is not None:
+            counts.cancel()
+        counts = _TokenCounts(new_events, thread.encoding)
     client_ids = {e.client_event_id for e in new_events if e.client_event_id is not None}
     existing = (
         {
@@ -234,15 +417,15 @@ def _append_locked(
         if client_ids and _may_have_replays(thread)
         else {}
     )
-    open_calls, side_effect_calls = _open_calls(
-        thread, {e.data["tool_call_id"] for e in new_events if e.kind == "tool_result"}
-    )
+    open_calls, side_effect_calls = _open_calls(thread, _batch_lookups(new_events, existing))
     seq, head = thread.last_seq, thread.chain_head
     out: list[Appended] = []
-    to_insert: list[Event] = []
-    stored_forms: list[dict[str, Any]] = []
+    pending: list[_Pending] = []
+    created: list[int] = []  # the indexes of new_events that are new
     seen_in_batch: dict[str, Event] = {}
     now = timezone.now()
+    now_text = format_time(now)
+    alias = router.db_for_write(Event)
     for index, new in enumerate(new_events):
         where = f"events[{index}]" if len(new_events) > 1 else "event"
         if new.client_event_id is not None:
@@ -257,15 +440,18 @@ def _append_locked(
                 out.append(Appended(original, created=False))
                 continue
         seq += 1
-        data = dict(new.data)
+        data, (data_texts, metadata_text) = new.data, new.texts()
+        data_text = new.data_text if new.data_text is not None else join_canonical(data_texts)
         if new.kind == "tool_result":
-            pending = open_calls.get(data["tool_call_id"], [])
-            if not pending:
+            calls = open_calls.get(data["tool_call_id"], [])
+            if not calls:
                 raise NoOpenToolCall(
                     f"no open tool call with tool_call_id {data['tool_call_id']!r} in this thread",
                     fields={where: "tool_call_id has no open call"},
                 )
-            data["call_seq"] = pending.pop()
+            data = {**data, "call_seq": calls.pop()}
+            data_texts["call_seq"] = str(data["call_seq"])
+            data_text = join_canonical(data_texts)
         elif new.kind == "tool_call":
             open_calls.setdefault(data["tool_call_id"], []).append(seq)
             if data.get("side_effect"):
@@ -276,49 +462,61 @@ def _append_locked(
                 fields={where: f"refers_to must be below {seq}"},
             )
         created_at = new.created_at or now
-        stored = stored_form(
-            seq=seq,
-            kind=new.kind,
-            created_at=created_at,
-            client_event_id=new.client_event_id,
-            metadata=new.metadata,
-            data=data,
+        chained = join_canonical(
+            stored_members(
+                seq=seq,
+                kind=new.kind,
+                created_at=now_text if new.created_at is None else format_time(created_at),
+                client_event_id=new.client_event_id,
+                metadata_text=metadata_text,
+                data_texts=data_texts,
+            )
         )
-        head = chain.link_hash(head, chain.event_canonical(stored), key)
-        event = Event(
-            thread=thread,
-            seq=seq,
-            kind=new.kind,
-            created_at=created_at,
-            client_event_id=new.client_event_id,
-            metadata=new.metadata,
-            data=data,
-            role=data.get("role", ""),
-            tool_call_id=data.get("tool_call_id", ""),
-            request_digest=new.digest,
-            hash=head,
+        head = chain.link_hash(head, chained.encode("utf-8"), key)
+        # from_db: a positional build of every field, a third of the keyword constructor's
+        # cost. The row is inserted below, in this transaction, or not at all.
+        event = Event.from_db(
+            alias,
+            _EVENT_FIELDS,
+            (
+                None,
+                thread.pk,
+                seq,
+                new.kind,
+                created_at,
+                new.client_event_id,
+                new.metadata,
+                data,
+                data.get("role", ""),
+                data.get("tool_call_id", ""),
+                new.digest,
+                0,
+                head,
+            ),
         )
-        stored_forms.append(stored)
-        to_insert.append(event)
-        out.append(Appended(event, created=True, stored=stored))
+        Event.thread.field.set_cached_value(event, thread)
+        pending.append(_Pending(event, data_text, metadata_text))
+        created.append(index)
+        out.append(Appended(event, created=True, chained=chained))
         if new.client_event_id is not None:
             seen_in_batch[new.client_event_id] = event
-    if not to_insert:
+    if not pending:
         return out
-    # One by one: tiktoken's batch API starts a thread pool per call, slower than a loop here.
-    for event, stored in zip(to_insert, stored_forms, strict=True):
-        event.token_count = event_token_count(stored, thread.encoding)
-        stored["token_count"], stored["hash"] = event.token_count, event.hash
+    token_counts = counts.result()
+    for item, index in zip(pending, created, strict=True):
+        item.event.token_count = token_counts[index]
+    to_insert = [item.event for item in pending]
     thread.last_seq, thread.chain_head = seq, head
     thread.token_total += sum(e.token_count for e in to_insert)
-    _insert_events_and_head(thread, to_insert, now)
-    if with_pks or any(
-        e.kind == EventKind.APPROVAL_REQUEST
-        or (e.kind == EventKind.TOOL_CALL and e.data.get("side_effect"))
-        for e in to_insert
-    ):
+    _insert_events_and_head(
+        thread,
+        to_insert,
+        now,
+        texts=[(item.metadata_text, item.data_text) for item in pending],
+        then=_side_effect_and_approval_statements(thread, to_insert, side_effect_calls),
+    )
+    if with_pks:
         _assign_event_pks(thread, to_insert)
-    _record_side_effects_and_approvals(thread, to_insert, side_effect_calls)
     return out
 
 
@@ -364,92 +562,116 @@ def _row_params(objs: Sequence[models.Model], connection: Any) -> tuple[str, lis
     return columns, rows
 
 
-def _insert_rows(objs: Sequence[models.Model]) -> None:
-    """Insert rows of one model with one prepared INSERT run for every row (executemany).
-
-    A constant number of statements however large the batch: bulk_create splits SQLite
-    batches at Django's 999-parameter limit, and on PostgreSQL it binds arrays (UNNEST) that
-    the client-side cursor quotes in Python, slower than psycopg's pipelined executemany.
-    Primary keys are not read back (see _assign_event_pks).
-    """
-    if not objs:
-        return
-    connection = connections[router.db_for_write(type(objs[0]))]
-    columns, rows = _row_params(objs, connection)
-    table = connection.ops.quote_name(type(objs[0])._meta.db_table)
-    placeholders = ", ".join(["%s"] * len(rows[0]))
-    with connection.cursor() as cursor:
-        cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({placeholders})", rows)
-
-
 # From this many rows a batch goes in with COPY rather than a pipelined executemany.
 COPY_MIN_ROWS = 50
 
 
-def _insert_events_and_head(thread: Thread, events: list[Event], now: Any) -> None:
-    """Write the new events and move the thread's head (last_seq, chain_head, token_total).
+def _event_rows(
+    connection: Any,
+    thread: Thread,
+    events: Sequence[Event],
+    texts: Sequence[tuple[str, str]] | None,
+) -> list[tuple[Any, ...]]:
+    """Each new event's EVENT_COLUMNS values as the database takes them. The JSON columns go
+    as their canonical text (`texts`: (metadata, data) per event, encoded here when absent),
+    which PostgreSQL parses into jsonb and SQLite stores as it is."""
+    thread_id = Event._meta.get_field("thread").get_db_prep_save(thread.pk, connection)
+    adapt_time = connection.ops.adapt_datetimefield_value
+    if texts is None:
+        texts = [(canonical_text(e.metadata), canonical_text(e.data)) for e in events]
+    return [
+        (
+            thread_id,
+            e.seq,
+            e.kind,
+            adapt_time(e.created_at),
+            e.client_event_id,
+            metadata,
+            data,
+            e.role,
+            e.tool_call_id,
+            e.request_digest,
+            e.token_count,
+            e.hash,
+        )
+        for e, (metadata, data) in zip(events, texts, strict=True)
+    ]
 
-    PostgreSQL: the rows (executemany) and the head's UPDATE go in one psycopg pipeline, one
-    round trip for the whole batch. SQLite (in-process, no round trips): one after the other.
+
+def _insert_events_and_head(
+    thread: Thread,
+    events: list[Event],
+    now: Any,
+    *,
+    texts: Sequence[tuple[str, str]] | None = None,
+    then: Sequence[Statement] = (),
+) -> None:
+    """Write the new events, move the thread's head (last_seq, chain_head, token_total), then
+    run the `then` statements (rows that point at the new events).
+
+    PostgreSQL: the rows (executemany, or COPY for a large batch before it), the head's UPDATE
+    and the statements go in one psycopg pipeline, one round trip for the whole batch. SQLite
+    (in-process, no round trips): one after the other.
     """
     connection = connections[router.db_for_write(Event)]
-    head = Thread.objects.filter(pk=thread.pk)
-    values = {
-        "last_seq": thread.last_seq,
-        "chain_head": thread.chain_head,
-        "token_total": thread.token_total,
-        "updated_at": now,
-    }
-    if connection.vendor != "postgresql":
-        _insert_rows(events)
-        head.update(**values)
-        return
-    columns, rows = _row_params(events, connection)
-    table = connection.ops.quote_name(Event._meta.db_table)
-    placeholders = ", ".join(["%s"] * len(rows[0]))
-    update_sql, update_params = _head_update_sql(connection, thread, values)
+    rows = _event_rows(connection, thread, events, texts)
+    for event in events:
+        event._state.db = connection.alias
+    quote = connection.ops.quote_name
+    table = quote(Event._meta.db_table)
+    columns = ", ".join(quote(name) for name in EVENT_COLUMNS)
+    placeholders = ", ".join(["%s"] * len(EVENT_COLUMNS))
     insert_sql = f"INSERT INTO {table} ({columns}) VALUES ({placeholders})"
-    connection.ensure_connection()
-    started = time.monotonic()
-    # A server-side-binding cursor (Django's own binds on the client, quoting every value
-    # into the SQL text in Python): the rows travel as parameters of one prepared INSERT.
-    # Errors surface when the pipeline syncs: wrap_database_errors turns them into Django's
-    # own classes (IntegrityError...), as for any other query.
-    pgconn = connection.connection
-    threshold = pgconn.prepare_threshold
-    # Django turns psycopg's prepared statements off (prepare_threshold=None, for poolers
-    # that do not support them); unprepared, the server parses and plans each of a batch's
-    # INSERTs again, several times the cost of the insert itself. The batch's statement is
-    # prepared for this call only, and the connection is left as Django configured it.
-    prepare = settings.CTXADMIN_PREPARE_BATCH_INSERTS and len(rows) > 1
-    pgconn.prepare_threshold = 0 if prepare else threshold
-    if len(rows) >= COPY_MIN_ROWS:
-        # COPY: one stream for the rows, no per-row statement at all; then the head.
-        with connection.wrap_database_errors, psycopg.Cursor(pgconn) as cursor:
-            with cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
-            cursor.execute(update_sql, update_params)
-        if connection.queries_logged:
-            duration = f"{time.monotonic() - started:.3f}"
-            connection.queries_log.append({"sql": f"COPY {table} ({columns})", "time": duration})
-            connection.queries_log.append({"sql": update_sql, "time": duration})
-        return
-    try:
-        with (
-            connection.wrap_database_errors,
-            pgconn.pipeline(),
-            psycopg.Cursor(pgconn) as cursor,
-        ):
+    update_sql, update_params = _head_update_sql(
+        connection,
+        thread,
+        {
+            "last_seq": thread.last_seq,
+            "chain_head": thread.chain_head,
+            "token_total": thread.token_total,
+            "updated_at": now,
+        },
+    )
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
             cursor.executemany(insert_sql, rows)
             cursor.execute(update_sql, update_params)
-    finally:
-        pgconn.prepare_threshold = threshold
+            for sql, params in then:
+                cursor.executemany(sql, params)
+        return
+    started = time.monotonic()
+    copy = len(rows) >= COPY_MIN_ROWS
+    with _server_cursor(connection) as pg:
+        if copy:
+            # COPY: one stream for the rows, no per-row statement at all (COPY cannot run in
+            # a pipeline: it goes first).
+            with pg.copy(f"COPY {table} ({columns}) FROM STDIN") as stream:
+                for row in rows:
+                    stream.write_row(row)
+        # Errors surface when the pipeline syncs.
+        with pg.connection.pipeline():
+            if not copy:
+                # The rows as parameters of one prepared INSERT.
+                pg.executemany(insert_sql, rows)
+            pg.execute(update_sql, update_params)
+            for sql, params in then:
+                pg.executemany(sql, params)
+    _log_queries(
+        connection,
+        started,
+        f"COPY {table} ({columns})" if copy else f"{len(rows)} times: {insert_sql}",
+        update_sql,
+        *(f"{len(params)} times: {sql}" for sql, params in then),
+    )
+
+
+def _log_queries(connection: Any, started: float, *sqls: str) -> None:
+    """Log statements run on the raw connection as Django's debug cursor would, so that query
+    counts in tests stay truthful."""
     if connection.queries_logged:
-        # Logged as Django's debug cursor would, so query counts in tests stay truthful.
         duration = f"{time.monotonic() - started:.3f}"
-        connection.queries_log.append({"sql": f"{len(rows)} times: {insert_sql}", "time": duration})
-        connection.queries_log.append({"sql": update_sql, "time": duration})
+        for sql in sqls:
+            connection.queries_log.append({"sql": sql, "time": duration})
 
 
 def _head_update_sql(
@@ -476,11 +698,17 @@ def _assign_event_pks(thread: Thread, events: list[Event]) -> None:
         event.pk = ids[event.seq]
 
 
-def _record_side_effects_and_approvals(
+# A statement and the parameter rows it runs for.
+Statement = tuple[str, list[Sequence[Any]]]
+
+
+def _side_effect_and_approval_statements(
     thread: Thread, events: list[Event], side_effect_calls: set[int]
-) -> None:
+) -> list[Statement]:
     """Side-effect and approval rows for new calls and requests; a result of a side-effecting
-    call (its seq in side_effect_calls) sets that side effect's status."""
+    call (its seq in side_effect_calls) sets that side effect's status. Statements to run
+    right after the events' INSERT, in the same round trip: rows that point at a new event
+    find it by (thread, seq), so no event key is read back first."""
     new_effects: list[SideEffect] = []
     approvals: list[ApprovalRequest] = []
     results: list[Event] = []
@@ -512,32 +740,57 @@ def _record_side_effects_and_approvals(
                     else None,
                 )
             )
-    _insert_rows(new_effects)
-    _insert_rows(approvals)
-    if not results:
-        return
-    # One statement for the whole batch, keyed by (thread, call_seq): no read first
-    # (bulk_update would also split it on SQLite).
-    connection = connections[router.db_for_write(SideEffect)]
-    table = connection.ops.quote_name(SideEffect._meta.db_table)
-    now = SideEffect._meta.get_field("updated_at").get_db_prep_save(timezone.now(), connection)
-    thread_id = Thread._meta.pk.get_db_prep_save(thread.pk, connection)  # type: ignore[union-attr]
-    with connection.cursor() as cursor:
-        cursor.executemany(
-            f"UPDATE {table} SET status = %s, result_seq = %s, request_id = %s, "
-            "updated_at = %s WHERE thread_id = %s AND call_seq = %s",
-            [
-                (
-                    RESULT_TO_SIDE_EFFECT[r.data["status"]].value,
-                    r.seq,
-                    r.data.get("request_id", ""),
-                    now,
-                    thread_id,
-                    r.data["call_seq"],
-                )
-                for r in results
-            ],
+    statements = []
+    if new_effects:
+        statements.append(_insert_referring_to_events(thread, new_effects, "call_event"))
+    if approvals:
+        statements.append(_insert_referring_to_events(thread, approvals, "request_event"))
+    if results:
+        # One statement for the whole batch, keyed by (thread, call_seq): no read first.
+        connection = connections[router.db_for_write(SideEffect)]
+        table = connection.ops.quote_name(SideEffect._meta.db_table)
+        now = SideEffect._meta.get_field("updated_at").get_db_prep_save(timezone.now(), connection)
+        thread_id = Thread._meta.pk.get_db_prep_save(thread.pk, connection)  # type: ignore[union-attr]
+        statements.append(
+            (
+                f"UPDATE {table} SET status = %s, result_seq = %s, request_id = %s, "
+                "updated_at = %s WHERE thread_id = %s AND call_seq = %s",
+                [
+                    (
+                        RESULT_TO_SIDE_EFFECT[r.data["status"]].value,
+                        r.seq,
+                        r.data.get("request_id", ""),
+                        now,
+                        thread_id,
+                        r.data["call_seq"],
+                    )
+                    for r in results
+                ],
+            )
         )
+    return statements
+
+
+def _insert_referring_to_events(
+    thread: Thread, objs: Sequence[models.Model], event_field: str
+) -> Statement:
+    """The INSERT of rows whose `event_field` points at a new event of `thread`: its key is
+    looked up in the statement by the event's seq."""
+    connection = connections[router.db_for_write(type(objs[0]))]
+    meta = type(objs[0])._meta
+    columns, rows = _row_params(objs, connection)
+    fields = [f for f in meta.concrete_fields if not f.primary_key]
+    at = fields.index(meta.get_field(event_field))  # type: ignore[arg-type]
+    event_table = connection.ops.quote_name(Event._meta.db_table)
+    placeholders = ["%s"] * len(fields)
+    placeholders[at] = f"(SELECT id FROM {event_table} WHERE thread_id = %s AND seq = %s)"
+    thread_id = Thread._meta.pk.get_db_prep_save(thread.pk, connection)  # type: ignore[union-attr]
+    params: list[Sequence[Any]] = [
+        [*row[:at], thread_id, getattr(obj, event_field).seq, *row[at + 1 :]]
+        for obj, row in zip(objs, rows, strict=True)
+    ]
+    table = connection.ops.quote_name(meta.db_table)
+    return f"INSERT INTO {table} ({columns}) VALUES ({', '.join(placeholders)})", params
 
 
 def server_event_append(
