@@ -6,6 +6,8 @@ import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from threads.domain import tokens
 
@@ -52,3 +54,24 @@ def test_special_token_text_counts_as_ordinary_text(fresh_cache: Path) -> None:
 def test_an_encoding_that_is_not_bundled_is_a_clear_error(fresh_cache: Path) -> None:
     with pytest.raises(tokens.EncodingUnavailable, match="not available offline"):
         tokens.count_text("x", "p50k_base")
+
+
+special_heavy_text = st.lists(
+    st.sampled_from(["<|endoftext|>", "<|fim_prefix|>", "<|endofprompt|>", "<|", "|>", " ", "\n"])
+    | st.text(max_size=30),
+    max_size=6,
+).map("".join)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(special_heavy_text, max_size=12), st.sampled_from(tokens.SUPPORTED_ENCODINGS))
+def test_counting_many_texts_at_once_counts_each_as_alone(texts: list[str], encoding: str) -> None:
+    assert tokens.count_texts(texts, encoding) == [tokens.count_text(t, encoding) for t in texts]
+
+
+def test_counting_many_texts_keeps_their_boundaries() -> None:
+    # Joined without a hard boundary, "ab" + "cd" could merge into fewer tokens than apart.
+    texts = ["hello", " world", "", "<|endoftext|>", "Ünïcödé 数据", '{"a":[1,2]}' * 20]
+    assert tokens.count_texts(texts, "cl100k_base") == [
+        tokens.count_text(t, "cl100k_base") for t in texts
+    ]

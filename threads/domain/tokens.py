@@ -12,6 +12,7 @@ import gzip
 import hashlib
 import os
 import threading
+from collections.abc import Sequence
 from importlib.resources import files
 
 import tiktoken
@@ -93,7 +94,34 @@ def count_text(text: str, encoding: str = DEFAULT_ENCODING) -> int:
     return len(get_encoding(encoding).encode_ordinary(text))
 
 
-def count_texts(texts: list[str], encoding: str = DEFAULT_ENCODING) -> list[int]:
-    """Batch form: tiktoken encodes in parallel threads."""
+# A special token of every supported encoding: a hard boundary that tiktoken never merges
+# across, encoding the text between two of them on its own.
+_SEPARATOR = "<|endoftext|>"
+
+
+def count_texts(texts: Sequence[str], encoding: str = DEFAULT_ENCODING) -> list[int]:
+    """Each text's count_text, from one call into tiktoken (which releases the GIL for the whole
+    call, so that another thread runs meanwhile): the texts are joined by a special token and
+    the tokens between separators counted. A text that spells the separator itself is counted
+    on its own."""
     enc = get_encoding(encoding)
-    return [len(ids) for ids in enc.encode_ordinary_batch(texts)]
+    separator = enc.encode_single_token(_SEPARATOR)
+    joined = [index for index, text in enumerate(texts) if _SEPARATOR not in text]
+    ids = enc.encode(
+        _SEPARATOR.join(texts[index] for index in joined),
+        allowed_special={_SEPARATOR},
+        disallowed_special=(),
+    )
+    counts = [0] * len(texts)
+    start = 0
+    for index in joined:
+        try:
+            end = ids.index(separator, start)
+        except ValueError:  # the last text
+            end = len(ids)
+        counts[index] = end - start
+        start = end + 1
+    for index, text in enumerate(texts):
+        if _SEPARATOR in text:
+            counts[index] = count_text(text, encoding)
+    return counts

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, cast
 
 import psycopg
@@ -46,19 +47,95 @@ RESULT_TO_SIDE_EFFECT = {
     "timeout": SideEffectStatus.UNKNOWN,
 }
 
-# Called after commit with (thread or its id, appended events); the pipeline registers its
-# triggers.
-after_append_hooks: list[Callable[[Any, list[Event]], None]] = []
+# Called after commit with (thread or its id, appended events: Event rows, or dicts of seq, kind
+# and the kind's fields); the pipeline registers its triggers.
+after_append_hooks: list[Callable[[Any, list[Event | dict[str, Any]]], None]] = []
 
 
-@dataclass
+@dataclass(slots=True)
+class NewRow:
+    """A new event as the append writes it, without a model object (building one costs more
+    than the rest of an event's append): attribute names as Event's, plus its JSON columns as
+    canonical text."""
+
+    thread: Thread
+    seq: int
+    kind: str
+    created_at: datetime
+    client_event_id: str | None
+    metadata: dict[str, Any]
+    data: dict[str, Any]
+    request_digest: str
+    hash: str
+    metadata_text: str
+    data_text: str
+    token_count: int = 0
+
+    @property
+    def role(self) -> str:
+        return cast(str, self.data.get("role", ""))
+
+    @property
+    def tool_call_id(self) -> str:
+        return cast(str, self.data.get("tool_call_id", ""))
+
+    def model(self) -> Event:
+        """The stored row as an Event (its pk unread: None)."""
+        event = Event.from_db(
+            router.db_for_write(Event),
+            _EVENT_FIELDS,
+            (
+                None,
+                self.thread.pk,
+                self.seq,
+                self.kind,
+                self.created_at,
+                self.client_event_id,
+                self.metadata,
+                self.data,
+                self.role,
+                self.tool_call_id,
+                self.request_digest,
+                self.token_count,
+                self.hash,
+            ),
+        )
+        Event.thread.field.set_cached_value(event, self.thread)
+        return event
+
+    def hook_view(self) -> dict[str, Any]:
+        """What the append hooks read of an event: seq, kind and the kind's fields."""
+        return {"seq": self.seq, "kind": self.kind, **self.data}
+
+
 class Appended:
-    event: Event
-    created: bool  # False when an idempotent replay answered with the original
-    # The stored form as canonical JSON text (what the chain hashed: without token_count and
-    # hash), so that the answer is assembled without encoding the event again; None for a
-    # replay.
-    chained: str | None = None
+    """One event of an append: a new one, or the original an idempotent replay answered with."""
+
+    __slots__ = ("_event", "created", "row", "chained")
+
+    def __init__(
+        self,
+        event: Event | None,
+        *,
+        created: bool,
+        row: NewRow | None = None,
+        chained: str | None = None,
+    ) -> None:
+        self._event = event
+        self.created = created  # False when an idempotent replay answered with the original
+        self.row = row  # a new event's row; None for a replay
+        # A new event's stored form as canonical JSON text (what the chain hashed: without
+        # token_count and hash), so that the answer is assembled without encoding the event
+        # again; None for a replay.
+        self.chained = chained
+
+    @property
+    def event(self) -> Event:
+        """The event as a model, built on first use for a new one."""
+        if self._event is None:
+            assert self.row is not None
+            self._event = self.row.model()
+        return self._event
 
 
 def event_token_count(
@@ -275,7 +352,7 @@ def _server_cursor(connection: Any) -> Iterator[psycopg.Cursor[Any]]:
 
 
 def _schedule_hooks(thread: Thread, appended: list[Appended]) -> None:
-    new = [a.event for a in appended if a.created]
+    new = [a.row.hook_view() if a.row is not None else a.event for a in appended if a.created]
     if new:
         for hook in after_append_hooks:
             # robust: the events are committed by then; a failing hook (a fold trigger) is
@@ -329,54 +406,47 @@ EVENT_COLUMNS = (
 _EVENT_FIELDS = ("id", *EVENT_COLUMNS)
 
 
-@dataclass
-class _Pending:
-    """A new event on its way in: the model object and its JSON columns as canonical text
-    (encoded once, in normalize_event)."""
-
-    event: Event
-    data_text: str
-    metadata_text: str
-
-
-# From this many events, a batch starts counting its tokens on a helper thread (tiktoken
-# releases the GIL while it encodes) while this one locks the thread and hashes the chain, and
-# this one joins in after.
+# From this many events, a batch's tokens are counted on a helper thread (tiktoken releases the
+# GIL while it encodes) while this one locks the thread and hashes the chain.
 TOKENS_ASIDE_MIN = 32
 _token_pool: tuple[int, ThreadPoolExecutor] | None = None
 
 
 class _TokenCounts:
-    """Each event's token count (event_token_count) in one encoding, in order. A large
-    batch's counting starts at once on a helper thread; result() counts what is left, taking
-    events from the same queue, and returns them all."""
+    """Each event's token count (event_token_count) in one encoding, in order. A large batch is
+    counted at once on a helper thread, in one call into tiktoken that runs without the GIL
+    beside this thread's work; result() waits for it."""
 
     def __init__(self, new_events: Sequence[NewEvent], encoding: str) -> None:
         self.encoding = encoding
         self._events = new_events
-        self._counts = [0] * len(new_events)
-        self._queue = iter(range(len(new_events)))  # next() on it is atomic under the GIL
-        self._helper: Future[None] | None = None
+        self._helper: Future[list[int]] | None = None
+        self._cancelled = False
         if len(new_events) >= TOKENS_ASIDE_MIN:
             self._helper = _token_helper().submit(self._count)
 
-    def _count(self) -> None:
-        for index in self._queue:
-            new = self._events[index]
-            self._counts[index] = event_token_count(
-                {"kind": new.kind, **new.data}, self.encoding, new.data_texts
-            )
+    def _count(self) -> list[int]:
+        if self._cancelled:
+            return []
+        texts = [
+            render_event({"kind": new.kind, **new.data}, new.data_texts) for new in self._events
+        ]
+        return [
+            count + tokens.MESSAGE_OVERHEAD_TOKENS
+            for count in tokens.count_texts(texts, self.encoding)
+        ]
 
     def result(self) -> list[int]:
-        self._count()
-        if self._helper is not None:
-            self._helper.result()  # the event it was counting, and any error it met
-        return self._counts
+        if self._helper is None:
+            return [
+                event_token_count({"kind": new.kind, **new.data}, self.encoding, new.data_texts)
+                for new in self._events
+            ]
+        return self._helper.result()
 
     def cancel(self) -> None:
-        """Stop counting: the helper finishes the event it is on and takes no other."""
-        for _ in self._queue:
-            pass
+        """Not needed after all: a count not yet started never starts."""
+        self._cancelled = True
 
 
 def _token_helper() -> ThreadPoolExecutor:
@@ -420,16 +490,17 @@ def _append_locked(
     open_calls, side_effect_calls = _open_calls(thread, _batch_lookups(new_events, existing))
     seq, head = thread.last_seq, thread.chain_head
     out: list[Appended] = []
-    pending: list[_Pending] = []
+    rows: list[NewRow] = []
     created: list[int] = []  # the indexes of new_events that are new
-    seen_in_batch: dict[str, Event] = {}
+    seen_in_batch: dict[str, NewRow] = {}
     now = timezone.now()
     now_text = format_time(now)
-    alias = router.db_for_write(Event)
     for index, new in enumerate(new_events):
         where = f"events[{index}]" if len(new_events) > 1 else "event"
         if new.client_event_id is not None:
-            original = existing.get(new.client_event_id) or seen_in_batch.get(new.client_event_id)
+            original: Event | NewRow | None = existing.get(
+                new.client_event_id
+            ) or seen_in_batch.get(new.client_event_id)
             if original is not None:
                 if original.request_digest != new.digest:
                     raise IdempotencyConflict(
@@ -437,7 +508,10 @@ def _append_locked(
                         f"another body (seq {original.seq})",
                         fields={where: "client_event_id reused with a different body"},
                     )
-                out.append(Appended(original, created=False))
+                if isinstance(original, NewRow):  # earlier in this same batch
+                    out.append(Appended(None, created=False, row=original))
+                else:
+                    out.append(Appended(original, created=False))
                 continue
         seq += 1
         data, (data_texts, metadata_text) = new.data, new.texts()
@@ -473,50 +547,40 @@ def _append_locked(
             )
         )
         head = chain.link_hash(head, chained.encode("utf-8"), key)
-        # from_db: a positional build of every field, a third of the keyword constructor's
-        # cost. The row is inserted below, in this transaction, or not at all.
-        event = Event.from_db(
-            alias,
-            _EVENT_FIELDS,
-            (
-                None,
-                thread.pk,
-                seq,
-                new.kind,
-                created_at,
-                new.client_event_id,
-                new.metadata,
-                data,
-                data.get("role", ""),
-                data.get("tool_call_id", ""),
-                new.digest,
-                0,
-                head,
-            ),
+        row = NewRow(
+            thread,
+            seq,
+            new.kind,
+            created_at,
+            new.client_event_id,
+            new.metadata,
+            data,
+            new.digest,
+            head,
+            metadata_text,
+            data_text,
         )
-        Event.thread.field.set_cached_value(event, thread)
-        pending.append(_Pending(event, data_text, metadata_text))
+        rows.append(row)
         created.append(index)
-        out.append(Appended(event, created=True, chained=chained))
+        out.append(Appended(None, created=True, row=row, chained=chained))
         if new.client_event_id is not None:
-            seen_in_batch[new.client_event_id] = event
-    if not pending:
+            seen_in_batch[new.client_event_id] = row
+    if not rows:
         return out
     token_counts = counts.result()
-    for item, index in zip(pending, created, strict=True):
-        item.event.token_count = token_counts[index]
-    to_insert = [item.event for item in pending]
+    for row, index in zip(rows, created, strict=True):
+        row.token_count = token_counts[index]
     thread.last_seq, thread.chain_head = seq, head
-    thread.token_total += sum(e.token_count for e in to_insert)
+    thread.token_total += sum(row.token_count for row in rows)
     _insert_events_and_head(
         thread,
-        to_insert,
+        rows,
         now,
-        texts=[(item.metadata_text, item.data_text) for item in pending],
-        then=_side_effect_and_approval_statements(thread, to_insert, side_effect_calls),
+        texts=[(row.metadata_text, row.data_text) for row in rows],
+        then=_side_effect_and_approval_statements(thread, rows, side_effect_calls),
     )
     if with_pks:
-        _assign_event_pks(thread, to_insert)
+        _assign_event_pks(thread, [a.event for a in out if a.created])
     return out
 
 
@@ -569,7 +633,7 @@ COPY_MIN_ROWS = 50
 def _event_rows(
     connection: Any,
     thread: Thread,
-    events: Sequence[Event],
+    events: Sequence[Event | NewRow],
     texts: Sequence[tuple[str, str]] | None,
 ) -> list[tuple[Any, ...]]:
     """Each new event's EVENT_COLUMNS values as the database takes them. The JSON columns go
@@ -600,7 +664,7 @@ def _event_rows(
 
 def _insert_events_and_head(
     thread: Thread,
-    events: list[Event],
+    events: Sequence[Event | NewRow],
     now: Any,
     *,
     texts: Sequence[tuple[str, str]] | None = None,
@@ -615,8 +679,6 @@ def _insert_events_and_head(
     """
     connection = connections[router.db_for_write(Event)]
     rows = _event_rows(connection, thread, events, texts)
-    for event in events:
-        event._state.db = connection.alias
     quote = connection.ops.quote_name
     table = quote(Event._meta.db_table)
     columns = ", ".join(quote(name) for name in EVENT_COLUMNS)
@@ -703,7 +765,7 @@ Statement = tuple[str, list[Sequence[Any]]]
 
 
 def _side_effect_and_approval_statements(
-    thread: Thread, events: list[Event], side_effect_calls: set[int]
+    thread: Thread, events: Sequence[NewRow], side_effect_calls: set[int]
 ) -> list[Statement]:
     """Side-effect and approval rows for new calls and requests; a result of a side-effecting
     call (its seq in side_effect_calls) sets that side effect's status. Statements to run
@@ -711,13 +773,12 @@ def _side_effect_and_approval_statements(
     find it by (thread, seq), so no event key is read back first."""
     new_effects: list[SideEffect] = []
     approvals: list[ApprovalRequest] = []
-    results: list[Event] = []
+    results: list[NewRow] = []
     for event in events:
         if event.kind == EventKind.TOOL_CALL and event.data.get("side_effect"):
             new_effects.append(
                 SideEffect(
                     thread=thread,
-                    call_event=event,
                     tool_call_id=event.data["tool_call_id"],
                     tool_name=event.data["tool_name"],
                     idempotency_key=event.data["idempotency_key"],
@@ -731,7 +792,6 @@ def _side_effect_and_approval_statements(
             approvals.append(
                 ApprovalRequest(
                     thread=thread,
-                    request_event=event,
                     action=event.data["action"],
                     tool_name=event.data.get("tool_name", ""),
                     arguments=event.data["arguments"],
@@ -742,9 +802,14 @@ def _side_effect_and_approval_statements(
             )
     statements = []
     if new_effects:
-        statements.append(_insert_referring_to_events(thread, new_effects, "call_event"))
+        statements.append(
+            _insert_referring_to_events(
+                thread, new_effects, "call_event", [e.call_seq for e in new_effects]
+            )
+        )
     if approvals:
-        statements.append(_insert_referring_to_events(thread, approvals, "request_event"))
+        seqs = [e.seq for e in events if e.kind == EventKind.APPROVAL_REQUEST]
+        statements.append(_insert_referring_to_events(thread, approvals, "request_event", seqs))
     if results:
         # One statement for the whole batch, keyed by (thread, call_seq): no read first.
         connection = connections[router.db_for_write(SideEffect)]
@@ -772,10 +837,10 @@ def _side_effect_and_approval_statements(
 
 
 def _insert_referring_to_events(
-    thread: Thread, objs: Sequence[models.Model], event_field: str
+    thread: Thread, objs: Sequence[models.Model], event_field: str, seqs: Sequence[int]
 ) -> Statement:
-    """The INSERT of rows whose `event_field` points at a new event of `thread`: its key is
-    looked up in the statement by the event's seq."""
+    """The INSERT of rows whose `event_field` points at a new event of `thread`, the event of
+    seqs[i] for objs[i]: its key is looked up in the statement by that seq."""
     connection = connections[router.db_for_write(type(objs[0]))]
     meta = type(objs[0])._meta
     columns, rows = _row_params(objs, connection)
@@ -786,8 +851,7 @@ def _insert_referring_to_events(
     placeholders[at] = f"(SELECT id FROM {event_table} WHERE thread_id = %s AND seq = %s)"
     thread_id = Thread._meta.pk.get_db_prep_save(thread.pk, connection)  # type: ignore[union-attr]
     params: list[Sequence[Any]] = [
-        [*row[:at], thread_id, getattr(obj, event_field).seq, *row[at + 1 :]]
-        for obj, row in zip(objs, rows, strict=True)
+        [*row[:at], thread_id, seq, *row[at + 1 :]] for seq, row in zip(seqs, rows, strict=True)
     ]
     table = connection.ops.quote_name(meta.db_table)
     return f"INSERT INTO {table} ({columns}) VALUES ({', '.join(placeholders)})", params

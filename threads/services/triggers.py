@@ -193,7 +193,7 @@ def choose_trigger(reasons: list[tuple[str, str]]) -> dict[str, Any] | None:
     return {"kind": kind, "reason": "; ".join(r for _, r in reasons)}
 
 
-def after_append(thread_id: Any, events: list[Event]) -> None:
+def after_append(thread_id: Any, events: list[Event | dict[str, Any]]) -> None:
     """The hook on threads.services.events.after_append_hooks (runs after commit).
 
     The events are stored by then: a failure here is logged and never turns the agent's
@@ -204,7 +204,7 @@ def after_append(thread_id: Any, events: list[Event]) -> None:
         logger.exception("fold triggers failed for thread %s", thread_id)
 
 
-def _after_append(thread_id: Any, events: list[Event]) -> None:
+def _after_append(thread_id: Any, events: list[Event | dict[str, Any]]) -> None:
     thread = (
         thread_id
         if isinstance(thread_id, Thread)
