@@ -102,13 +102,13 @@ def _normalize_all(bodies: list[Any], *, batch: bool) -> list[NewEvent]:
 def _appended_json(appended: Appended) -> str:
     """One event of the answer, as JSON text: a new event's is assembled from the canonical
     pieces its append encoded, a replay's original is encoded from the stored row."""
-    if appended.chained is None:
+    row = appended.row
+    if appended.chained is None or row is None:
         return canonical_text({**event_dict(appended.event), "replayed": not appended.created})
-    event = appended.event
     # The chained form with the derived fields after it: an answer needs no key order.
     return (
-        f'{appended.chained[:-1]},"token_count":{event.token_count},'
-        f'"hash":{canonical_text(event.hash)},"replayed":false}}'
+        f'{appended.chained[:-1]},"token_count":{row.token_count},'
+        f'"hash":{canonical_text(row.hash)},"replayed":false}}'
     )
 
 

@@ -309,7 +309,8 @@ def _thread_lock_for_workspace(
     if postgres:
         # psycopg gives every column of the thread its Python type (uuid, timestamptz, ...),
         # so rows become models with no converter, as Django's own reads would make them.
-        with _server_cursor(connection) as pg:
+        # In a pipeline: the transaction's BEGIN goes in the same round trip as the query.
+        with _server_cursor(connection) as pg, pg.connection.pipeline():
             pg.execute(sql, params)
             rows = pg.fetchall()
         _log_queries(connection, time.monotonic(), sql)
