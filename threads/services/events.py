@@ -274,11 +274,14 @@ def _thread_lock_for_workspace(
     params: list[Any] = []
     if client_ids:
         if postgres:
-            # The ids as one array parameter, joined to the (thread, client_event_id) index: a
-            # 500-id IN list costs milliseconds to parse and plan on every batch.
+            # The ids as one array parameter (a 500-id IN list costs milliseconds to parse and
+            # plan on every batch), each probed in the (thread, client_event_id) index by a
+            # correlated subquery: a join may be planned as a scan of all the thread's ids,
+            # whose cost grows with the log.
             replays = (
-                f"SELECT COUNT(*) FROM unnest(%s::text[]) AS c(id) JOIN {event_table} e "
-                "ON e.thread_id = t.id AND e.client_event_id = c.id"
+                f"SELECT COUNT(*) FROM unnest(%s::text[]) AS c(id) WHERE (SELECT 1 FROM "
+                f"{event_table} e WHERE e.thread_id = t.id AND e.client_event_id = c.id) "
+                "IS NOT NULL"
             )
             params.append(client_ids)
         else:
