@@ -302,6 +302,8 @@ class SideEffect(models.Model):
             models.CheckConstraint(
                 condition=Q(status__in=SideEffectStatus.values), name="side_effect_status_valid"
             ),
+            # One per call; also the index a result's status update finds its row by.
+            models.UniqueConstraint(fields=["thread", "call_seq"], name="side_effect_call_unique"),
         ]
         indexes = [models.Index(fields=["status", "thread"])]
 
