@@ -413,44 +413,47 @@ _EVENT_FIELDS = ("id", *EVENT_COLUMNS)
 # From this many events, a batch's tokens are counted on a helper thread (tiktoken releases the
 # GIL while it encodes) while this one locks the thread and hashes the chain.
 TOKENS_ASIDE_MIN = 32
+TOKEN_CHUNKS = 4
 _token_pool: tuple[int, ThreadPoolExecutor] | None = None
 
 
 class _TokenCounts:
     """Each event's token count (event_token_count) in one encoding, in order. A large batch is
-    counted at once on a helper thread, in one call into tiktoken that runs without the GIL
-    beside this thread's work; result() waits for it."""
+    counted in a few chunks, each in one call into tiktoken that runs without the GIL: a helper
+    thread starts on them at once, beside this thread's work, and result() counts the chunks
+    the helper has not reached yet, then waits for it."""
 
     def __init__(self, new_events: Sequence[NewEvent], encoding: str) -> None:
         self.encoding = encoding
         self._events = new_events
-        self._helper: Future[list[int]] | None = None
-        self._cancelled = False
+        self._counts = [0] * len(new_events)
+        self._helper: Future[None] | None = None
+        size = max(TOKENS_ASIDE_MIN, -(-len(new_events) // TOKEN_CHUNKS))
+        # next() on the iterator is atomic under the GIL: each chunk is counted once.
+        self._chunks = iter(range(0, len(new_events), size))
+        self._size = size
         if len(new_events) >= TOKENS_ASIDE_MIN:
             self._helper = _token_helper().submit(self._count)
 
-    def _count(self) -> list[int]:
-        if self._cancelled:
-            return []
-        texts = [
-            render_event({"kind": new.kind, **new.data}, new.data_texts) for new in self._events
-        ]
-        return [
-            count + tokens.MESSAGE_OVERHEAD_TOKENS
-            for count in tokens.count_texts(texts, self.encoding)
-        ]
+    def _count(self) -> None:
+        for start in self._chunks:
+            chunk = self._events[start : start + self._size]
+            texts = [render_event({"kind": new.kind, **new.data}, new.data_texts) for new in chunk]
+            counts = tokens.count_texts(texts, self.encoding)
+            self._counts[start : start + len(chunk)] = [
+                count + tokens.MESSAGE_OVERHEAD_TOKENS for count in counts
+            ]
 
     def result(self) -> list[int]:
-        if self._helper is None:
-            return [
-                event_token_count({"kind": new.kind, **new.data}, self.encoding, new.data_texts)
-                for new in self._events
-            ]
-        return self._helper.result()
+        self._count()
+        if self._helper is not None:
+            self._helper.result()  # the chunk it was counting, and any error it met
+        return self._counts
 
     def cancel(self) -> None:
-        """Not needed after all: a count not yet started never starts."""
-        self._cancelled = True
+        """Not needed after all: the helper finishes the chunk it is on and takes no other."""
+        for _ in self._chunks:
+            pass
 
 
 def _token_helper() -> ThreadPoolExecutor:
