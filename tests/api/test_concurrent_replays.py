@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 
 from tests import factories
 from threads.models import Event
-from threads.services.events import _insert_events_and_head
+from threads.services.event_rows import insert_events_and_head
 
 pytestmark = pytest.mark.postgres
 
@@ -83,7 +83,7 @@ def test_a_failing_pipelined_insert_raises_django_integrity_error(thread: Any) -
     )
     thread.refresh_from_db()
     with pytest.raises(IntegrityError), transaction.atomic():
-        _insert_events_and_head(thread, [clash], timezone.now())
+        insert_events_and_head(thread, [clash], timezone.now())
     assert Event.objects.filter(thread=thread).count() == 1
     thread.refresh_from_db()
     assert thread.last_seq == 1

@@ -31,7 +31,7 @@ def test_batch_insert_leaves_the_connection_as_django_configured_it(
 
 def test_a_large_batch_is_stored_whole_and_chains(thread: Any) -> None:
     """Past COPY_MIN_ROWS the PostgreSQL path streams the rows with COPY."""
-    from threads.services.events import COPY_MIN_ROWS
+    from threads.services.event_rows import COPY_MIN_ROWS
     from threads.services.integrity import integrity_check
 
     bodies: list[dict[str, Any]] = []
@@ -75,7 +75,7 @@ def test_the_append_lock_reads_the_thread_as_the_orm_does(thread: Any) -> None:
 
 def test_a_batch_counted_on_the_helper_thread_counts_as_one_by_one(thread: Any) -> None:
     """Past TOKENS_ASIDE_MIN the batch's tokens are counted on two threads at once."""
-    from threads.services.events import TOKENS_ASIDE_MIN, event_token_count
+    from threads.services.event_tokens import TOKENS_ASIDE_MIN, event_token_count
 
     bodies: list[dict[str, Any]] = []
     for n in range(TOKENS_ASIDE_MIN):
@@ -98,7 +98,8 @@ def test_counting_started_in_a_guessed_encoding_is_redone_in_the_threads_own(
     last append here (cl100k_base when none): a wrong guess is counted again."""
     from threads.domain.events import normalize_event
     from threads.models import Thread
-    from threads.services.events import TOKENS_ASIDE_MIN, event_token_count, thread_events_append
+    from threads.services.event_tokens import TOKENS_ASIDE_MIN, event_token_count
+    from threads.services.events import thread_events_append
 
     Thread.objects.filter(pk=thread.pk).update(encoding="o200k_base")
     text = "Ünïcödé 数据 tokens differ between encodings " * 5

@@ -39,7 +39,8 @@ from threads.models import (
 from threads.selectors import approval_rows, side_effect_rows
 from threads.services.audit import audit_record
 from threads.services.chainkey import chain_key
-from threads.services.events import RESULT_TO_SIDE_EFFECT, event_append_batch
+from threads.services.event_rows import RESULT_TO_SIDE_EFFECT
+from threads.services.events import event_append_batch
 
 # One checkpoint writer for the code base: the fold's commit, rollback, fork and on-demand
 # checkpoints all go through folding.checkpoint_record, whose checksum is

@@ -1,0 +1,399 @@
+"""Writing an append's rows (DESIGN §2): the new events, the thread's head, and the side-effect
+and approval rows that point at new events, in as few round trips as the database allows.
+
+PostgreSQL: a large batch streams with COPY, a small one goes as one prepared, pipelined INSERT;
+the head's UPDATE and the rows that point at new events follow in the same pipeline, and find
+their events by seq rather than reading keys back. SQLite (in-process, no round trips): one
+statement after the other.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
+
+import psycopg
+from django.conf import settings
+from django.db import connections, models, router
+from django.utils import timezone
+
+from threads.domain.canonical import canonical_text
+from threads.domain.events import parse_time
+from threads.models import (
+    ApprovalRequest,
+    Event,
+    EventKind,
+    SideEffect,
+    SideEffectStatus,
+    Thread,
+)
+
+RESULT_TO_SIDE_EFFECT = {
+    "succeeded": SideEffectStatus.SUCCEEDED,
+    "failed": SideEffectStatus.FAILED,
+    "cancelled": SideEffectStatus.CANCELLED,
+    # A timeout says nothing about whether the effect happened: unknown, never failed.
+    "timeout": SideEffectStatus.UNKNOWN,
+}
+
+
+@dataclass(slots=True)
+class NewRow:
+    """A new event as the append writes it, without a model object (building one costs more
+    than the rest of an event's append): attribute names as Event's, plus its JSON columns as
+    canonical text."""
+
+    thread: Thread
+    seq: int
+    kind: str
+    created_at: datetime
+    client_event_id: str | None
+    metadata: dict[str, Any]
+    data: dict[str, Any]
+    request_digest: str
+    hash: str
+    metadata_text: str
+    data_text: str
+    token_count: int = 0
+
+    @property
+    def role(self) -> str:
+        return cast(str, self.data.get("role", ""))
+
+    @property
+    def tool_call_id(self) -> str:
+        return cast(str, self.data.get("tool_call_id", ""))
+
+    def model(self) -> Event:
+        """The stored row as an Event (its pk unread: None)."""
+        event = Event.from_db(
+            router.db_for_write(Event),
+            EVENT_FIELDS,
+            (
+                None,
+                self.thread.pk,
+                self.seq,
+                self.kind,
+                self.created_at,
+                self.client_event_id,
+                self.metadata,
+                self.data,
+                self.role,
+                self.tool_call_id,
+                self.request_digest,
+                self.token_count,
+                self.hash,
+            ),
+        )
+        Event.thread.field.set_cached_value(event, self.thread)
+        return event
+
+    def hook_view(self) -> dict[str, Any]:
+        """What the append hooks read of an event: seq, kind and the kind's fields."""
+        return {"seq": self.seq, "kind": self.kind, **self.data}
+
+
+# The columns of a new event row, in the order _event_rows gives them (every column but id).
+EVENT_COLUMNS = (
+    "thread_id",
+    "seq",
+    "kind",
+    "created_at",
+    "client_event_id",
+    "metadata",
+    "data",
+    "role",
+    "tool_call_id",
+    "request_digest",
+    "token_count",
+    "hash",
+)
+EVENT_FIELDS = ("id", *EVENT_COLUMNS)
+
+
+@contextmanager
+def server_cursor(connection: Any) -> Iterator[psycopg.Cursor[Any]]:
+    """A psycopg cursor on Django's PostgreSQL connection that binds on the server (Django's
+    own cursors quote every value into the SQL text in Python), with its statements prepared
+    (CTXADMIN_PREPARED_STATEMENTS) for this use only: the connection is left as Django
+    configured it. Errors come out as Django's classes (IntegrityError...), as for any query.
+    """
+    connection.ensure_connection()
+    pgconn = connection.connection
+    threshold = pgconn.prepare_threshold
+    # Django turns psycopg's prepared statements off (prepare_threshold=None, for poolers that
+    # do not support them); unprepared, the server parses and plans the append path's
+    # statements again on every request.
+    if settings.CTXADMIN_PREPARED_STATEMENTS:
+        pgconn.prepare_threshold = 0
+    try:
+        with connection.wrap_database_errors, psycopg.Cursor(pgconn) as cursor:
+            yield cursor
+    finally:
+        pgconn.prepare_threshold = threshold
+
+
+# Column types the database drivers take as they are; every other field is prepared by Django
+# (JSON, datetimes, UUID keys).
+_PLAIN_TYPES = frozenset(
+    {
+        "AutoField",
+        "BigAutoField",
+        "BigIntegerField",
+        "BooleanField",
+        "CharField",
+        "IntegerField",
+        "PositiveBigIntegerField",
+        "PositiveIntegerField",
+        "TextField",
+    }
+)
+
+
+def _row_params(objs: Sequence[models.Model], connection: Any) -> tuple[str, list[list[Any]]]:
+    """The quoted column list of a model's non-key fields, and each row's prepared values."""
+    meta = type(objs[0])._meta
+    fields = [f for f in meta.concrete_fields if not f.primary_key]
+    plans = [
+        (
+            f.attname,
+            f.get_internal_type() in _PLAIN_TYPES,
+            bool(getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)),
+            f,
+        )
+        for f in fields
+    ]
+    rows = []
+    for obj in objs:
+        row = []
+        for attname, plain, auto, field in plans:
+            value = field.pre_save(obj, True) if auto else getattr(obj, attname)
+            row.append(value if plain else field.get_db_prep_save(value, connection))
+        rows.append(row)
+        obj._state.adding = False
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    return columns, rows
+
+
+# From this many rows a batch goes in with COPY rather than a pipelined executemany.
+COPY_MIN_ROWS = 50
+
+
+def _event_rows(
+    connection: Any,
+    thread: Thread,
+    events: Sequence[Event | NewRow],
+    texts: Sequence[tuple[str, str]] | None,
+) -> list[tuple[Any, ...]]:
+    """Each new event's EVENT_COLUMNS values as the database takes them. The JSON columns go
+    as their canonical text (`texts`: (metadata, data) per event, encoded here when absent),
+    which PostgreSQL parses into jsonb and SQLite stores as it is."""
+    thread_id = Event._meta.get_field("thread").get_db_prep_save(thread.pk, connection)
+    adapt_time = connection.ops.adapt_datetimefield_value
+    if texts is None:
+        texts = [(canonical_text(e.metadata), canonical_text(e.data)) for e in events]
+    return [
+        (
+            thread_id,
+            e.seq,
+            e.kind,
+            adapt_time(e.created_at),
+            e.client_event_id,
+            metadata,
+            data,
+            e.role,
+            e.tool_call_id,
+            e.request_digest,
+            e.token_count,
+            e.hash,
+        )
+        for e, (metadata, data) in zip(events, texts, strict=True)
+    ]
+
+
+def insert_events_and_head(
+    thread: Thread,
+    events: Sequence[Event | NewRow],
+    now: Any,
+    *,
+    texts: Sequence[tuple[str, str]] | None = None,
+    then: Sequence[Statement] = (),
+) -> None:
+    """Write the new events, move the thread's head (last_seq, chain_head, token_total), then
+    run the `then` statements (rows that point at the new events).
+
+    PostgreSQL: the rows (executemany, or COPY for a large batch before it), the head's UPDATE
+    and the statements go in one psycopg pipeline, one round trip for the whole batch. SQLite
+    (in-process, no round trips): one after the other.
+    """
+    connection = connections[router.db_for_write(Event)]
+    rows = _event_rows(connection, thread, events, texts)
+    quote = connection.ops.quote_name
+    table = quote(Event._meta.db_table)
+    columns = ", ".join(quote(name) for name in EVENT_COLUMNS)
+    placeholders = ", ".join(["%s"] * len(EVENT_COLUMNS))
+    insert_sql = f"INSERT INTO {table} ({columns}) VALUES ({placeholders})"
+    update_sql, update_params = _head_update_sql(
+        connection,
+        thread,
+        {
+            "last_seq": thread.last_seq,
+            "chain_head": thread.chain_head,
+            "token_total": thread.token_total,
+            "updated_at": now,
+        },
+    )
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            cursor.executemany(insert_sql, rows)
+            cursor.execute(update_sql, update_params)
+            for sql, params in then:
+                cursor.executemany(sql, params)
+        return
+    started = time.monotonic()
+    copy = len(rows) >= COPY_MIN_ROWS
+    with server_cursor(connection) as pg:
+        if copy:
+            # COPY: one stream for the rows, no per-row statement at all (COPY cannot run in
+            # a pipeline: it goes first).
+            with pg.copy(f"COPY {table} ({columns}) FROM STDIN") as stream:
+                for row in rows:
+                    stream.write_row(row)
+        # Errors surface when the pipeline syncs.
+        with pg.connection.pipeline():
+            if not copy:
+                # The rows as parameters of one prepared INSERT.
+                pg.executemany(insert_sql, rows)
+            pg.execute(update_sql, update_params)
+            for sql, params in then:
+                pg.executemany(sql, params)
+    log_queries(
+        connection,
+        started,
+        f"COPY {table} ({columns})" if copy else f"{len(rows)} times: {insert_sql}",
+        update_sql,
+        *(f"{len(params)} times: {sql}" for sql, params in then),
+    )
+
+
+def log_queries(connection: Any, started: float, *sqls: str) -> None:
+    """Log statements run on the raw connection as Django's debug cursor would, so that query
+    counts in tests stay truthful."""
+    if connection.queries_logged:
+        duration = f"{time.monotonic() - started:.3f}"
+        for sql in sqls:
+            connection.queries_log.append({"sql": sql, "time": duration})
+
+
+def _head_update_sql(
+    connection: Any, thread: Thread, values: dict[str, Any]
+) -> tuple[str, list[Any]]:
+    quote = connection.ops.quote_name
+    sets = ", ".join(f"{quote(name)} = %s" for name in values)
+    params = [
+        cast(models.Field, Thread._meta.get_field(name)).get_db_prep_save(value, connection)
+        for name, value in values.items()
+    ]
+    params.append(Thread._meta.pk.get_db_prep_save(thread.pk, connection))  # type: ignore[union-attr]
+    return f"UPDATE {quote(Thread._meta.db_table)} SET {sets} WHERE id = %s", params
+
+
+# A statement and the parameter rows it runs for.
+Statement = tuple[str, list[Sequence[Any]]]
+
+
+def side_effect_and_approval_statements(
+    thread: Thread, events: Sequence[NewRow], side_effect_calls: set[int]
+) -> list[Statement]:
+    """Side-effect and approval rows for new calls and requests; a result of a side-effecting
+    call (its seq in side_effect_calls) sets that side effect's status. Statements to run
+    right after the events' INSERT, in the same round trip: rows that point at a new event
+    find it by (thread, seq), so no event key is read back first."""
+    new_effects: list[SideEffect] = []
+    approvals: list[ApprovalRequest] = []
+    results: list[NewRow] = []
+    for event in events:
+        if event.kind == EventKind.TOOL_CALL and event.data.get("side_effect"):
+            new_effects.append(
+                SideEffect(
+                    thread=thread,
+                    tool_call_id=event.data["tool_call_id"],
+                    tool_name=event.data["tool_name"],
+                    idempotency_key=event.data["idempotency_key"],
+                    status=SideEffectStatus.RUNNING,
+                    call_seq=event.seq,
+                )
+            )
+        elif event.kind == EventKind.TOOL_RESULT and event.data["call_seq"] in side_effect_calls:
+            results.append(event)
+        elif event.kind == EventKind.APPROVAL_REQUEST:
+            approvals.append(
+                ApprovalRequest(
+                    thread=thread,
+                    action=event.data["action"],
+                    tool_name=event.data.get("tool_name", ""),
+                    arguments=event.data["arguments"],
+                    expires_at=parse_time(event.data["expires_at"])
+                    if event.data.get("expires_at")
+                    else None,
+                )
+            )
+    statements = []
+    if new_effects:
+        statements.append(
+            _insert_referring_to_events(
+                thread, new_effects, "call_event", [e.call_seq for e in new_effects]
+            )
+        )
+    if approvals:
+        seqs = [e.seq for e in events if e.kind == EventKind.APPROVAL_REQUEST]
+        statements.append(_insert_referring_to_events(thread, approvals, "request_event", seqs))
+    if results:
+        # One statement for the whole batch, keyed by (thread, call_seq): no read first.
+        connection = connections[router.db_for_write(SideEffect)]
+        table = connection.ops.quote_name(SideEffect._meta.db_table)
+        now = SideEffect._meta.get_field("updated_at").get_db_prep_save(timezone.now(), connection)
+        thread_id = Thread._meta.pk.get_db_prep_save(thread.pk, connection)  # type: ignore[union-attr]
+        statements.append(
+            (
+                f"UPDATE {table} SET status = %s, result_seq = %s, request_id = %s, "
+                "updated_at = %s WHERE thread_id = %s AND call_seq = %s",
+                [
+                    (
+                        RESULT_TO_SIDE_EFFECT[r.data["status"]].value,
+                        r.seq,
+                        r.data.get("request_id", ""),
+                        now,
+                        thread_id,
+                        r.data["call_seq"],
+                    )
+                    for r in results
+                ],
+            )
+        )
+    return statements
+
+
+def _insert_referring_to_events(
+    thread: Thread, objs: Sequence[models.Model], event_field: str, seqs: Sequence[int]
+) -> Statement:
+    """The INSERT of rows whose `event_field` points at a new event of `thread`, the event of
+    seqs[i] for objs[i]: its key is looked up in the statement by that seq."""
+    connection = connections[router.db_for_write(type(objs[0]))]
+    meta = type(objs[0])._meta
+    columns, rows = _row_params(objs, connection)
+    fields = [f for f in meta.concrete_fields if not f.primary_key]
+    at = fields.index(meta.get_field(event_field))  # type: ignore[arg-type]
+    event_table = connection.ops.quote_name(Event._meta.db_table)
+    placeholders = ["%s"] * len(fields)
+    placeholders[at] = f"(SELECT id FROM {event_table} WHERE thread_id = %s AND seq = %s)"
+    thread_id = Thread._meta.pk.get_db_prep_save(thread.pk, connection)  # type: ignore[union-attr]
+    params: list[Sequence[Any]] = [
+        [*row[:at], thread_id, seq, *row[at + 1 :]] for seq, row in zip(seqs, rows, strict=True)
+    ]
+    table = connection.ops.quote_name(meta.db_table)
+    return f"INSERT INTO {table} ({columns}) VALUES ({', '.join(placeholders)})", params
