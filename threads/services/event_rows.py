@@ -97,7 +97,7 @@ class NewRow:
         return {"seq": self.seq, "kind": self.kind, **self.data}
 
 
-# The columns of a new event row, in the order _event_rows gives them (every column but id).
+# The columns of a new event row, in the order _event_rows gives them (all but id).
 EVENT_COLUMNS = (
     "thread_id",
     "seq",
@@ -113,6 +113,9 @@ EVENT_COLUMNS = (
     "hash",
 )
 EVENT_FIELDS = ("id", *EVENT_COLUMNS)
+
+# A statement and the parameter rows it runs for.
+Statement = tuple[str, list[Sequence[Any]]]
 
 
 @contextmanager
@@ -300,10 +303,6 @@ def _head_update_sql(
     ]
     params.append(Thread._meta.pk.get_db_prep_save(thread.pk, connection))  # type: ignore[union-attr]
     return f"UPDATE {quote(Thread._meta.db_table)} SET {sets} WHERE id = %s", params
-
-
-# A statement and the parameter rows it runs for.
-Statement = tuple[str, list[Sequence[Any]]]
 
 
 def side_effect_and_approval_statements(
