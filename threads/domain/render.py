@@ -3,13 +3,10 @@ working context is measured by. Deterministic: same event, same text."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+from threads.domain.canonical import canonical_text
 
 
 def content_text(content: Any) -> str:
@@ -22,7 +19,7 @@ def content_text(content: Any) -> str:
             parts.append(part)
         elif isinstance(part, dict):
             text = part.get("text")
-            parts.append(text if isinstance(text, str) else _json(part))
+            parts.append(text if isinstance(text, str) else canonical_text(part))
     return "\n".join(parts)
 
 
@@ -33,7 +30,7 @@ def render_event(event: dict[str, Any], texts: Mapping[str, str] | None = None) 
     def json_of(name: str) -> str:
         if texts is not None and name in texts:
             return texts[name]
-        return _json(event[name])
+        return canonical_text(event[name])
 
     kind = event["kind"]
     if kind == "message":
@@ -58,4 +55,4 @@ def render_event(event: dict[str, Any], texts: Mapping[str, str] | None = None) 
             f"side effect #{event['tool_call_id']} resolved {event['status']}: "
             f"{event.get('evidence', '')}"
         )
-    return _json(event)
+    return canonical_text(event)

@@ -18,12 +18,20 @@ from threads.domain.events import NewEvent
 from threads.domain.render import render_event
 
 
+def event_token_counts(
+    events: Sequence[tuple[dict[str, Any], Mapping[str, str] | None]], encoding: str
+) -> list[int]:
+    """Tokens of each event as a model reads it, from one call into tiktoken. Each event is
+    (its stored form, or kind and fields; the canonical texts of its fields when known, see
+    render_event)."""
+    texts = [render_event(event, known) for event, known in events]
+    return [n + tokens.MESSAGE_OVERHEAD_TOKENS for n in tokens.count_texts(texts, encoding)]
+
+
 def event_token_count(
     stored: dict[str, Any], encoding: str, texts: Mapping[str, str] | None = None
 ) -> int:
-    """Tokens of the event as a model reads it; `texts`: canonical texts of its fields, when
-    known (see render_event)."""
-    return tokens.count_text(render_event(stored, texts), encoding) + tokens.MESSAGE_OVERHEAD_TOKENS
+    return event_token_counts([(stored, texts)], encoding)[0]
 
 
 # From this many events, a batch's tokens are counted on a helper thread (tiktoken releases the
@@ -54,11 +62,9 @@ class TokenCounts:
     def _count(self) -> None:
         for start in self._chunks:
             chunk = self._events[start : start + self._size]
-            texts = [render_event({"kind": new.kind, **new.data}, new.data_texts) for new in chunk]
-            counts = tokens.count_texts(texts, self.encoding)
-            self._counts[start : start + len(chunk)] = [
-                count + tokens.MESSAGE_OVERHEAD_TOKENS for count in counts
-            ]
+            self._counts[start : start + len(chunk)] = event_token_counts(
+                [({"kind": new.kind, **new.data}, new.data_texts) for new in chunk], self.encoding
+            )
 
     def result(self) -> list[int]:
         self._count()
