@@ -1,0 +1,1 @@
+"""ctxadmin's Python client: an agent's events in, its working context out."""
