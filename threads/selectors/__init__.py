@@ -1,0 +1,120 @@
+"""Every read, scoped by workspace. Another workspace's object is simply not found (404).
+
+One module per subject; this package re-exports their public names.
+"""
+
+from threads.selectors.audit import (
+    audit_facets_for_member,
+    audit_for_member,
+)
+from threads.selectors.context import (
+    CONTEXT_OVERRIDES,
+    working_context,
+)
+from threads.selectors.events import (
+    approvals_for_requests,
+    closing_events_for_calls,
+    event_dict,
+    event_dicts,
+    event_get,
+    event_token_buckets,
+    event_window,
+    events_by_seqs,
+    side_effects_for_calls,
+)
+from threads.selectors.integrity import (
+    thread_integrity,
+    threads_integrity_for_member,
+    unsafe_checkpoints_for_member,
+)
+from threads.selectors.queues import (
+    approval_get_for_member,
+    approval_get_in,
+    approval_rows,
+    approvals_for_member,
+    approvals_in,
+    approvals_of_thread,
+    side_effect_get_for_member,
+    side_effect_get_in,
+    side_effect_rows,
+    side_effects_for_member,
+    side_effects_in,
+)
+from threads.selectors.summaries import (
+    checkpoint_get,
+    checkpoints_for_thread,
+    summary_version_get,
+    summary_versions_for_thread,
+    summary_versions_full,
+)
+from threads.selectors.tasks import (
+    task_run_get_for_member,
+    task_run_get_for_workspace,
+    task_runs_in_flight,
+)
+from threads.selectors.threads import (
+    THREAD_SORTS,
+    active_constraints,
+    member_roles,
+    member_workspace_ids,
+    memberships_for_user,
+    thread_get_for_member,
+    thread_get_for_workspace,
+    thread_list_for_member,
+    thread_list_page,
+    thread_with_flags,
+    threads_for_member,
+    threads_for_workspace,
+    workspaces_for_user,
+)
+
+__all__ = [
+    "CONTEXT_OVERRIDES",
+    "THREAD_SORTS",
+    "active_constraints",
+    "approval_get_for_member",
+    "approval_get_in",
+    "approval_rows",
+    "approvals_for_member",
+    "approvals_for_requests",
+    "approvals_in",
+    "approvals_of_thread",
+    "audit_facets_for_member",
+    "audit_for_member",
+    "checkpoint_get",
+    "checkpoints_for_thread",
+    "closing_events_for_calls",
+    "event_dict",
+    "event_dicts",
+    "event_get",
+    "event_token_buckets",
+    "event_window",
+    "events_by_seqs",
+    "member_roles",
+    "member_workspace_ids",
+    "memberships_for_user",
+    "side_effect_get_for_member",
+    "side_effect_get_in",
+    "side_effect_rows",
+    "side_effects_for_calls",
+    "side_effects_for_member",
+    "side_effects_in",
+    "summary_version_get",
+    "summary_versions_for_thread",
+    "summary_versions_full",
+    "task_run_get_for_member",
+    "task_run_get_for_workspace",
+    "task_runs_in_flight",
+    "thread_get_for_member",
+    "thread_get_for_workspace",
+    "thread_integrity",
+    "thread_list_for_member",
+    "thread_list_page",
+    "thread_with_flags",
+    "threads_for_member",
+    "threads_for_workspace",
+    "threads_integrity_for_member",
+    "unsafe_checkpoints_for_member",
+    "working_context",
+    "workspaces_for_user",
+]

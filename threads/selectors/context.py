@@ -1,0 +1,114 @@
+"""The working context an agent receives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import (
+    F,
+    Q,
+)
+
+from threads.models import (
+    Thread,
+)
+from threads.selectors.events import event_dicts
+
+CONTEXT_OVERRIDES = (
+    "window",
+    "fixed_tokens",
+    "reserved_output",
+    "reasoning_reserve",
+    "safety_margin",
+)
+
+
+def working_context(*, thread: Thread, overrides: dict[str, Any]) -> dict[str, Any]:
+    """CONTRACT's working context: the head summary ⊕ the events after it, trimmed to budget.
+
+    One consistent snapshot without a transaction (on SQLite every transaction is IMMEDIATE,
+    which would make a read take the write lock):
+    - the head (head_version, covered_until), read_until = last_seq and the head version's
+      summary come from ONE statement (the thread row joined to its head version), and a
+      statement sees one snapshot: the head changes only by compare-and-swap of head_version
+      and covered_until together, last_seq only with the events it numbers;
+    - events are append-only and seq ≤ last_seq were committed with last_seq, so the events in
+      (covered_until, read_until] are exactly the log as it stood at that read; later appends
+      are beyond read_until and left to the next call.
+    Reads only events after covered_until, with their stored token counts: two queries
+    whatever the length of the thread.
+    """
+    from django.db.models import FilteredRelation
+
+    from threads.domain.budget import Budget, plan_context
+
+    head = (
+        Thread.objects.filter(pk=thread.pk)
+        .annotate(
+            head=FilteredRelation("versions", condition=Q(versions__version=F("head_version")))
+        )
+        .values(
+            "head_version",
+            "covered_until",
+            "last_seq",
+            "context_window",
+            "fixed_tokens",
+            "reserved_output",
+            "reasoning_reserve",
+            "safety_margin",
+            "high_watermark",
+            "low_watermark",
+            "head__covered_until",
+            "head__content",
+            "head__checksum",
+            "head__rendered",
+            "head__tokens",
+        )
+        .get()
+    )
+    settings = {
+        "window": head["context_window"],
+        "fixed_tokens": head["fixed_tokens"],
+        "reserved_output": head["reserved_output"],
+        "reasoning_reserve": head["reasoning_reserve"],
+        "safety_margin": head["safety_margin"],
+    }
+    settings.update(
+        {k: int(v) for k, v in overrides.items() if k in CONTEXT_OVERRIDES and v is not None}
+    )
+    budget = Budget(
+        window=settings["window"],
+        fixed=settings["fixed_tokens"],
+        reserved_output=settings["reserved_output"],
+        reasoning_reserve=settings["reasoning_reserve"],
+        safety_margin=settings["safety_margin"],
+    )
+    covered, read_until = head["covered_until"], head["last_seq"]
+    summary: dict[str, Any] | None = None
+    summary_tokens = 0
+    if head["head_version"]:
+        summary_tokens = head["head__tokens"]
+        summary = {
+            "version": head["head_version"],
+            "covered_until": head["head__covered_until"],
+            "content": head["head__content"],
+            "checksum": head["head__checksum"],
+            "rendered": head["head__rendered"],
+            "tokens": summary_tokens,
+        }
+    events = event_dicts(thread, after=covered, until=read_until) if read_until > covered else []
+    plan = plan_context(
+        events=events,
+        summary_tokens=summary_tokens,
+        budget=budget,
+        high=head["high_watermark"],
+        low=head["low_watermark"],
+    )
+    return {
+        "summary": summary,
+        "events": plan.events,
+        "read_until": read_until,
+        "trimmed_units": plan.trimmed_units,
+        "budget": {**budget.as_dict(), "used": plan.used, "sections": plan.sections},
+        "needs_fold": plan.needs_fold,
+    }

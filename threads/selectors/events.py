@@ -1,0 +1,139 @@
+"""Events of one thread: windows of the log, single events, and what links to them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import (
+    F,
+    Sum,
+)
+
+from threads.domain.errors import NotFound
+from threads.domain.events import stored_form
+from threads.models import (
+    ApprovalRequest,
+    Event,
+    EventKind,
+    SideEffect,
+    Thread,
+)
+
+
+def event_window(*, thread: Thread, from_seq: int, limit: int) -> list[Event]:
+    """Events from_seq .. from_seq+limit-1, in seq order: never the whole log."""
+    return list(
+        Event.objects.filter(thread=thread, seq__gte=from_seq, seq__lt=from_seq + limit).order_by(
+            "seq"
+        )
+    )
+
+
+def event_get(*, thread: Thread, seq: int) -> Event:
+    event = Event.objects.filter(thread=thread, seq=seq).first()
+    if event is None:
+        raise NotFound("event not found")
+    return event
+
+
+def events_by_seqs(*, thread: Thread, seqs: set[int]) -> list[Event]:
+    return list(Event.objects.filter(thread=thread, seq__in=seqs).order_by("seq"))
+
+
+def closing_events_for_calls(
+    *, thread: Thread, call_ids: set[str], after: int
+) -> list[tuple[int, str, int | None]]:
+    """(seq, kind, call_seq) of results and resolutions naming these tool call ids."""
+    if not call_ids:
+        return []
+    rows = (
+        Event.objects.filter(
+            thread=thread,
+            tool_call_id__in=call_ids,
+            seq__gt=after,
+            kind__in=(EventKind.TOOL_RESULT, EventKind.SIDE_EFFECT_RESOLUTION),
+        )
+        .order_by("seq")
+        .values_list("seq", "kind", "data__call_seq")
+    )
+    return [(seq, kind, call_seq) for seq, kind, call_seq in rows]
+
+
+def side_effects_for_calls(*, thread: Thread, call_seqs: list[int]) -> dict[int, SideEffect]:
+    return {s.call_seq: s for s in SideEffect.objects.filter(thread=thread, call_seq__in=call_seqs)}
+
+
+def approvals_for_requests(*, thread: Thread, seqs: list[int]) -> dict[int, ApprovalRequest]:
+    return {
+        a.request_event.seq: a
+        for a in ApprovalRequest.objects.filter(
+            thread=thread, request_event__seq__in=seqs
+        ).select_related("request_event", "decision_event", "decided_by")
+    }
+
+
+def event_token_buckets(*, thread: Thread, buckets: int = 120) -> tuple[int, list[tuple[int, int]]]:
+    """(bucket width, [(bucket index, tokens)]) over the whole log, summed in the database."""
+    width = max(1, -(-thread.last_seq // buckets))
+    rows = (
+        Event.objects.filter(thread=thread)
+        .annotate(bucket=(F("seq") - 1) / width)
+        .order_by()
+        .values("bucket")
+        .annotate(tokens=Sum("token_count"))
+        .order_by("bucket")
+        .values_list("bucket", "tokens")
+    )
+    return width, [(int(b), int(t or 0)) for b, t in rows]
+
+
+def event_dict(event: Event) -> dict[str, Any]:
+    """One event in its stored form (INTERFACES: what the chain covers) plus token_count, hash."""
+    out = stored_form(
+        seq=event.seq,
+        kind=event.kind,
+        created_at=event.created_at,
+        client_event_id=event.client_event_id,
+        metadata=event.metadata,
+        data=event.data,
+    )
+    out["token_count"] = event.token_count
+    out["hash"] = event.hash
+    return out
+
+
+def event_dicts(
+    thread: Thread, *, after: int = 0, until: int | None = None, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """Events with seq in (after, until], in seq order, as stored-form dicts (INTERFACES)."""
+    rows = Event.objects.filter(thread=thread, seq__gt=after)
+    if until is not None:
+        rows = rows.filter(seq__lte=until)
+    values = rows.order_by("seq").values_list(
+        "seq", "kind", "created_at", "client_event_id", "metadata", "data", "token_count", "hash"
+    )
+    if limit is not None:
+        values = values[:limit]
+    out = []
+    for (
+        seq,
+        kind,
+        created_at,
+        client_event_id,
+        metadata,
+        data,
+        token_count,
+        hash_,
+    ) in values.iterator(chunk_size=2000):
+        event = stored_form(
+            seq=seq,
+            kind=kind,
+            created_at=created_at,
+            client_event_id=client_event_id,
+            metadata=metadata,
+            data=data,
+        )
+        event["token_count"] = token_count
+        event["hash"] = hash_
+        out.append(event)
+    return out

@@ -1,0 +1,182 @@
+"""The cross-thread queues: side effects and approval requests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import (
+    Q,
+    QuerySet,
+)
+
+from threads.domain.errors import NotFound
+from threads.models import (
+    ApprovalRequest,
+    ApprovalStatus,
+    Event,
+    EventKind,
+    SideEffect,
+    Thread,
+)
+from threads.selectors.audit import _uuid_or_none
+from threads.selectors.threads import member_workspace_ids
+
+
+def side_effects_for_member(
+    *, user: Any, status: str = "", thread: str = ""
+) -> QuerySet[SideEffect]:
+    effects = SideEffect.objects.filter(thread__workspace_id__in=member_workspace_ids(user))
+    if status:
+        effects = effects.filter(status=status)
+    if thread:
+        effects = effects.filter(thread__external_id=thread)
+    return effects.select_related("thread", "thread__workspace", "call_event").order_by(
+        "-updated_at", "pk"
+    )
+
+
+def side_effect_get_for_member(*, user: Any, id: int) -> SideEffect:
+    found = side_effects_for_member(user=user).filter(pk=id).first()
+    if found is None:
+        raise NotFound("side effect not found")
+    return found
+
+
+def approvals_for_member(
+    *, user: Any, status: str = ApprovalStatus.PENDING, thread: str = ""
+) -> QuerySet[ApprovalRequest]:
+    approvals = ApprovalRequest.objects.filter(thread__workspace_id__in=member_workspace_ids(user))
+    if status:
+        approvals = approvals.filter(status=status)
+    if thread:
+        approvals = approvals.filter(thread__external_id=thread)
+    return approvals.select_related(
+        "thread", "thread__workspace", "request_event", "decided_by"
+    ).order_by("created_at", "pk")
+
+
+def approval_get_for_member(*, user: Any, id: int) -> ApprovalRequest:
+    found = approvals_for_member(user=user, status="").filter(pk=id).first()
+    if found is None:
+        raise NotFound("approval not found")
+    return found
+
+
+def side_effects_in(
+    *, workspace_ids: Any, status: str = "", thread: str = ""
+) -> QuerySet[SideEffect]:
+    """Side effects of the given workspaces (an agent's one, or a person's), by thread and
+    call. `thread` narrows to one thread by UUID or external_id."""
+    effects = SideEffect.objects.filter(thread__workspace_id__in=workspace_ids)
+    if status:
+        effects = effects.filter(status=status)
+    if thread:
+        effects = effects.filter(
+            Q(thread__external_id=thread) | Q(thread_id__in=_uuid_or_none(thread))
+        )
+    return effects.select_related("thread").order_by("thread__external_id", "call_seq", "pk")
+
+
+def side_effect_get_in(*, workspace_ids: Any, id: int) -> SideEffect:
+    found = side_effects_in(workspace_ids=workspace_ids).filter(pk=id).first()
+    if found is None:
+        raise NotFound("side effect not found")
+    return found
+
+
+def side_effect_rows(effects: QuerySet[SideEffect] | list[SideEffect]) -> list[dict[str, Any]]:
+    """The API's side-effect objects with the resolutions the log holds for each: two queries
+    whatever the number of side effects."""
+    effects = list(effects)
+    resolutions: dict[tuple[Any, int], list[dict[str, Any]]] = {}
+    if effects:
+        rows = (
+            Event.objects.filter(
+                kind=EventKind.SIDE_EFFECT_RESOLUTION,
+                thread_id__in={e.thread_id for e in effects},
+                tool_call_id__in={e.tool_call_id for e in effects},
+            )
+            .order_by("seq")
+            .values_list("thread_id", "seq", "created_at", "data")
+        )
+        for thread_id, seq, created_at, data in rows:
+            resolutions.setdefault((thread_id, data.get("call_seq")), []).append(
+                {
+                    "seq": seq,
+                    "status": data.get("status"),
+                    "evidence": data.get("evidence", ""),
+                    "actor": data.get("actor", ""),
+                    "created_at": created_at,
+                }
+            )
+    return [
+        {
+            "id": e.pk,
+            "thread": str(e.thread_id),
+            "thread_external_id": e.thread.external_id,
+            "tool_call_id": e.tool_call_id,
+            "tool_name": e.tool_name,
+            "idempotency_key": e.idempotency_key,
+            "status": e.status,
+            "call_seq": e.call_seq,
+            "result_seq": e.result_seq,
+            "request_id": e.request_id,
+            "updated_at": e.updated_at,
+            "resolutions": resolutions.get((e.thread_id, e.call_seq), []),
+        }
+        for e in effects
+    ]
+
+
+def approvals_in(*, workspace_ids: Any, status: str = "") -> QuerySet[ApprovalRequest]:
+    approvals = ApprovalRequest.objects.filter(thread__workspace_id__in=workspace_ids)
+    if status:
+        approvals = approvals.filter(status=status)
+    return approvals.select_related(
+        "thread", "request_event", "decision_event", "decided_by"
+    ).order_by("created_at", "pk")
+
+
+def approval_get_in(*, workspace_ids: Any, id: int) -> ApprovalRequest:
+    found = approvals_in(workspace_ids=workspace_ids).filter(pk=id).first()
+    if found is None:
+        raise NotFound("approval not found")
+    return found
+
+
+def approvals_of_thread(*, thread: Thread, status: str = "") -> QuerySet[ApprovalRequest]:
+    approvals = ApprovalRequest.objects.filter(thread=thread)
+    if status:
+        approvals = approvals.filter(status=status)
+    return approvals.select_related(
+        "thread", "request_event", "decision_event", "decided_by"
+    ).order_by("request_event__seq")
+
+
+def approval_rows(
+    approvals: QuerySet[ApprovalRequest] | list[ApprovalRequest],
+) -> list[dict[str, Any]]:
+    """The API's approval objects; `decision` is what the agent polls for."""
+    decisions = {ApprovalStatus.APPROVED: "approve", ApprovalStatus.REJECTED: "reject"}
+    return [
+        {
+            "id": a.pk,
+            "thread": str(a.thread_id),
+            "thread_external_id": a.thread.external_id,
+            "approval_seq": a.request_event.seq,
+            "action": a.action,
+            "tool_name": a.tool_name,
+            "arguments": a.arguments,
+            "status": a.status,
+            "decision": decisions.get(ApprovalStatus(a.status)),
+            "reason": a.reason,
+            "decided_by": a.decided_by.get_username()
+            if a.decided_by
+            else (a.decision_event.data.get("actor") if a.decision_event else None),
+            "decided_at": a.decided_at,
+            "decision_seq": a.decision_event.seq if a.decision_event else None,
+            "expires_at": a.expires_at,
+            "created_at": a.created_at,
+        }
+        for a in approvals
+    ]
