@@ -19,6 +19,7 @@ from django.db.models import Q
 from threads.access import require_role
 from threads.chainkey import thread_genesis
 from threads.domain.errors import Conflict, NotFound
+from threads.domain.ledger import OpenWork
 from threads.models import (
     ApprovalRequest,
     Checkpoint,
@@ -96,8 +97,10 @@ def pending_at(
     that matter), so a commit costs the same at seq 1,000 and at seq 100,000.
     """
     start, inherited = _pending_start(thread, cursor) if from_checkpoint else (0, [])
-    effects = {p["call_seq"]: dict(p) for p in inherited if p["kind"] == "side_effect"}
-    approvals = {p["request_seq"]: dict(p) for p in inherited if p["kind"] == "approval"}
+    work = OpenWork(
+        effects={p["call_seq"]: dict(p) for p in inherited if p["kind"] == "side_effect"},
+        approvals={p["request_seq"]: dict(p) for p in inherited if p["kind"] == "approval"},
+    )
     new_calls: dict[int, int] = {}  # event id -> call seq
     new_requests: dict[int, int] = {}  # event id -> request seq
     rows = (
@@ -117,35 +120,28 @@ def pending_at(
     )
     for event_id, seq, kind, side_effect, call_seq, status, approval_seq in rows:
         if kind == EventKind.TOOL_CALL and side_effect:
-            effects[seq] = {"kind": "side_effect", "call_seq": seq, "status": "running"}
+            work.call(seq)
             new_calls[event_id] = seq
-        elif kind == EventKind.TOOL_RESULT and call_seq in effects:
-            if status == "timeout":
-                effects[call_seq]["status"] = "unknown"  # never "failed": nobody knows
-            else:
-                effects.pop(call_seq)
-        elif kind == EventKind.SIDE_EFFECT_RESOLUTION:
-            effects.pop(call_seq, None)
+        elif kind in (EventKind.TOOL_RESULT, EventKind.SIDE_EFFECT_RESOLUTION):
+            work.answer(kind, call_seq, status)
         elif kind == EventKind.APPROVAL_REQUEST:
-            approvals[seq] = {"kind": "approval", "request_seq": seq}
+            work.request(seq)
             new_requests[event_id] = seq
         elif kind == EventKind.APPROVAL_DECISION:
-            approvals.pop(approval_seq, None)
-    wanted = [i for i, s in new_calls.items() if s in effects]
+            work.decide(approval_seq)
+    wanted = [i for i, s in new_calls.items() if s in work.effects]
     for effect in SideEffect.objects.filter(call_event_id__in=wanted).values(
         "id", "tool_call_id", "tool_name", "idempotency_key", "call_seq"
     ):
-        effects[effect["call_seq"]].update(effect)
-    wanted = [i for i, s in new_requests.items() if s in approvals]
+        work.effects[effect["call_seq"]].update(effect)
+    wanted = [i for i, s in new_requests.items() if s in work.approvals]
     for approval in ApprovalRequest.objects.filter(request_event_id__in=wanted).values(
         "id", "action", "request_event__seq"
     ):
-        approvals[approval["request_event__seq"]].update(
+        work.approvals[approval["request_event__seq"]].update(
             id=approval["id"], action=approval["action"]
         )
-    ordered = [effects[s] for s in sorted(effects)] + [approvals[s] for s in sorted(approvals)]
-    # One key order for every entry, whichever way it was built (the checksum covers it).
-    return [dict(sorted(entry.items())) for entry in ordered]
+    return work.entries()
 
 
 def checkpoint_record(

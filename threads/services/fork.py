@@ -13,6 +13,7 @@ from threads.access import require_role
 from threads.chainkey import thread_genesis
 from threads.domain.errors import Conflict, InvalidEvent
 from threads.domain.events import NewEvent
+from threads.domain.ledger import call_status_after
 from threads.models import (
     ApprovalRequest,
     ApprovalStatus,
@@ -31,7 +32,6 @@ from threads.services.checkpoints import (
     checkpoint_require_safe,
     restored_version_save,
 )
-from threads.services.event_rows import RESULT_TO_SIDE_EFFECT
 from threads.services.events import event_append_batch
 
 FORK_CHUNK = 1000  # events copied per append batch (the API's batch limit)
@@ -71,8 +71,7 @@ def _replay_outcomes(fork: Thread, parent: Thread, cursor: int) -> None:
     )
     resolved: set[int] = set()
     for kind, data in rows:
-        status = data["status"]
-        final[data["call_seq"]] = str(RESULT_TO_SIDE_EFFECT.get(status, status))
+        final[data["call_seq"]] = call_status_after(kind, data["status"])
         if kind == EventKind.SIDE_EFFECT_RESOLUTION:
             resolved.add(data["call_seq"])
     for effect in SideEffect.objects.filter(thread=fork, call_seq__in=resolved):
