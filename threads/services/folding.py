@@ -370,16 +370,8 @@ def summary_commit(
         if not swapped:
             SummaryVersion.objects.filter(pk=version.pk).update(phase=SummaryPhase.DISCARDED)
             version.phase = SummaryPhase.DISCARDED
-            audit_record(
-                workspace=thread.workspace,
-                actor=None,
-                action="summary_discarded",
-                target_type="summary_version",
-                target_id=version.version,
-                thread=thread,
-                before={"base_version": version.base_version},
-                after={"head_version": thread.head_version},
-                actor_label=actor_label,
+            _audit_discarded(
+                thread, version, after={"head_version": thread.head_version}, label=actor_label
             )
             return Outcome.DISCARDED
         checkpoint_record(
@@ -530,16 +522,24 @@ def _discard(version: SummaryVersion, *, reason: str) -> str:
         if not changed:
             return Outcome.ALREADY_DECIDED
         thread = Thread.objects.select_related("workspace").get(pk=version.thread_id)
-        audit_record(
-            workspace=thread.workspace,
-            actor=None,
-            action="summary_discarded",
-            target_type="summary_version",
-            target_id=version.version,
-            thread=thread,
-            before={"base_version": version.base_version},
-            after={"reason": reason},
-            actor_label="recovery",
-        )
+        _audit_discarded(thread, version, after={"reason": reason}, label="recovery")
     version.phase = SummaryPhase.DISCARDED
     return Outcome.DISCARDED
+
+
+def _audit_discarded(
+    thread: Thread, version: SummaryVersion, *, after: dict[str, Any], label: str
+) -> None:
+    """Audit a candidate that will never be decided on its merits: its base is no longer the
+    head (another fold or a rollback won)."""
+    audit_record(
+        workspace=thread.workspace,
+        actor=None,
+        action="summary_discarded",
+        target_type="summary_version",
+        target_id=version.version,
+        thread=thread,
+        before={"base_version": version.base_version},
+        after=after,
+        actor_label=label,
+    )
