@@ -1,24 +1,42 @@
-"""Celery tasks: thin. Ids in, one service call, TaskRun updated, out.
+"""Celery tasks: thin. Ids in, one service call, out.
 
 Every task is idempotent (its service re-reads state and may do nothing), `acks_late` with
 `reject_on_worker_lost`, so a worker that dies mid-task hands the message to another one.
-Enqueue through `threads.services.tasks.task_run_start`, which sends after commit.
+Services enqueue them by name through threads.services.enqueue, after commit; a task that has
+a TaskRun records it through `tracked`.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 
-from threads.models import Thread
+from threads.models import SummaryVersion, Thread
 from threads.selectors import thread_integrity
+from threads.services.folding import fold_run, recover_prepared
 from threads.services.integrity import integrity_check
-from threads.services.tasks import task_run_finish, task_run_progress, task_run_started
+from threads.services.side_effects import side_effect_status_check
+from threads.services.tasks import task_run_progress, task_run_tracked
 
 logger = logging.getLogger(__name__)
+
+
+def tracked(body: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """A bound task whose TaskRun (id = the Celery task id) follows it: started, success with
+    the answer, or failure with the error. The body receives the task id first."""
+
+    @functools.wraps(body)
+    def run(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        task_id = self.request.id
+        return task_run_tracked(task_id, lambda: body(task_id, *args, **kwargs))
+
+    return run
 
 
 @shared_task(
@@ -29,24 +47,17 @@ logger = logging.getLogger(__name__)
     soft_time_limit=900,
     time_limit=960,
 )
-def verify_thread_task(self: Any, thread_id: str) -> dict[str, Any]:
+@tracked
+def verify_thread_task(task_id: str | None, thread_id: str) -> dict[str, Any]:
     """Recompute a thread's whole chain from genesis (the dashboard's and API's verify)."""
-    task_id = self.request.id
-    task_run_started(task_id)
-    try:
-        thread = Thread.objects.select_related("workspace").get(pk=thread_id)
-        integrity_check(
-            thread=thread,
-            full=True,
-            progress=lambda done, total: task_run_progress(task_id, done=done, total=total),
-        )
-        thread.refresh_from_db()
-        answer = thread_integrity(thread=thread)
-    except Exception as exc:
-        task_run_finish(task_id, result={"error": f"{type(exc).__name__}: {exc}"}, ok=False)
-        raise
-    task_run_finish(task_id, result=answer)
-    return answer
+    thread = Thread.objects.select_related("workspace").get(pk=thread_id)
+    integrity_check(
+        thread=thread,
+        full=True,
+        progress=lambda done, total: task_run_progress(task_id, done=done, total=total),
+    )
+    thread.refresh_from_db()
+    return thread_integrity(thread=thread)
 
 
 @shared_task(
@@ -83,7 +94,15 @@ def integrity_sweep_task() -> dict[str, Any]:
     return {"checked": checked, "broken": broken}
 
 
-# --- Folding (helper E1) -------------------------------------------------------------------------
+def _fold_answer(version: SummaryVersion | None) -> dict[str, Any]:
+    if version is None:
+        return {"folded": False, "reason": "nothing new to fold"}
+    return {
+        "folded": version.phase == "committed",
+        "version": version.version,
+        "phase": version.phase,
+        "covered_until": version.covered_until,
+    }
 
 
 @shared_task(
@@ -94,33 +113,16 @@ def integrity_sweep_task() -> dict[str, Any]:
     soft_time_limit=300,
     time_limit=360,
 )
-def fold_thread_task(self: Any, thread_id: str, trigger: dict[str, Any]) -> dict[str, Any]:
+@tracked
+def fold_thread_task(
+    task_id: str | None, thread_id: str, trigger: dict[str, Any]
+) -> dict[str, Any]:
     """Fold a thread: prepare → verify → commit by CAS (threads.services.folding.fold_run).
 
     Redelivered after a worker died, it finishes the candidate it had prepared (same task id)
     or folds afresh; the head's compare-and-swap makes a second commit impossible.
     """
-    from threads.services.folding import fold_run
-
-    task_id = self.request.id
-    task_run_started(task_id)
-    try:
-        version = fold_run(thread_id=thread_id, trigger=trigger, task_id=task_id)
-    except Exception as exc:
-        task_run_finish(task_id, result={"error": f"{type(exc).__name__}: {exc}"}, ok=False)
-        raise
-    answer: dict[str, Any] = (
-        {"folded": False, "reason": "nothing new to fold"}
-        if version is None
-        else {
-            "folded": version.phase == "committed",
-            "version": version.version,
-            "phase": version.phase,
-            "covered_until": version.covered_until,
-        }
-    )
-    task_run_finish(task_id, result=answer)
-    return answer
+    return _fold_answer(fold_run(thread_id=thread_id, trigger=trigger, task_id=task_id))
 
 
 @shared_task(
@@ -132,19 +134,12 @@ def fold_thread_task(self: Any, thread_id: str, trigger: dict[str, Any]) -> dict
 )
 def recover_prepared_task() -> dict[str, Any]:
     """Beat, every minute: decide prepared versions whose worker died (DESIGN §5.6)."""
-    from django.conf import settings
-
-    from threads.services.folding import recover_prepared
-
     decided = recover_prepared(older_than=settings.CTXADMIN_PREPARED_TIMEOUT)
     return {
         "decided": [
             {"thread": str(v.thread_id), "version": v.version, "phase": v.phase} for v in decided
         ]
     }
-
-
-# --- Side-effect status checks (helper E2) -------------------------------------------------------
 
 
 @shared_task(
@@ -155,11 +150,10 @@ def recover_prepared_task() -> dict[str, Any]:
     soft_time_limit=30,
     time_limit=60,
 )
-def side_effect_status_check_task(self: Any, side_effect_id: int) -> dict[str, Any]:
+@tracked
+def side_effect_status_check_task(task_id: str | None, side_effect_id: int) -> dict[str, Any]:
     """Ask a tool's own system whether a side effect happened; record a conclusive answer.
 
     Idempotent: a redelivered task finds the side effect resolved and leaves it alone.
     """
-    from threads.services.side_effects import side_effect_status_check
-
-    return side_effect_status_check(side_effect_id=side_effect_id, task_id=self.request.id)
+    return side_effect_status_check(side_effect_id=side_effect_id)

@@ -10,9 +10,9 @@ from django.test.utils import CaptureQueriesContext
 
 from tests import factories
 from tests.api.conftest import log_state, post_json
+from threads.chainkey import chain_key
 from threads.domain import chain
 from threads.models import ApprovalRequest, Event, SideEffect, SideEffectStatus
-from threads.services.chainkey import chain_key
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,8 @@ from tests.domain.eventlog import Log
 from tests.domain.strategies import logs
 from threads.domain import fold as fold_module
 from threads.domain.canonical import canonical_json
-from threads.domain.fold import fold_structured, pending_from_log, tool_state_from_log
+from threads.domain.fold import fold_structured
+from threads.domain.ledger import pending_from_log, tool_state_from_log
 from threads.domain.units import last_closed_boundary, split_units, unit_groups
 
 

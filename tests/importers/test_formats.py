@@ -12,8 +12,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from tests import factories as f
-from threads.importers import conversations_import, read_conversations, trace_import
+from threads.importers import read_conversations
 from threads.models import Event, SideEffect, Thread, Workspace
+from threads.services.imports import conversations_import, trace_import
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from threads.importers import conversations_import
 from threads.models import Event, Workspace
+from threads.services.imports import conversations_import
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from threads.importers import DEFAULT_SIDE_EFFECT_TOOLS, conversations_import, read_conversations
+from threads.importers import DEFAULT_SIDE_EFFECT_TOOLS, read_conversations
 from threads.models import Event, SideEffect, Workspace
+from threads.services.imports import conversations_import
 
 pytestmark = pytest.mark.django_db
 

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from tests import factories as f
+from threads.chainkey import chain_key
 from threads.domain import chain
 from threads.domain.errors import Conflict, InvalidEvent, NotFound, PermissionDenied
 from threads.models import (
@@ -21,19 +22,15 @@ from threads.models import (
 )
 from threads.services import folding
 from threads.services.approvals import approval_decide
-from threads.services.chainkey import chain_key
-from threads.services.checkpoints import (
-    checkpoint_create,
-    checkpoint_rollback,
-    rollback_preview,
-    thread_fork,
-)
+from threads.services.checkpoints import checkpoint_create, rollback_preview
+from threads.services.fork import thread_fork
 from threads.services.integrity import (
     checkpoint_checksum,
     checkpoint_is_safe,
     integrity_check,
     summary_checksum,
 )
+from threads.services.rollback import checkpoint_rollback
 from threads.services.side_effects import side_effect_resolve
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -19,9 +18,7 @@ from rest_framework.views import APIView
 
 from threads.api.auth import is_agent, thread_for_request
 from threads.selectors import thread_integrity
-from threads.services.audit import audit_record
-from threads.services.tasks import task_run_start
-from threads.tasks import verify_thread_task
+from threads.services.integrity import integrity_verify_request
 
 
 class CheckpointRefSerializer(serializers.Serializer):
@@ -48,25 +45,11 @@ class ThreadVerifyApi(APIView):
     def post(self, request: Request, id: str) -> Response:
         thread = thread_for_request(request, id)
         principal = request.user
-        with transaction.atomic(durable=True):
-            run = task_run_start(
-                workspace=thread.workspace,
-                thread=thread,
-                kind="verify",
-                send=lambda task_id: verify_thread_task.apply_async(
-                    (str(thread.pk),), task_id=task_id
-                ),
-            )
-            audit_record(
-                workspace=thread.workspace,
-                actor=None if is_agent(principal) else principal,  # type: ignore[arg-type]
-                actor_label=principal.label if is_agent(principal) else "",  # type: ignore[union-attr]
-                action="verify_requested",
-                target_type="thread",
-                target_id=thread.pk,
-                thread=thread,
-                after={"task_id": run.id},
-            )
+        run = integrity_verify_request(
+            thread=thread,
+            actor=None if is_agent(principal) else principal,
+            actor_label=principal.label if is_agent(principal) else "",  # type: ignore[union-attr]
+        )
         return Response(
             self.OutputSerializer({"task_id": run.id}).data, status=status.HTTP_202_ACCEPTED
         )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -99,10 +98,9 @@ class ThreadFoldApi(APIView):
         body.is_valid(raise_exception=True)
         who = principal.label if is_agent(principal) else principal.get_username()  # type: ignore[union-attr]
         reason = body.validated_data.get("reason") or f"requested by {who}"
-        with transaction.atomic(durable=True):
-            run = fold_request(
-                thread=thread, trigger={"kind": "manual", "reason": reason}, actor=principal
-            )
+        run = fold_request(
+            thread=thread, trigger={"kind": "manual", "reason": reason}, actor=principal
+        )
         return Response(
             self.OutputSerializer({"task_id": run.id}).data, status=status.HTTP_202_ACCEPTED
         )

@@ -22,6 +22,23 @@ from threads.domain.units import Unit, split_units, unit_groups
 DEFAULT_HIGH = 0.8
 DEFAULT_LOW = 0.5
 
+# What a context request may override, by the names the API and the dashboard use, and the
+# thread field each one stands for.
+CONTEXT_OVERRIDES = (
+    "window",
+    "fixed_tokens",
+    "reserved_output",
+    "reasoning_reserve",
+    "safety_margin",
+)
+THREAD_BUDGET_FIELDS = {
+    "window": "context_window",
+    "fixed_tokens": "fixed_tokens",
+    "reserved_output": "reserved_output",
+    "reasoning_reserve": "reasoning_reserve",
+    "safety_margin": "safety_margin",
+}
+
 
 @dataclass(frozen=True)
 class Budget:
@@ -42,6 +59,17 @@ class Budget:
             - self.safety_margin
         )
 
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> Budget:
+        """The budget of settings named as in CONTEXT_OVERRIDES."""
+        return cls(
+            window=settings["window"],
+            fixed=settings["fixed_tokens"],
+            reserved_output=settings["reserved_output"],
+            reasoning_reserve=settings["reasoning_reserve"],
+            safety_margin=settings["safety_margin"],
+        )
+
     def as_dict(self) -> dict[str, int]:
         return {
             "window": self.window,
@@ -51,6 +79,23 @@ class Budget:
             "safety_margin": self.safety_margin,
             "available": self.available,
         }
+
+
+def thread_budget(thread: Any, overrides: Mapping[str, Any] | None = None) -> Budget:
+    """A thread's budget from its fields (a Thread, or a mapping of its field values), with a
+    request's overrides (CONTEXT_OVERRIDES; None means "the thread's own")."""
+    if isinstance(thread, Mapping):
+        settings = {name: thread[field] for name, field in THREAD_BUDGET_FIELDS.items()}
+    else:
+        settings = {name: getattr(thread, field) for name, field in THREAD_BUDGET_FIELDS.items()}
+    settings.update(
+        {
+            k: int(v)
+            for k, v in (overrides or {}).items()
+            if k in CONTEXT_OVERRIDES and v is not None
+        }
+    )
+    return Budget.from_settings(settings)
 
 
 @dataclass

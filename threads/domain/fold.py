@@ -29,10 +29,22 @@ goes to `open_questions` with its source. Every entry cites `source_event_ids` (
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Container, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from threads.domain.entries import cap_text, copy_entries, json_text, last_n, merge_sources
+from threads.domain.ledger import (
+    MAX_FINAL_TOOL_STATE as MAX_FINAL_TOOL_STATE,
+)
+from threads.domain.ledger import (
+    apply_tool_event,
+    approval_entry,
+    cap_tool_state,
+    fresh_from,
+    pending_entries,
+    previous_approvals,
+    task_status,
+)
 from threads.domain.render import content_text
 
 SCHEMA_VERSION = 1
@@ -40,14 +52,11 @@ MAX_REQUESTS = 50
 MAX_REQUEST_CHARS = 2000
 MAX_REPLY_CHARS = 1000
 MAX_GOAL_CHARS = 500
-MAX_ACTION_CHARS = 200
 MAX_COMPLETED_ACTIONS = 50
-MAX_FINAL_TOOL_STATE = 100
 MAX_SUPERSEDED_FACTS = 50
 MAX_DECISIONS = 50
 MAX_OPEN_QUESTIONS = 50
 MAX_LAST_REPLIES = 10
-MAX_SOURCES_PER_ENTRY = 20
 
 CONFIRMED_AUTHORITIES = ("user", "tool", "operator")
 TASK_STATUSES = (
@@ -60,15 +69,6 @@ TASK_STATUSES = (
     "cancelled",
     "unknown",
 )
-TOOL_STATUSES = ("planned", "running", "succeeded", "failed", "cancelled", "unknown")
-FINAL_TOOL_STATUSES = ("succeeded", "failed", "cancelled")
-RESULT_STATUS = {
-    "succeeded": "succeeded",
-    "failed": "failed",
-    "cancelled": "cancelled",
-    # A timeout says nothing about whether the call took effect.
-    "timeout": "unknown",
-}
 PENDING_KINDS = ("approval", "tool_call", "side_effect", "question")
 SECTIONS = (
     "requests",
@@ -81,167 +81,18 @@ SECTIONS = (
     "open_questions",
     "last_replies",
 )
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-
-
-def _cap(text: str, limit: int) -> tuple[str, bool]:
-    return (text, False) if len(text) <= limit else (text[:limit], True)
-
-
-def _sources(*groups: Iterable[int], keep: Container[int] = ()) -> list[int]:
-    """Sorted unique seqs; an entry observed very often keeps its first and latest sources,
-    and every seq in `keep` (events verification insists are cited)."""
-    seqs = sorted({s for group in groups for s in group})
-    if len(seqs) > MAX_SOURCES_PER_ENTRY:
-        ends = set(seqs[:1] + seqs[-(MAX_SOURCES_PER_ENTRY - 1) :])
-        seqs = [s for s in seqs if s in ends or s in keep]
-    return seqs
-
-
-def _last_n(
-    entries: list[dict[str, Any]],
-    limit: int,
-    protected: Callable[[Mapping[str, Any]], bool] = lambda entry: False,
-) -> tuple[list[dict[str, Any]], int]:
-    """The newest `limit` entries (entries are in log order); protected entries are never
-    dropped, so the list may stay longer than `limit` until a later fold."""
-    excess = len(entries) - limit
-    if excess <= 0:
-        return entries, 0
-    kept: list[dict[str, Any]] = []
-    dropped = 0
-    for entry in entries:
-        if dropped < excess and not protected(entry):
-            dropped += 1
-        else:
-            kept.append(entry)
-    return kept, dropped
-
-
-def _copy_entries(previous: Mapping[str, Any] | None, section: str) -> list[dict[str, Any]]:
-    if not previous:
-        return []
-    return [dict(e) for e in previous.get(section) or [] if isinstance(e, dict)]
-
-
-# --- tool state --------------------------------------------------------------------------------
-
-
-def _tool_entry_from_call(event: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "tool_call_id": event["tool_call_id"],
-        "tool": event["tool_name"],
-        "idempotency_key": event.get("idempotency_key"),
-        "side_effect": bool(event.get("side_effect")),
-        "status": "running",
-        "action": _cap(
-            f"{event['tool_name']} {_json(event.get('arguments', {}))}", MAX_ACTION_CHARS
-        )[0],
-        "call_seq": event["seq"],
-        "result_seq": None,
-        "source_event_ids": [event["seq"]],
-    }
-
-
-def _apply_tool_event(
-    tools: dict[int, dict[str, Any]], event: Mapping[str, Any]
-) -> dict[str, Any] | None:
-    """Update the tool state for one event; return the entry if its status became final."""
-    kind = event["kind"]
-    if kind == "tool_call":
-        tools[event["seq"]] = _tool_entry_from_call(event)
-        return None
-    if kind not in ("tool_result", "side_effect_resolution"):
-        return None
-    call_seq = event.get("call_seq")
-    if call_seq is None:
-        return None
-    entry = tools.get(call_seq)
-    if entry is None:
-        # The call fell out of the capped list long ago (or predates the summary): rebuild
-        # what the event itself says so the news is not lost.
-        entry = {
-            "tool_call_id": event.get("tool_call_id"),
-            "tool": event.get("tool_name", ""),
-            "idempotency_key": event.get("idempotency_key"),
-            "side_effect": kind == "side_effect_resolution",
-            "status": "running",
-            "action": str(event.get("tool_name") or event.get("tool_call_id")),
-            "call_seq": call_seq,
-            "result_seq": None,
-            "source_event_ids": [],
-        }
-        tools[call_seq] = entry
-    else:
-        entry = dict(entry)
-        tools[call_seq] = entry
-    before = entry["status"]
-    if kind == "tool_result":
-        entry["status"] = RESULT_STATUS.get(event.get("status", ""), "unknown")
-        entry["result_seq"] = event["seq"]
-    else:
-        entry["status"] = event.get("status", "unknown")
-        entry["resolved_seq"] = event["seq"]
-    entry["source_event_ids"] = _sources(entry["source_event_ids"], [event["seq"]])
-    if entry["status"] == "succeeded" and before != "succeeded":
-        return entry
-    return None
-
-
-def _settled(entry: Mapping[str, Any]) -> bool:
-    """Nothing can change this entry any more, short of an operator's resolution."""
-    if entry["status"] in FINAL_TOOL_STATUSES:
-        return True
-    # Only side effects get resolved; an unknown read-only call stays unknown for good.
-    return entry["status"] == "unknown" and not entry.get("side_effect")
-
-
-def _cap_tool_state(
-    tools: dict[int, dict[str, Any]], fresh_from: int
-) -> tuple[list[dict[str, Any]], int]:
-    """Every call still in flight or with an unknown side effect, and the last
-    MAX_FINAL_TOOL_STATE settled ones (by their latest event). A side-effecting call made in
-    the range being folded (seq >= fresh_from) is never dropped: verification insists that
-    every side effect in the range is cited. A later fold may drop it."""
-    final = sorted(
-        (s for s, e in tools.items() if _settled(e)),
-        key=lambda s: (tools[s]["source_event_ids"][-1] if tools[s]["source_event_ids"] else s, s),
-    )
-    kept, _ = _last_n(
-        [tools[s] for s in final],
-        MAX_FINAL_TOOL_STATE,
-        lambda e: bool(e.get("side_effect")) and e["call_seq"] >= fresh_from,
-    )
-    keep = {e["call_seq"] for e in kept}
-    dropped = {s for s in final if s not in keep}
-    return [tools[s] for s in sorted(tools) if s not in dropped], len(dropped)
-
-
-def _fresh_from(events: Sequence[Mapping[str, Any]]) -> int:
-    """First seq of the range being folded (past every seq when there is nothing new)."""
-    return int(events[0]["seq"]) if events else 1 << 62
-
-
-def tool_state_from_log(
-    *, previous: Mapping[str, Any] | None, events: Sequence[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
-    """Tool state recomputed from the log: previous content's tool_state + these events.
-
-    Used by the fold, by verification and by the llm backend — a model never decides whether
-    a call succeeded. Call status: no result ⇒ running; result ⇒ its status, with timeout ⇒
-    unknown; a side_effect_resolution sets the status it records.
-    """
-    tools = {
-        int(e["call_seq"]): e
-        for e in _copy_entries(previous, "tool_state")
-        if isinstance(e.get("call_seq"), int)
-    }
-    for event in events:
-        _apply_tool_event(tools, event)
-    return _cap_tool_state(tools, _fresh_from(events))[0]
+# How the rendered summary and the dashboard name each section.
+SECTION_TITLES = {
+    "requests": "Requests",
+    "constraints": "Constraints",
+    "facts": "Facts",
+    "tool_state": "Tool state",
+    "completed_actions": "Completed actions",
+    "pending": "Pending",
+    "decisions": "Decisions",
+    "open_questions": "Open questions",
+    "last_replies": "Last replies",
+}
 
 
 # --- facts -------------------------------------------------------------------------------------
@@ -253,7 +104,7 @@ class _Facts:
     def __init__(self, previous: Mapping[str, Any] | None, questions: list[dict[str, Any]]) -> None:
         self.active: dict[str, dict[str, Any]] = {}
         self.superseded: list[dict[str, Any]] = []
-        for entry in _copy_entries(previous, "facts"):
+        for entry in copy_entries(previous, "facts"):
             if entry.get("status") == "active" and isinstance(entry.get("key"), str):
                 self.active[entry["key"]] = entry
             else:
@@ -269,11 +120,11 @@ class _Facts:
             self.corrections.add(seq)
         current = self.active.get(key)
         # Compared as JSON: 1 and true are different observations.
-        if current is not None and _json(current["value"]) == _json(value):
+        if current is not None and json_text(current["value"]) == json_text(value):
             # Re-observation of the same value: cite it and refresh; a confirmation upgrades
             # a guess, a guess never downgrades a confirmation.
             refreshed = dict(current)
-            refreshed["source_event_ids"] = _sources(
+            refreshed["source_event_ids"] = merge_sources(
                 current["source_event_ids"], [seq], keep=self.corrections
             )
             if confirmed or current["confidence"] != "confirmed":
@@ -288,8 +139,8 @@ class _Facts:
             self.questions.append(
                 {
                     "text": (
-                        f"model inferred {key} = {_json(value)}, but the confirmed value is "
-                        f"{_json(current['value'])}"
+                        f"model inferred {key} = {json_text(value)}, but the confirmed value is "
+                        f"{json_text(current['value'])}"
                     ),
                     "key": key,
                     "value": value,
@@ -324,7 +175,7 @@ class _Facts:
     def entries(self) -> tuple[list[dict[str, Any]], int]:
         """Active facts and the last MAX_SUPERSEDED_FACTS superseded ones (never one citing
         a correction of this fold)."""
-        kept, dropped = _last_n(
+        kept, dropped = last_n(
             sorted(self.superseded, key=_fact_order), MAX_SUPERSEDED_FACTS, self.cites_correction
         )
         return sorted([*kept, *self.active.values()], key=_fact_order), dropped
@@ -336,22 +187,6 @@ def _fact_order(entry: Mapping[str, Any]) -> tuple[int, str, str]:
 
 
 # --- the fold ----------------------------------------------------------------------------------
-
-
-def _task_status(
-    *, pending: list[dict[str, Any]], tool_state: list[dict[str, Any]], last_activity: str | None
-) -> str:
-    if any(p["kind"] == "approval" for p in pending):
-        return "waiting_for_approval"
-    if any(t["status"] == "unknown" and t.get("side_effect") for t in tool_state):
-        return "unknown"
-    if any(t["status"] == "running" for t in tool_state):
-        return "running"
-    if last_activity == "assistant":
-        return "waiting_for_user"
-    if last_activity is None:
-        return "planned"
-    return "running"
 
 
 def fold_structured(
@@ -373,17 +208,17 @@ def fold_structured(
     }
     tools = {
         int(e["call_seq"]): e
-        for e in _copy_entries(prev, "tool_state")
+        for e in copy_entries(prev, "tool_state")
         if isinstance(e.get("call_seq"), int)
     }
-    questions = _copy_entries(prev, "open_questions")
+    questions = copy_entries(prev, "open_questions")
     facts = _Facts(prev, questions)
-    requests = _copy_entries(prev, "requests")
-    constraints = _copy_entries(prev, "constraints")
-    completed = _copy_entries(prev, "completed_actions")
-    decisions = _copy_entries(prev, "decisions")
-    replies = _copy_entries(prev, "last_replies")
-    approvals = _previous_approvals(prev)
+    requests = copy_entries(prev, "requests")
+    constraints = copy_entries(prev, "constraints")
+    completed = copy_entries(prev, "completed_actions")
+    decisions = copy_entries(prev, "decisions")
+    replies = copy_entries(prev, "last_replies")
+    approvals = previous_approvals(prev)
     task = dict(prev.get("task") or {})
     goal_sources = list(task.get("source_event_ids") or [])
     goal: str | None = task.get("goal") or None
@@ -399,7 +234,7 @@ def fold_structured(
             role = event.get("role")
             text = content_text(event.get("content"))
             if role == "user":
-                capped, truncated = _cap(text, MAX_REQUEST_CHARS)
+                capped, truncated = cap_text(text, MAX_REQUEST_CHARS)
                 requests.append(
                     {
                         "text": capped,
@@ -410,11 +245,11 @@ def fold_structured(
                 )
                 unit_seq = seq
                 if goal is None:
-                    goal = _cap(text, MAX_GOAL_CHARS)[0]
+                    goal = cap_text(text, MAX_GOAL_CHARS)[0]
                     goal_sources = [seq]
                 last_activity = "user"
             elif role == "assistant":
-                capped, truncated = _cap(text, MAX_REPLY_CHARS)
+                capped, truncated = cap_text(text, MAX_REPLY_CHARS)
                 reply = {
                     "text": capped,
                     "truncated": truncated,
@@ -428,10 +263,10 @@ def fold_structured(
                     replies.append(reply)
                 last_activity = "assistant"
         elif kind == "tool_call":
-            _apply_tool_event(tools, event)
+            apply_tool_event(tools, event)
             last_activity = "tool"
         elif kind in ("tool_result", "side_effect_resolution"):
-            succeeded = _apply_tool_event(tools, event)
+            succeeded = apply_tool_event(tools, event)
             if succeeded is not None:
                 completed.append(
                     {
@@ -460,11 +295,13 @@ def fold_structured(
                 questions=questions,
             )
             if event.get("type") == "goal":
-                goal = _cap(str((event.get("payload") or {}).get("text", "")), MAX_GOAL_CHARS)[0]
+                goal = cap_text(str((event.get("payload") or {}).get("text", "")), MAX_GOAL_CHARS)[
+                    0
+                ]
                 goal_sources = [seq]
                 goal_from_annotation = True
         elif kind == "approval_request":
-            approvals[seq] = _approval_entry(event)
+            approvals[seq] = approval_entry(event)
         elif kind == "approval_decision":
             approval_seq = event.get("approval_seq")
             request = approvals.pop(approval_seq, None) if isinstance(approval_seq, int) else None
@@ -477,19 +314,19 @@ def fold_structured(
                     "authority": "operator",
                     "approval_seq": approval_seq,
                     "decision": event.get("decision"),
-                    "source_event_ids": _sources(
+                    "source_event_ids": merge_sources(
                         [approval_seq] if isinstance(approval_seq, int) else [], [seq]
                     ),
                 }
             )
 
-    tool_state, tools_dropped = _cap_tool_state(tools, _fresh_from(events))
+    tool_state, tools_dropped = cap_tool_state(tools, fresh_from(events))
     fact_entries, facts_dropped = facts.entries()
-    requests, requests_dropped = _last_n(requests, MAX_REQUESTS)
-    completed, completed_dropped = _last_n(completed, MAX_COMPLETED_ACTIONS)
-    decisions, decisions_dropped = _last_n(decisions, MAX_DECISIONS)
-    questions, questions_dropped = _last_n(questions, MAX_OPEN_QUESTIONS, facts.cites_correction)
-    replies, replies_dropped = _last_n(replies, MAX_LAST_REPLIES)
+    requests, requests_dropped = last_n(requests, MAX_REQUESTS)
+    completed, completed_dropped = last_n(completed, MAX_COMPLETED_ACTIONS)
+    decisions, decisions_dropped = last_n(decisions, MAX_DECISIONS)
+    questions, questions_dropped = last_n(questions, MAX_OPEN_QUESTIONS, facts.cites_correction)
+    replies, replies_dropped = last_n(replies, MAX_LAST_REPLIES)
     for name, dropped in (
         ("tool_state_dropped", tools_dropped),
         ("facts_dropped", facts_dropped),
@@ -503,7 +340,7 @@ def fold_structured(
             counts[name] = counts.get(name, 0) + dropped
 
     pending = pending_entries(approvals=approvals, tool_state=tool_state, questions=questions)
-    status = _task_status(pending=pending, tool_state=tool_state, last_activity=last_activity)
+    status = task_status(pending=pending, tool_state=tool_state, last_activity=last_activity)
     covered_start = (prev.get("covered") or {}).get("from_seq", covered_from)
     return {
         "schema_version": SCHEMA_VERSION,
@@ -559,7 +396,7 @@ def _fold_annotation(
                     constraints[index] = {
                         **constraint,
                         "status": "expired",
-                        "source_event_ids": _sources(constraint["source_event_ids"], [seq]),
+                        "source_event_ids": merge_sources(constraint["source_event_ids"], [seq]),
                     }
             return
         constraints.append(
@@ -594,84 +431,3 @@ def _fold_annotation(
             for q in questions
             if "key" in q or not set(q.get("source_event_ids", [])) & set(refers_to)
         ]
-
-
-def _approval_entry(event: Mapping[str, Any]) -> dict[str, Any]:
-    seq = event["seq"]
-    return {
-        "kind": "approval",
-        "ref": f"approval #{seq}: {event.get('action', '')}",
-        "blocking": True,
-        "approval_seq": seq,
-        "action": event.get("action", ""),
-        "source_event_ids": [seq],
-    }
-
-
-def _previous_approvals(previous: Mapping[str, Any] | None) -> dict[int, dict[str, Any]]:
-    return {
-        int(p["approval_seq"]): p
-        for p in _copy_entries(previous, "pending")
-        if p.get("kind") == "approval" and isinstance(p.get("approval_seq"), int)
-    }
-
-
-def pending_from_log(
-    *, previous: Mapping[str, Any] | None, events: Sequence[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
-    """The `pending` entries the log determines (approvals not yet decided, tool calls with no
-    result, side effects with an unknown outcome), without questions: what the llm backend
-    may not leave out or invent."""
-    approvals = _previous_approvals(previous)
-    for event in events:
-        if event["kind"] == "approval_request":
-            approvals[event["seq"]] = _approval_entry(event)
-        elif event["kind"] == "approval_decision" and isinstance(event.get("approval_seq"), int):
-            approvals.pop(event["approval_seq"], None)
-    tool_state = tool_state_from_log(previous=previous, events=events)
-    return pending_entries(approvals=approvals, tool_state=tool_state, questions=[])
-
-
-def pending_entries(
-    *,
-    approvals: Mapping[int, dict[str, Any]],
-    tool_state: list[dict[str, Any]],
-    questions: list[dict[str, Any]],
-) -> list[dict[str, Any]]:
-    """`pending`: undecided approvals, then tool calls with no result and side effects whose
-    outcome is unknown (both blocking), then open questions (not blocking)."""
-    pending: list[dict[str, Any]] = [approvals[s] for s in sorted(approvals)]
-    for entry in tool_state:
-        if entry["status"] == "unknown" and entry.get("side_effect"):
-            pending.append(
-                {
-                    "kind": "side_effect",
-                    "ref": f"{entry['tool']}#{entry['tool_call_id']}",
-                    "blocking": True,
-                    "tool_call_id": entry["tool_call_id"],
-                    "call_seq": entry["call_seq"],
-                    "idempotency_key": entry.get("idempotency_key"),
-                    "source_event_ids": list(entry["source_event_ids"]),
-                }
-            )
-        elif entry["status"] == "running":
-            pending.append(
-                {
-                    "kind": "tool_call",
-                    "ref": f"{entry['tool']}#{entry['tool_call_id']}",
-                    "blocking": True,
-                    "tool_call_id": entry["tool_call_id"],
-                    "call_seq": entry["call_seq"],
-                    "source_event_ids": list(entry["source_event_ids"]),
-                }
-            )
-    for question in questions:
-        pending.append(
-            {
-                "kind": "question",
-                "ref": question["text"][:200],
-                "blocking": False,
-                "source_event_ids": list(question["source_event_ids"]),
-            }
-        )
-    return pending

@@ -10,6 +10,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from threads.domain.fold import SECTION_TITLES
+
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
@@ -51,7 +53,7 @@ def render_summary(content: Mapping[str, Any]) -> str:
             ],
         )
     out += _section(
-        "Constraints",
+        SECTION_TITLES["constraints"],
         (
             f"- {c.get('text', '')}"
             + (" (expired)" if c.get("status") == "expired" else "")
@@ -61,7 +63,7 @@ def render_summary(content: Mapping[str, Any]) -> str:
     )
     facts = _entries(content, "facts")
     out += _section(
-        "Facts",
+        SECTION_TITLES["facts"],
         (
             f"- {f.get('key')} = {_json(f.get('value'))} ({f.get('authority')}, "
             f"{f.get('confidence')})"
@@ -76,7 +78,7 @@ def render_summary(content: Mapping[str, Any]) -> str:
         ),
     )
     out += _section(
-        "Tool state",
+        SECTION_TITLES["tool_state"],
         (
             f"- {t.get('tool')}#{t.get('tool_call_id')}: {t.get('status')}"
             + (f" side effect key={t.get('idempotency_key')}" if t.get("side_effect") else "")
@@ -86,7 +88,7 @@ def render_summary(content: Mapping[str, Any]) -> str:
         ),
     )
     out += _section(
-        "Pending",
+        SECTION_TITLES["pending"],
         (
             f"- {p.get('kind')}: {_one_line(p.get('ref', ''))}"
             + (" (blocking)" if p.get("blocking") else "")
@@ -97,32 +99,32 @@ def render_summary(content: Mapping[str, Any]) -> str:
         ),
     )
     out += _section(
-        "Completed actions",
+        SECTION_TITLES["completed_actions"],
         (
             f"- {_one_line(a.get('action', ''))}{_cite(a)}"
             for a in _entries(content, "completed_actions")
         ),
     )
     out += _section(
-        "Decisions",
+        SECTION_TITLES["decisions"],
         (f"- {_one_line(d.get('text', ''))}{_cite(d)}" for d in _entries(content, "decisions")),
     )
     out += _section(
-        "Open questions",
+        SECTION_TITLES["open_questions"],
         (
             f"- {_one_line(q.get('text', ''))}{_cite(q)}"
             for q in _entries(content, "open_questions")
         ),
     )
     out += _section(
-        "Requests",
+        SECTION_TITLES["requests"],
         (
             f"- {_one_line(r.get('text', ''))}" + (" […]" if r.get("truncated") else "") + _cite(r)
             for r in _entries(content, "requests")
         ),
     )
     out += _section(
-        "Last replies",
+        SECTION_TITLES["last_replies"],
         (
             f"- {_one_line(r.get('text', ''))}" + (" […]" if r.get("truncated") else "") + _cite(r)
             for r in _entries(content, "last_replies")

@@ -12,14 +12,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
+from threads.domain.events import AUTHORITIES
 from threads.domain.fold import (
     CONFIRMED_AUTHORITIES,
     PENDING_KINDS,
     SCHEMA_VERSION,
+    SECTIONS,
     TASK_STATUSES,
-    TOOL_STATUSES,
-    tool_state_from_log,
 )
+from threads.domain.ledger import TOOL_STATUSES, tool_state_from_log
 
 CHECK_NAMES = (
     "schema",
@@ -33,20 +34,10 @@ CHECK_NAMES = (
     "cursor_continuity",
     "chain_hash",
 )
-AUTHORITIES = ("user", "tool", "model", "operator")
 CONFIDENCES = ("confirmed", "inferred", "unknown")
 FACT_STATUSES = ("active", "superseded")
 CONSTRAINT_STATUSES = ("active", "expired")
-LIST_SECTIONS = (
-    "requests",
-    "constraints",
-    "facts",
-    "tool_state",
-    "completed_actions",
-    "pending",
-    "decisions",
-    "open_questions",
-)
+LIST_SECTIONS = tuple(s for s in SECTIONS if s != "last_replies")
 # section -> fields each entry must have (besides source_event_ids)
 REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
     "requests": ("text",),

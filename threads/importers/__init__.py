@@ -1,21 +1,19 @@
-"""Importing recorded agent traces as threads (CONTRACT: `import_trace`).
+"""Reading recorded agent traces and converting them to ctxadmin events (CONTRACT:
+`import_trace`); threads.services.imports stores them.
 
-One thread per conversation; a conversation's `id` becomes the thread's external_id. Every
-event gets the client_event_id `import-<index>`, so importing the same file again appends
-nothing, and importing a longer version of a conversation appends only what is new. Events go
-through the normal append path (event_append_batch) in batches: the same validation, binding,
-hashing and token counting as the API.
+One thread per conversation; a conversation's `id` becomes the thread's external_id. Each
+format's module converts a conversation to event bodies; `conversation_events` adds what every
+format shares (tool definitions, side-effect marks, the thread's title and fixed tokens).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
 from threads.domain import tokens
 from threads.domain.canonical import canonical_json
-from threads.domain.events import normalize_event
 from threads.domain.render import content_text
 from threads.importers import anthropic, jsonl, langgraph, openai_chat, openai_responses
 from threads.importers.common import (
@@ -27,7 +25,6 @@ from threads.importers.common import (
     external_id_for,
     read_file,
 )
-from threads.models import Thread, Workspace
 
 FORMATS: dict[str, Callable[[Conversation], Converted]] = {
     "openai-chat": openai_chat.convert,
@@ -47,25 +44,28 @@ DEFAULT_SIDE_EFFECT_TOOLS = frozenset(
         "send_certificate",
     }
 )
-BATCH_SIZE = 500
 TITLE_LENGTH = 80
 
 __all__ = [
     "DEFAULT_SIDE_EFFECT_TOOLS",
+    "Conversation",
     "FORMATS",
     "ImportFormatError",
-    "ImportResult",
-    "conversation_import",
+    "PreparedConversation",
+    "conversation_events",
+    "conversation_value",
     "read_conversations",
-    "trace_import",
 ]
 
 
 @dataclass
-class ImportResult:
-    thread: Thread
-    created: int = 0  # events appended by this import (0 when it was imported before)
-    total: int = 0
+class PreparedConversation:
+    """A conversation converted for storing: its thread's external_id and settings, its event
+    bodies in order, and what the converter skipped."""
+
+    external_id: str
+    events: list[dict[str, Any]]
+    thread_settings: dict[str, Any]
     skipped: list[str] = field(default_factory=list)
 
 
@@ -93,7 +93,7 @@ def read_conversations(source: str, fmt: str) -> list[Any]:
     return values
 
 
-def _conversation(value: Any, fmt: str, where: str) -> Conversation:
+def conversation_value(value: Any, fmt: str, where: str) -> Conversation:
     if fmt == "jsonl" and isinstance(value, list) and jsonl.is_export(value):
         return jsonl.export_as_conversation(value)
     return conversation_of(value, where=where)
@@ -124,19 +124,14 @@ def _mark_side_effects(
             event["idempotency_key"] = f"{external_id}:{call_id}{suffix}"[:200]
 
 
-def conversation_import(
+def conversation_events(
     *,
-    workspace: Workspace,
     conversation: Conversation,
     fmt: str,
     side_effect_tools: Collection[str] = DEFAULT_SIDE_EFFECT_TOOLS,
-) -> ImportResult:
-    from django.conf import settings
-
-    from threads.services.audit import audit_record
-    from threads.services.events import event_append_batch
-    from threads.services.threads import thread_get_or_create
-
+) -> PreparedConversation:
+    """Convert one conversation: event bodies with the tool definitions on the first one and
+    side-effecting calls marked, and the thread settings it implies (title, fixed tokens)."""
     converted = FORMATS[fmt](conversation)
     external_id = external_id_for(conversation, fmt)
     events = converted.events
@@ -152,74 +147,9 @@ def conversation_import(
         thread_settings["fixed_tokens"] = tokens.count_text(
             canonical_json(conversation.tools).decode()
         )
-    thread, _ = thread_get_or_create(
-        workspace=workspace, external_id=external_id, **thread_settings
+    return PreparedConversation(
+        external_id=external_id,
+        events=events,
+        thread_settings=thread_settings,
+        skipped=converted.skipped,
     )
-    result = ImportResult(thread=thread, total=len(events), skipped=converted.skipped)
-    max_bytes = settings.CTXADMIN_MAX_EVENT_BYTES
-    for start in range(0, len(events), BATCH_SIZE):
-        batch = []
-        for index, body in enumerate(events[start : start + BATCH_SIZE], start=start):
-            body = {**body, "client_event_id": body.get("client_event_id") or f"import-{index}"}
-            batch.append(normalize_event(body, max_bytes=max_bytes))
-        appended = event_append_batch(thread=thread, new_events=batch)
-        result.created += sum(1 for a in appended if a.created)
-    if result.created:
-        audit_record(
-            workspace=workspace,
-            actor=None,
-            action="trace_imported",
-            target_type="thread",
-            target_id=thread.pk,
-            thread=thread,
-            actor_label="import_trace",
-            after={"format": fmt, "events": result.created, "skipped": len(converted.skipped)},
-        )
-    return result
-
-
-def conversations_import(
-    *,
-    workspace: Workspace,
-    conversations: Iterable[Any],
-    fmt: str,
-    side_effect_tools: Collection[str] = DEFAULT_SIDE_EFFECT_TOOLS,
-    progress: Callable[[int, int], None] | None = None,
-) -> list[ImportResult]:
-    if fmt not in FORMATS:
-        raise ImportFormatError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
-    values = list(conversations)
-    results = []
-    for number, value in enumerate(values):
-        conversation = _conversation(value, fmt, where=f"conversation {number}")
-        results.append(
-            conversation_import(
-                workspace=workspace,
-                conversation=conversation,
-                fmt=fmt,
-                side_effect_tools=side_effect_tools,
-            )
-        )
-        if progress is not None:
-            progress(number + 1, len(values))
-    return results
-
-
-def trace_import(
-    *,
-    workspace: Workspace,
-    conversations: Iterable[Any],
-    fmt: str,
-    progress: Callable[[int, int], None] | None = None,
-    side_effect_tools: Collection[str] = DEFAULT_SIDE_EFFECT_TOOLS,
-) -> list[Thread]:
-    """Import conversations (already read from their file) into threads; one per conversation.
-    For the Celery task: `progress(done, total)` counts conversations."""
-    results = conversations_import(
-        workspace=workspace,
-        conversations=conversations,
-        fmt=fmt,
-        side_effect_tools=side_effect_tools,
-        progress=progress,
-    )
-    return [r.thread for r in results]

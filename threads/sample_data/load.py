@@ -17,10 +17,11 @@ from django.db import transaction
 
 from threads.domain.errors import IdempotencyConflict
 from threads.domain.events import normalize_event
-from threads.importers import conversations_import, read_conversations
+from threads.importers import read_conversations
 from threads.models import ApiKey, Role, Thread, Workspace
 from threads.sample_data import scenarios
 from threads.services.events import event_append_batch
+from threads.services.imports import conversations_import
 from threads.services.threads import thread_get_or_create
 from threads.services.workspaces import API_KEY_PREFIX, api_key_digest, member_add
 

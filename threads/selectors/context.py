@@ -6,21 +6,17 @@ from typing import Any
 
 from django.db.models import (
     F,
+    FilteredRelation,
     Q,
 )
 
+from threads.domain.budget import CONTEXT_OVERRIDES, plan_context, thread_budget
 from threads.models import (
     Thread,
 )
 from threads.selectors.events import event_dicts
 
-CONTEXT_OVERRIDES = (
-    "window",
-    "fixed_tokens",
-    "reserved_output",
-    "reasoning_reserve",
-    "safety_margin",
-)
+__all__ = ["CONTEXT_OVERRIDES", "working_context"]
 
 
 def working_context(*, thread: Thread, overrides: dict[str, Any]) -> dict[str, Any]:
@@ -38,10 +34,6 @@ def working_context(*, thread: Thread, overrides: dict[str, Any]) -> dict[str, A
     Reads only events after covered_until, with their stored token counts: two queries
     whatever the length of the thread.
     """
-    from django.db.models import FilteredRelation
-
-    from threads.domain.budget import Budget, plan_context
-
     head = (
         Thread.objects.filter(pk=thread.pk)
         .annotate(
@@ -66,23 +58,7 @@ def working_context(*, thread: Thread, overrides: dict[str, Any]) -> dict[str, A
         )
         .get()
     )
-    settings = {
-        "window": head["context_window"],
-        "fixed_tokens": head["fixed_tokens"],
-        "reserved_output": head["reserved_output"],
-        "reasoning_reserve": head["reasoning_reserve"],
-        "safety_margin": head["safety_margin"],
-    }
-    settings.update(
-        {k: int(v) for k, v in overrides.items() if k in CONTEXT_OVERRIDES and v is not None}
-    )
-    budget = Budget(
-        window=settings["window"],
-        fixed=settings["fixed_tokens"],
-        reserved_output=settings["reserved_output"],
-        reasoning_reserve=settings["reasoning_reserve"],
-        safety_margin=settings["safety_margin"],
-    )
+    budget = thread_budget(head, overrides)
     covered, read_until = head["covered_until"], head["last_seq"]
     summary: dict[str, Any] | None = None
     summary_tokens = 0

@@ -15,8 +15,7 @@ from threads.access import require_role
 from threads.domain.errors import Conflict, InvalidEvent
 from threads.models import ApprovalRequest, ApprovalStatus, Event, EventKind, Role, Thread
 from threads.services.audit import audit_record
-from threads.services.events import server_event_append
-from threads.services.side_effects import announce_after_commit
+from threads.services.events import announce_after_commit, server_event_append
 
 DECISIONS = {"approve": ApprovalStatus.APPROVED, "reject": ApprovalStatus.REJECTED}
 MAX_REASON = 2000
@@ -92,7 +91,7 @@ def approval_decide(
             },
         )
         ApprovalRequest.objects.filter(pk=approval.pk).update(decision_event=event)
-        announce_after_commit(locked.pk, event)
+        announce_after_commit(locked.pk, [event])
         audit_record(
             workspace=locked.workspace,
             actor=actor,

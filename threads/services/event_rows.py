@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from threads.domain.canonical import canonical_text
 from threads.domain.events import parse_time
+from threads.domain.ledger import RESULT_STATUS
 from threads.models import (
     ApprovalRequest,
     Event,
@@ -31,14 +32,6 @@ from threads.models import (
     SideEffectStatus,
     Thread,
 )
-
-RESULT_TO_SIDE_EFFECT = {
-    "succeeded": SideEffectStatus.SUCCEEDED,
-    "failed": SideEffectStatus.FAILED,
-    "cancelled": SideEffectStatus.CANCELLED,
-    # A timeout says nothing about whether the effect happened: unknown, never failed.
-    "timeout": SideEffectStatus.UNKNOWN,
-}
 
 
 @dataclass(slots=True)
@@ -363,7 +356,8 @@ def side_effect_and_approval_statements(
                 "updated_at = %s WHERE thread_id = %s AND call_seq = %s",
                 [
                     (
-                        RESULT_TO_SIDE_EFFECT[r.data["status"]].value,
+                        # A timeout says nothing about whether the effect happened: unknown.
+                        RESULT_STATUS[r.data["status"]],
                         r.seq,
                         r.data.get("request_id", ""),
                         now,

@@ -16,6 +16,7 @@ from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from threads.chainkey import chain_key
 from threads.domain import chain
 from threads.domain.canonical import format_time, join_canonical
 from threads.domain.errors import IdempotencyConflict, InvalidEvent, NoOpenToolCall, NotFound
@@ -26,7 +27,6 @@ from threads.models import (
     Thread,
     Workspace,
 )
-from threads.services.chainkey import chain_key
 from threads.services.event_rows import (
     NewRow,
     insert_events_and_head,
@@ -256,18 +256,24 @@ def _thread_lock_for_workspace(
     return found[0]
 
 
+def announce_after_commit(thread: Any, events: list[Event | dict[str, Any]]) -> None:
+    """Run the append hooks (the fold triggers) for `events` once the caller's transaction
+    commits: the agents' appends, and the events ctxadmin writes itself (a resolution or a
+    decision is a structural trigger). `thread` is the thread as the append left it (head
+    fields current as of the commit), so a hook need not read it again, or its id."""
+    for hook in after_append_hooks:
+        # robust: the events are committed by then; a failing hook (a fold trigger) is
+        # logged, and never turns the successful append into an error.
+        transaction.on_commit(
+            lambda hook=hook: hook(thread, events),  # type: ignore[misc]
+            robust=True,
+        )
+
+
 def _schedule_hooks(thread: Thread, appended: list[Appended]) -> None:
     new = [a.row.hook_view() if a.row is not None else a.event for a in appended if a.created]
     if new:
-        for hook in after_append_hooks:
-            # robust: the events are committed by then; a failing hook (a fold trigger) is
-            # logged, and never turns the agent's successful append into an error.
-            transaction.on_commit(
-                # The thread as this append left it (head fields current as of the commit),
-                # so a hook need not read it again on every append.
-                lambda hook=hook: hook(thread, new),  # type: ignore[misc]
-                robust=True,
-            )
+        announce_after_commit(thread, new)
 
 
 def _batch_lookups(new_events: Sequence[NewEvent], existing: Mapping[Any, Event]) -> set[str]:

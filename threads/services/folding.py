@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -31,17 +32,13 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from threads.chainkey import chain_key, thread_genesis
 from threads.domain import chain, tokens
-from threads.domain.budget import Budget, fold_target
+from threads.domain.budget import Budget, fold_target, thread_budget
 from threads.domain.summary_render import render_summary
 from threads.domain.units import last_closed_boundary, split_units
 from threads.domain.verify import Check, Verification, verify_candidate
 from threads.models import (
-    ApprovalRequest,
-    Checkpoint,
-    Event,
-    EventKind,
-    SideEffect,
     SummaryPhase,
     SummaryVersion,
     TaskRun,
@@ -50,10 +47,28 @@ from threads.models import (
 )
 from threads.selectors import event_dicts
 from threads.services.audit import audit_record
-from threads.services.chainkey import chain_key
-from threads.services.integrity import checkpoint_checksum, summary_checksum
-from threads.services.tasks import task_run_finish, task_run_start
+from threads.services.checkpoints import checkpoint_record, pending_at
+from threads.services.enqueue import FOLD_THREAD, task_run_enqueue
+from threads.services.integrity import summary_checksum
+from threads.services.tasks import task_run_finish
 from threads.summarizers import get_summarizer
+
+__all__ = [
+    "FOLD_MAX_EVENTS",
+    "FoldResult",
+    "Outcome",
+    "after_fold_hooks",
+    "checkpoint_record",
+    "fold_in_flight",
+    "fold_prepare",
+    "fold_request",
+    "fold_run",
+    "pending_at",
+    "recover_prepared",
+    "summary_commit",
+    "summary_decide",
+    "summary_verify",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -83,11 +98,21 @@ def _now() -> Any:
     return timezone.now()
 
 
-def _genesis(thread_id: Any) -> str:
-    return chain.genesis_hash(str(thread_id), chain_key())
+# Called after fold_run with (thread id, trigger, FoldResult): the fold triggers register the
+# decision whether to fold again (threads.services.triggers), so folding never imports them.
+after_fold_hooks: list[Callable[[Any, dict[str, Any], FoldResult], None]] = []
 
 
 # --- requests: at most one fold in flight per thread -------------------------------------------
+
+
+def fold_in_flight(thread: Thread, *, now: Any = None) -> bool:
+    """A fold was requested recently enough that its worker is presumed alive."""
+    return bool(
+        thread.fold_task_id
+        and thread.fold_requested_at is not None
+        and (now or _now()) - thread.fold_requested_at < settings.CTXADMIN_PREPARED_TIMEOUT
+    )
 
 
 def fold_request(*, thread: Thread, trigger: dict[str, Any], actor: Any = None) -> TaskRun:
@@ -99,18 +124,13 @@ def fold_request(*, thread: Thread, trigger: dict[str, Any], actor: Any = None) 
     purpose: services that fold after their own change (a rollback) call it inside their
     transaction, and the task is still sent only once that commits.
     """
-    from threads.tasks import fold_thread_task  # tasks import services, not the reverse
-
     if trigger.get("kind") not in TRIGGER_KINDS:
         raise ValueError(f"unknown trigger kind {trigger.get('kind')!r}")
     now = _now()
     with transaction.atomic():
         locked = Thread.objects.select_for_update().select_related("workspace").get(pk=thread.pk)
         if locked.fold_task_id:
-            fresh = (
-                locked.fold_requested_at is not None
-                and now - locked.fold_requested_at < settings.CTXADMIN_PREPARED_TIMEOUT
-            )
+            fresh = fold_in_flight(locked, now=now)
             existing = TaskRun.objects.filter(pk=locked.fold_task_id).first()
             if (
                 fresh
@@ -118,14 +138,12 @@ def fold_request(*, thread: Thread, trigger: dict[str, Any], actor: Any = None) 
                 and existing.state in (TaskState.PENDING, TaskState.STARTED, TaskState.PROGRESS)
             ):
                 return existing
-        thread_id = str(locked.pk)
-        run = task_run_start(
+        run = task_run_enqueue(
             workspace=locked.workspace,
             thread=locked,
             kind="fold",
-            send=lambda task_id: fold_thread_task.apply_async(
-                (thread_id, trigger), task_id=task_id
-            ),
+            task_name=FOLD_THREAD,
+            args=(str(locked.pk), trigger),
         )
         Thread.objects.filter(pk=locked.pk).update(fold_task_id=run.id, fold_requested_at=now)
         thread.fold_task_id, thread.fold_requested_at = run.id, now
@@ -210,13 +228,7 @@ def fold_prepare(
     base = _base_version(thread_id, base_version)
     read_until = min(head["last_seq"], covered + FOLD_MAX_EVENTS)
     events = event_dicts_for_fold(thread_id, after=covered, until=read_until)
-    budget = Budget(
-        window=head["context_window"],
-        fixed=head["fixed_tokens"],
-        reserved_output=head["reserved_output"],
-        reasoning_reserve=head["reasoning_reserve"],
-        safety_margin=head["safety_margin"],
-    )
+    budget = thread_budget(head)
     boundary = fold_boundary(
         events=events,
         after=covered,
@@ -284,7 +296,7 @@ def summary_verify(*, version: SummaryVersion) -> Verification:
     base = _base_version(version.thread_id, version.base_version)
     covered = base.covered_until if base is not None else 0
     events = event_dicts_for_fold(version.thread_id, after=covered, until=version.covered_until)
-    start_hash = base.chain_hash if base is not None else _genesis(version.thread_id)
+    start_hash = base.chain_hash if base is not None else thread_genesis(version.thread_id)
     verdict = chain.verify_chain(events, start_hash=start_hash, start_seq=covered, key=chain_key())
     if verdict.ok and verdict.verified_until == version.covered_until:
         expected = verdict.head
@@ -358,16 +370,8 @@ def summary_commit(
         if not swapped:
             SummaryVersion.objects.filter(pk=version.pk).update(phase=SummaryPhase.DISCARDED)
             version.phase = SummaryPhase.DISCARDED
-            audit_record(
-                workspace=thread.workspace,
-                actor=None,
-                action="summary_discarded",
-                target_type="summary_version",
-                target_id=version.version,
-                thread=thread,
-                before={"base_version": version.base_version},
-                after={"head_version": thread.head_version},
-                actor_label=actor_label,
+            _audit_discarded(
+                thread, version, after={"head_version": thread.head_version}, label=actor_label
             )
             return Outcome.DISCARDED
         checkpoint_record(
@@ -394,120 +398,6 @@ def summary_commit(
             actor_label=actor_label,
         )
     return Outcome.COMMITTED
-
-
-PENDING_EVENT_KINDS = (
-    EventKind.TOOL_CALL,
-    EventKind.TOOL_RESULT,
-    EventKind.SIDE_EFFECT_RESOLUTION,
-    EventKind.APPROVAL_REQUEST,
-    EventKind.APPROVAL_DECISION,
-)
-
-
-def _pending_start(thread: Thread, cursor: int) -> tuple[int, list[dict[str, Any]]]:
-    """The nearest checkpoint at or before `cursor` whose checksum still recomputes: its
-    pending list is what was open at its cursor, so only the events after it need reading."""
-    checkpoint = (
-        Checkpoint.objects.filter(thread=thread, cursor__lte=cursor, safe=True)
-        .select_related("summary_version")
-        .order_by("-cursor", "-pk")
-        .first()
-    )
-    if checkpoint is None or checkpoint.checksum != checkpoint_checksum(checkpoint):
-        return 0, []
-    return checkpoint.cursor, list(checkpoint.pending)
-
-
-def pending_at(
-    *, thread: Thread, cursor: int, from_checkpoint: bool = True
-) -> list[dict[str, Any]]:
-    """Side effects and approvals still open at `cursor`, as the log stood then.
-
-    A side effect is open while its call has no result (running) or only a timeout (unknown)
-    and no resolution; an approval while its request has no decision. Starts from the nearest
-    trusted checkpoint and replays only the events after it (a few key columns of the kinds
-    that matter), so a commit costs the same at seq 1,000 and at seq 100,000.
-    """
-    start, inherited = _pending_start(thread, cursor) if from_checkpoint else (0, [])
-    effects = {p["call_seq"]: dict(p) for p in inherited if p["kind"] == "side_effect"}
-    approvals = {p["request_seq"]: dict(p) for p in inherited if p["kind"] == "approval"}
-    new_calls: dict[int, int] = {}  # event id -> call seq
-    new_requests: dict[int, int] = {}  # event id -> request seq
-    rows = (
-        Event.objects.filter(
-            thread=thread, seq__gt=start, seq__lte=cursor, kind__in=PENDING_EVENT_KINDS
-        )
-        .order_by("seq")
-        .values_list(
-            "id",
-            "seq",
-            "kind",
-            "data__side_effect",
-            "data__call_seq",
-            "data__status",
-            "data__approval_seq",
-        )
-    )
-    for event_id, seq, kind, side_effect, call_seq, status, approval_seq in rows:
-        if kind == EventKind.TOOL_CALL and side_effect:
-            effects[seq] = {"kind": "side_effect", "call_seq": seq, "status": "running"}
-            new_calls[event_id] = seq
-        elif kind == EventKind.TOOL_RESULT and call_seq in effects:
-            if status == "timeout":
-                effects[call_seq]["status"] = "unknown"  # never "failed": nobody knows
-            else:
-                effects.pop(call_seq)
-        elif kind == EventKind.SIDE_EFFECT_RESOLUTION:
-            effects.pop(call_seq, None)
-        elif kind == EventKind.APPROVAL_REQUEST:
-            approvals[seq] = {"kind": "approval", "request_seq": seq}
-            new_requests[event_id] = seq
-        elif kind == EventKind.APPROVAL_DECISION:
-            approvals.pop(approval_seq, None)
-    wanted = [i for i, s in new_calls.items() if s in effects]
-    for effect in SideEffect.objects.filter(call_event_id__in=wanted).values(
-        "id", "tool_call_id", "tool_name", "idempotency_key", "call_seq"
-    ):
-        effects[effect["call_seq"]].update(effect)
-    wanted = [i for i, s in new_requests.items() if s in approvals]
-    for approval in ApprovalRequest.objects.filter(request_event_id__in=wanted).values(
-        "id", "action", "request_event__seq"
-    ):
-        approvals[approval["request_event__seq"]].update(
-            id=approval["id"], action=approval["action"]
-        )
-    ordered = [effects[s] for s in sorted(effects)] + [approvals[s] for s in sorted(approvals)]
-    # One key order for every entry, whichever way it was built (the checksum covers it).
-    return [dict(sorted(entry.items())) for entry in ordered]
-
-
-def checkpoint_record(
-    *,
-    thread: Thread,
-    version: SummaryVersion | None,
-    cursor: int,
-    chain_hash: str,
-    summary_checksum: str,
-    label: str = "",
-    created_by: Any = None,
-) -> Checkpoint:
-    """Create a checkpoint: references and hashes, the work open at its cursor, and a checksum
-    over all of it (threads.services.integrity.checkpoint_body). Runs inside the caller's
-    transaction: every committed version gets one, in the same transaction as its commit."""
-    checkpoint = Checkpoint(
-        thread=thread,
-        summary_version=version,
-        cursor=cursor,
-        chain_hash=chain_hash,
-        summary_checksum=summary_checksum,
-        pending=pending_at(thread=thread, cursor=cursor),
-        label=label[:200],
-        created_by=created_by,
-    )
-    checkpoint.checksum = checkpoint_checksum(checkpoint)
-    checkpoint.save(force_insert=True)
-    return checkpoint
 
 
 # --- the whole pipeline -------------------------------------------------------------------------
@@ -574,60 +464,9 @@ def fold_run(
 
 
 def _follow_up(thread_id: Any, trigger: dict[str, Any], result: FoldResult) -> None:
-    version = result.version
-    if version is None:
-        return
-    thread = Thread.objects.get(pk=thread_id)
-    if result.outcome == Outcome.REJECTED:
-        # Risk trigger "a failed verification": one retry (an llm backend may do better), never
-        # a loop — a retry that fails again stays rejected and waits for people.
-        if not trigger.get("retry_of"):
-            failed = [c["name"] for c in version.verification["checks"] if not c["ok"]]
-            fold_request(
-                thread=thread,
-                trigger={
-                    "kind": "risk",
-                    "retry_of": version.version,
-                    "reason": f"verification of v{version.version} failed: {', '.join(failed)}",
-                },
-            )
-        return
-    if result.outcome != Outcome.COMMITTED:
-        return
-    # A capped fold (see FOLD_MAX_EVENTS) leaves the rest of a long backlog: the same trigger
-    # carries on with it.
-    if thread.last_seq - (version.covered_from - 1) > FOLD_MAX_EVENTS:
-        reason = str(trigger.get("reason", "")).split(" (continued")[0]
-        fold_request(
-            thread=thread,
-            trigger={
-                **trigger,
-                "reason": f"{reason} (continued: {thread.last_seq - thread.covered_until} "
-                f"events after covered_until {thread.covered_until})",
-            },
-        )
-        return
-    _refold_if_triggered(thread)
-
-
-def _refold_if_triggered(thread: Thread) -> None:
-    """Triggers raised by events that arrived while this fold ran were answered by the fold
-    in flight, which stopped before them: look at them again now, and fold them if they
-    call for it and something after the new head may be folded."""
-    from threads.services.triggers import capacity_trigger, choose_trigger, event_triggers
-
-    if thread.last_seq <= thread.covered_until:
-        return
-    tail = event_dicts_for_fold(thread.pk, after=thread.covered_until, until=thread.last_seq)
-    if last_closed_boundary(split_units(tail), after=thread.covered_until) <= thread.covered_until:
-        return
-    reasons = event_triggers(thread=thread, events=tail)
-    capacity = capacity_trigger(thread=thread)
-    if capacity is not None:
-        reasons.append(capacity)
-    trigger = choose_trigger(reasons)
-    if trigger is not None:
-        fold_request(thread=thread, trigger=trigger)
+    """Hand the decided fold to the after-fold hooks: whether to fold again is theirs."""
+    for hook in after_fold_hooks:
+        hook(thread_id, trigger, result)
 
 
 # --- recovery -----------------------------------------------------------------------------------
@@ -683,16 +522,24 @@ def _discard(version: SummaryVersion, *, reason: str) -> str:
         if not changed:
             return Outcome.ALREADY_DECIDED
         thread = Thread.objects.select_related("workspace").get(pk=version.thread_id)
-        audit_record(
-            workspace=thread.workspace,
-            actor=None,
-            action="summary_discarded",
-            target_type="summary_version",
-            target_id=version.version,
-            thread=thread,
-            before={"base_version": version.base_version},
-            after={"reason": reason},
-            actor_label="recovery",
-        )
+        _audit_discarded(thread, version, after={"reason": reason}, label="recovery")
     version.phase = SummaryPhase.DISCARDED
     return Outcome.DISCARDED
+
+
+def _audit_discarded(
+    thread: Thread, version: SummaryVersion, *, after: dict[str, Any], label: str
+) -> None:
+    """Audit a candidate that will never be decided on its merits: its base is no longer the
+    head (another fold or a rollback won)."""
+    audit_record(
+        workspace=thread.workspace,
+        actor=None,
+        action="summary_discarded",
+        target_type="summary_version",
+        target_id=version.version,
+        thread=thread,
+        before={"base_version": version.base_version},
+        after=after,
+        actor_label=label,
+    )

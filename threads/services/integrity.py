@@ -2,7 +2,8 @@
 mark checkpoints at or after it unsafe, and say whether a checkpoint is safe to restore.
 
 Events are streamed from the database in chunks of plain values (no model instances, one
-query per chunk), so a thread of any length verifies in bounded memory.
+query per chunk), so a thread of any length verifies in bounded memory. A full check on request
+(`integrity_verify_request`) runs as the `ctxadmin.verify_thread` task.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from threads.chainkey import chain_key, thread_genesis
 from threads.domain import chain
 from threads.domain.chain import ChainVerdict
 from threads.domain.events import stored_form
-from threads.models import Checkpoint, Event, SummaryPhase, SummaryVersion, Thread
+from threads.models import Checkpoint, Event, SummaryPhase, SummaryVersion, TaskRun, Thread
 from threads.services.audit import audit_record
-from threads.services.chainkey import chain_key
+from threads.services.enqueue import VERIFY_THREAD, task_run_enqueue
 
 CHUNK_SIZE = 2000
 # Progress is reported every this many events: often enough for a bar, rarely enough to be free.
@@ -91,9 +93,36 @@ def chain_walk(
     return verdict
 
 
+def integrity_verify_request(
+    *, thread: Thread, actor: Any = None, actor_label: str = ""
+) -> TaskRun:
+    """Queue a full recomputation of the thread's chain (the verify task) and audit the
+    request, in one transaction; the task is sent after it commits. `actor` is the person, or
+    None for an agent named by `actor_label`."""
+    with transaction.atomic(durable=True):
+        run = task_run_enqueue(
+            workspace=thread.workspace,
+            thread=thread,
+            kind="verify",
+            task_name=VERIFY_THREAD,
+            args=(str(thread.pk),),
+        )
+        audit_record(
+            workspace=thread.workspace,
+            actor=actor,
+            actor_label=actor_label,
+            action="verify_requested",
+            target_type="thread",
+            target_id=thread.pk,
+            thread=thread,
+            after={"task_id": run.id},
+        )
+    return run
+
+
 def _start_point(thread: Thread, *, full: bool, last_seq: int) -> tuple[int, str]:
     """Where an incremental check may start: the furthest point already vouched for."""
-    genesis = chain.genesis_hash(str(thread.id), chain_key())
+    genesis = thread_genesis(thread.id)
     if full:
         return 0, genesis
     start: tuple[int, str] = (0, genesis)
@@ -219,9 +248,10 @@ def summary_checksum(version: SummaryVersion) -> str:
     )
 
 
-def _hash_at(thread: Thread, seq: int) -> str | None:
+def chain_hash_at(thread: Thread, seq: int) -> str | None:
+    """The chain hash after event `seq` (the genesis hash at 0), or None if it is missing."""
     if seq == 0:
-        return chain.genesis_hash(str(thread.id), chain_key())
+        return thread_genesis(thread.id)
     return Event.objects.filter(thread=thread, seq=seq).values_list("hash", flat=True).first()
 
 
@@ -236,13 +266,13 @@ def checkpoint_is_safe(checkpoint: Checkpoint) -> tuple[bool, str]:
     cursor = checkpoint.cursor
     if thread.first_bad_seq is not None and thread.first_bad_seq <= cursor:
         return False, f"the chain breaks at seq {thread.first_bad_seq}, at or before the cursor"
-    if _hash_at(thread, cursor) != checkpoint.chain_hash:
+    if chain_hash_at(thread, cursor) != checkpoint.chain_hash:
         return False, f"the chain hash at seq {cursor} differs from the checkpoint's"
     if thread.verified_until < cursor or not thread.verified_hash:
         verdict = chain_walk(
             thread_id=thread.pk,
             start_seq=0,
-            start_hash=chain.genesis_hash(str(thread.id), chain_key()),
+            start_hash=thread_genesis(thread.id),
             until=cursor,
         )
         if not verdict.ok:

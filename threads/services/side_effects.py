@@ -35,8 +35,9 @@ from threads.models import (
     ToolStatusCheck,
 )
 from threads.services.audit import audit_record
-from threads.services.events import after_append_hooks, server_event_append
-from threads.services.tasks import task_run_finish, task_run_start, task_run_started
+from threads.services.enqueue import SIDE_EFFECT_STATUS_CHECK, task_run_enqueue
+from threads.services.events import announce_after_commit, server_event_append
+from threads.services.tasks import task_run_tracked
 
 RESOLUTION_STATUSES = ("succeeded", "failed", "cancelled")
 # Outcomes a person or a check may still settle: no result yet, or a timeout.
@@ -45,14 +46,6 @@ MAX_EVIDENCE = 10_000
 STATUS_CHECK_ACTOR = "status-check"
 STATUS_CHECK_TIMEOUT = 10  # seconds
 STATUS_CHECK_MAX_BYTES = 64 * 1024
-
-
-def announce_after_commit(thread_id: Any, event: Event) -> None:
-    """Run the append hooks (the fold triggers: a resolution or a decision is a structural
-    trigger) for a server-written event once the caller's transaction commits, as
-    event_append_batch does for agents' events."""
-    for hook in after_append_hooks:
-        transaction.on_commit(lambda hook=hook: hook(thread_id, [event]))  # type: ignore[misc]
 
 
 class AlreadyResolved(Conflict):
@@ -125,7 +118,7 @@ def side_effect_resolve(
                 "actor": label,
             },
         )
-        announce_after_commit(locked.pk, event)
+        announce_after_commit(locked.pk, [event])
         audit_record(
             workspace=locked.workspace,
             actor=actor,
@@ -157,17 +150,14 @@ def side_effect_check_request(*, side_effect: SideEffect, actor: AbstractBaseUse
             f"no status check is configured for tool {side_effect.tool_name!r}",
             fields={"tool_name": side_effect.tool_name},
         )
-    from threads.tasks import side_effect_status_check_task
-
     side_effect_id = side_effect.pk
     with transaction.atomic(durable=True):
-        run = task_run_start(
+        run = task_run_enqueue(
             workspace=thread.workspace,
             thread=thread,
             kind="side_effect_status_check",
-            send=lambda task_id: side_effect_status_check_task.apply_async(
-                (side_effect_id,), task_id=task_id
-            ),
+            task_name=SIDE_EFFECT_STATUS_CHECK,
+            args=(side_effect_id,),
         )
         audit_record(
             workspace=thread.workspace,
@@ -200,11 +190,9 @@ def side_effect_status_check(*, side_effect_id: int, task_id: str | None = None)
 
     Idempotent: a side effect that is no longer running or unknown is left alone. The HTTP
     call happens outside any transaction; only the resolution takes the thread's lock.
+    With `task_id`, the task run of that id follows the check.
     """
-    task_run_started(task_id)
-    outcome = _status_check(side_effect_id)
-    task_run_finish(task_id, result=outcome, ok="error" not in outcome)
-    return outcome
+    return task_run_tracked(task_id, lambda: _status_check(side_effect_id))
 
 
 def _status_check(side_effect_id: int) -> dict[str, Any]:

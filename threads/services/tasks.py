@@ -1,7 +1,9 @@
 """Task runs: what `GET /api/v1/tasks/{id}/` and the dashboard's progress bars read.
 
 A run is created with the request's transaction and its Celery task is sent only after commit,
-so a worker never looks for a run (or a thread) that is not there yet.
+so a worker never looks for a run (or a thread) that is not there yet (services enqueue through
+threads.services.enqueue). `task_run_tracked` is the one place a run's state moves while its
+task works: started, progress, success or failure.
 """
 
 from __future__ import annotations
@@ -18,13 +20,26 @@ from threads.models import TaskRun, TaskState, Thread, Workspace
 def task_run_start(
     *, workspace: Workspace, kind: str, send: Callable[[str], Any], thread: Thread | None = None
 ) -> TaskRun:
-    """Record a run and enqueue it after commit. `send(task_id)` enqueues the Celery task,
-    e.g. `lambda task_id: fold_thread_task.apply_async((thread_id,), task_id=task_id)`."""
+    """Record a run and call `send(run.id)` after commit; services use
+    threads.services.enqueue.task_run_enqueue, which sends a task by its name."""
     run = TaskRun.objects.create(
         id=str(uuid.uuid4()), workspace=workspace, thread=thread, kind=kind
     )
     transaction.on_commit(lambda: send(run.id))
     return run
+
+
+def task_run_tracked(task_id: str | None, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Run `work` as task run `task_id`: started, then success with its answer (failure when
+    the answer carries an "error"), or failure with the exception, which is re-raised."""
+    task_run_started(task_id)
+    try:
+        answer = work()
+    except Exception as exc:
+        task_run_finish(task_id, result={"error": f"{type(exc).__name__}: {exc}"}, ok=False)
+        raise
+    task_run_finish(task_id, result=answer, ok="error" not in answer)
+    return answer
 
 
 def task_run_progress(task_id: str | None, *, done: int, total: int) -> None:

@@ -6,10 +6,9 @@ from typing import Any
 
 from django.db import IntegrityError, models, transaction
 
-from threads.domain import chain
+from threads.chainkey import thread_genesis
 from threads.models import Thread, Workspace
 from threads.services.audit import audit_record
-from threads.services.chainkey import chain_key
 
 
 def thread_get_or_create(
@@ -23,7 +22,7 @@ def thread_get_or_create(
     if existing is not None:
         return existing, False
     thread = Thread(workspace=workspace, external_id=external_id, **settings)
-    thread.chain_head = chain.genesis_hash(str(thread.id), chain_key())
+    thread.chain_head = thread_genesis(thread.id)
     try:
         with transaction.atomic():
             thread.save(force_insert=True)

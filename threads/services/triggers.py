@@ -9,6 +9,10 @@
 
 The first matching kind in the order risk, structural, capacity names the trigger; the reason
 lists everything that matched. `fold_request` keeps at most one fold in flight per thread.
+
+Whether to fold again once a fold is decided is answered here too (`after_fold`): one retry of a
+rejected candidate, the rest of a capped backlog, and the triggers raised by events that
+arrived while the fold ran. `install` registers both hooks.
 """
 
 from __future__ import annotations
@@ -17,14 +21,21 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from django.conf import settings
 from django.db.models import Sum
-from django.utils import timezone
 
-from threads.domain.budget import Budget, needs_fold
+from threads.domain.budget import needs_fold, thread_budget
 from threads.domain.tokens import MESSAGE_OVERHEAD_TOKENS
+from threads.domain.units import last_closed_boundary, split_units
 from threads.models import Event, EventKind, SummaryVersion, Thread
-from threads.services.folding import fold_request
+from threads.services import events as event_service
+from threads.services import folding
+from threads.services.folding import (
+    FoldResult,
+    Outcome,
+    event_dicts_for_fold,
+    fold_in_flight,
+    fold_request,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -168,13 +179,7 @@ def history_tokens(*, thread: Thread, enough: float | None = None) -> int:
 
 
 def capacity_trigger(*, thread: Thread) -> tuple[str, str] | None:
-    budget = Budget(
-        window=thread.context_window,
-        fixed=thread.fixed_tokens,
-        reserved_output=thread.reserved_output,
-        reasoning_reserve=thread.reasoning_reserve,
-        safety_margin=thread.safety_margin,
-    )
+    budget = thread_budget(thread)
     threshold = thread.high_watermark * budget.available
     history = history_tokens(thread=thread, enough=threshold)
     if needs_fold(history=history, budget=budget, high=thread.high_watermark):
@@ -214,6 +219,11 @@ def _after_append(thread_id: Any, events: list[Event | dict[str, Any]]) -> None:
         # A queued or running fold re-checks the triggers for everything that arrived
         # meanwhile once it commits, so an append need not take the thread's lock again.
         return
+    _fold_if_triggered(thread, events)
+
+
+def _fold_if_triggered(thread: Thread, events: Iterable[Event | dict[str, Any]]) -> None:
+    """Request a fold when these events, or the thread's history size, call for one."""
     reasons = event_triggers(thread=thread, events=events)
     capacity = capacity_trigger(thread=thread)
     if capacity is not None:
@@ -223,18 +233,59 @@ def _after_append(thread_id: Any, events: list[Event | dict[str, Any]]) -> None:
         fold_request(thread=thread, trigger=trigger)
 
 
-def fold_in_flight(thread: Thread) -> bool:
-    """A fold was requested recently enough that its worker is presumed alive."""
-    return bool(
-        thread.fold_task_id
-        and thread.fold_requested_at is not None
-        and timezone.now() - thread.fold_requested_at < settings.CTXADMIN_PREPARED_TIMEOUT
-    )
+def after_fold(thread_id: Any, trigger: dict[str, Any], result: FoldResult) -> None:
+    """The hook on threads.services.folding.after_fold_hooks: whether to fold again."""
+    version = result.version
+    if version is None:
+        return
+    thread = Thread.objects.get(pk=thread_id)
+    if result.outcome == Outcome.REJECTED:
+        # Risk trigger "a failed verification": one retry (an llm backend may do better), never
+        # a loop — a retry that fails again stays rejected and waits for people.
+        if not trigger.get("retry_of"):
+            failed = [c["name"] for c in version.verification["checks"] if not c["ok"]]
+            fold_request(
+                thread=thread,
+                trigger={
+                    "kind": "risk",
+                    "retry_of": version.version,
+                    "reason": f"verification of v{version.version} failed: {', '.join(failed)}",
+                },
+            )
+        return
+    if result.outcome != Outcome.COMMITTED:
+        return
+    # A capped fold (see FOLD_MAX_EVENTS) leaves the rest of a long backlog: the same trigger
+    # carries on with it.
+    if thread.last_seq - (version.covered_from - 1) > folding.FOLD_MAX_EVENTS:
+        reason = str(trigger.get("reason", "")).split(" (continued")[0]
+        fold_request(
+            thread=thread,
+            trigger={
+                **trigger,
+                "reason": f"{reason} (continued: {thread.last_seq - thread.covered_until} "
+                f"events after covered_until {thread.covered_until})",
+            },
+        )
+        return
+    _refold_if_triggered(thread)
+
+
+def _refold_if_triggered(thread: Thread) -> None:
+    """Triggers raised by events that arrived while this fold ran were answered by the fold
+    in flight, which stopped before them: look at them again now, and fold them if they
+    call for it and something after the new head may be folded."""
+    if thread.last_seq <= thread.covered_until:
+        return
+    tail = event_dicts_for_fold(thread.pk, after=thread.covered_until, until=thread.last_seq)
+    if last_closed_boundary(split_units(tail), after=thread.covered_until) <= thread.covered_until:
+        return
+    _fold_if_triggered(thread, tail)
 
 
 def install() -> None:
-    """Register the hook once (AppConfig.ready may run more than once in tests)."""
-    from threads.services import events
-
-    if after_append not in events.after_append_hooks:
-        events.after_append_hooks.append(after_append)
+    """Register the hooks once (AppConfig.ready may run more than once in tests)."""
+    if after_append not in event_service.after_append_hooks:
+        event_service.after_append_hooks.append(after_append)
+    if after_fold not in folding.after_fold_hooks:
+        folding.after_fold_hooks.append(after_fold)

@@ -15,7 +15,8 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from threads.domain.fold import SCHEMA_VERSION, SECTIONS, pending_from_log, tool_state_from_log
+from threads.domain.fold import SCHEMA_VERSION, SECTIONS
+from threads.domain.ledger import pending_from_log, tool_state_from_log
 from threads.domain.render import render_event
 from threads.summarizers.base import SummarizerError
 

@@ -14,13 +14,10 @@ from django.views.decorators.http import require_GET, require_POST
 from threads import selectors
 from threads.domain.errors import DomainError
 from threads.models import Role
-from threads.services.checkpoints import (
-    checkpoint_create,
-    checkpoint_rollback,
-    rollback_preview,
-    thread_fork,
-)
+from threads.services.checkpoints import checkpoint_create, rollback_preview
+from threads.services.fork import thread_fork
 from threads.services.integrity import checkpoint_is_safe
+from threads.services.rollback import checkpoint_rollback
 from threads.views.common import (
     HtmxHttpRequest,
     done,

@@ -18,7 +18,6 @@ from threads.views.common import HtmxHttpRequest, thread_for
 from threads.views.present import headline_and_body
 from threads.views.threads import thread_tabs
 
-OVERRIDES = ("window", "fixed_tokens", "reserved_output", "reasoning_reserve", "safety_margin")
 CHART_W, CHART_H = 760, 220
 PAD_L, PAD_R, PAD_T, PAD_B = 56, 14, 14, 28
 
@@ -150,7 +149,7 @@ def _seq_ticks(x_max: int) -> list[int]:
 def thread_context(request: HtmxHttpRequest, id: str) -> HttpResponse:
     thread = thread_for(request, id)
     overrides: dict[str, Any] = {}
-    for name in OVERRIDES:
+    for name in selectors.CONTEXT_OVERRIDES:
         value = request.GET.get(name, "").strip()
         if value.isdigit():
             overrides[name] = int(value)
@@ -183,7 +182,8 @@ def thread_context(request: HtmxHttpRequest, id: str) -> HttpResponse:
         use=(budget["used"] / budget["available"]) if budget["available"] > 0 else None,
         chart=token_chart(thread, versions, int(budget["available"])),
         override_fields=[
-            (name, name.replace("_", " "), overrides.get(name, "")) for name in OVERRIDES
+            (name, name.replace("_", " "), overrides.get(name, ""))
+            for name in selectors.CONTEXT_OVERRIDES
         ],
     )
     return render(request, "threads/thread_context.html", context)

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.db import transaction
 from django.http import HttpResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from threads import selectors
 from threads.models import Role
-from threads.services.audit import audit_record
-from threads.services.integrity import last_safe_checkpoint
-from threads.services.tasks import task_run_start
-from threads.tasks import verify_thread_task
+from threads.services.integrity import integrity_verify_request, last_safe_checkpoint
 from threads.views.common import (
     HtmxHttpRequest,
     can,
@@ -55,23 +51,7 @@ def integrity_verify(request: HtmxHttpRequest, id: str) -> HttpResponse:
     thread = thread_for(request, id)
     require(request, thread.workspace, Role.OPERATOR)
     back = reverse("integrity")
-    thread_id = str(thread.pk)
-    with transaction.atomic(durable=True):
-        run = task_run_start(
-            workspace=thread.workspace,
-            thread=thread,
-            kind="verify",
-            send=lambda task_id: verify_thread_task.apply_async((thread_id,), task_id=task_id),
-        )
-        audit_record(
-            workspace=thread.workspace,
-            actor=request.user,
-            action="verify_requested",
-            target_type="thread",
-            target_id=thread.pk,
-            thread=thread,
-            after={"task_id": run.id},
-        )
+    run = integrity_verify_request(thread=thread, actor=request.user)
     return progress_started(request, run, back)
 
 

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 from threads import selectors
 from threads.domain.diff import diff_versions, label, uncited_important
 from threads.domain.errors import DomainError
+from threads.domain.fold import SECTION_TITLES
 from threads.models import Role
 from threads.services.folding import fold_request
 from threads.views.common import (
@@ -29,17 +30,7 @@ from threads.views.threads import thread_tabs
 
 # The fact-by-fact view reads the events of the version's own range, at most this many.
 MAX_RANGE_EVENTS = 5000
-SECTIONS = (
-    ("requests", "Requests"),
-    ("constraints", "Constraints"),
-    ("facts", "Facts"),
-    ("tool_state", "Tool state"),
-    ("completed_actions", "Completed actions"),
-    ("pending", "Pending"),
-    ("decisions", "Decisions"),
-    ("open_questions", "Open questions"),
-    ("last_replies", "Last replies"),
-)
+SECTIONS = tuple(SECTION_TITLES.items())
 
 
 def _entry_text(section: str, entry: dict[str, Any]) -> str:

@@ -27,6 +27,7 @@ from threads.sample_data.load import (
     scenarios_load,
     tau_bench_load,
 )
+from threads.services.folding import fold_run
 
 WORKER_STOP_SECONDS = 10
 
@@ -82,8 +83,6 @@ class Command(BaseCommand):
             call_command("runserver", f"127.0.0.1:{options['port']}", use_reloader=False)
 
     def _fold_unfolded(self, threads: list[Any]) -> int:
-        from threads.services.folding import fold_run
-
         folded = 0
         for thread in threads:
             thread.refresh_from_db()

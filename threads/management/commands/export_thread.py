@@ -28,10 +28,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from threads.domain import chain
+from threads.chainkey import chain_key, thread_genesis
 from threads.domain.canonical import canonical_json
 from threads.models import Thread
-from threads.services.chainkey import chain_key
 from threads.services.integrity import stored_events
 
 EXPORT_VERSION = 1
@@ -48,7 +47,7 @@ def export_header(thread: Thread, *, last_seq: int, chain_head: str) -> dict[str
         "last_seq": last_seq,
         "chain_head": chain_head,
         "algorithm": "hmac-sha256" if key else "sha256",
-        "genesis": {"input": genesis_input, "hash": chain.genesis_hash(str(thread.pk), key)},
+        "genesis": {"input": genesis_input, "hash": thread_genesis(thread.pk)},
     }
 
 

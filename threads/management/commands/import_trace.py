@@ -11,10 +11,10 @@ from threads.importers import (
     DEFAULT_SIDE_EFFECT_TOOLS,
     FORMATS,
     ImportFormatError,
-    conversations_import,
     read_conversations,
 )
 from threads.models import Workspace
+from threads.services.imports import conversations_import
 
 
 class Command(BaseCommand):
