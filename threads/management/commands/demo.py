@@ -21,6 +21,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
+from ctxadmin.celery import app
 from threads.sample_data.load import (
     DEMO_PEOPLE,
     demo_workspace_load,
@@ -128,8 +129,6 @@ class Command(BaseCommand):
 
 @contextlib.contextmanager
 def _tasks_inline() -> Iterator[None]:
-    from ctxadmin.celery import app
-
     before = app.conf.task_always_eager
     app.conf.task_always_eager = True
     try:
