@@ -100,6 +100,20 @@ def test_wait_for_decision_times_out(server: Server) -> None:
         assert failures == [] and decided["decision"] == "reject"
 
 
+def test_an_expired_request_ends_the_wait_at_once(server: Server) -> None:
+    with Client(server.url, server.api_key) as client:
+        thread = client.thread("too-late")
+        approval = thread.request_approval(
+            "refund", {"order": 1}, expires_at="2020-01-01T00:00:00Z"
+        )
+        assert approval["status"] == "pending"  # the server keeps it pending, undecidable
+        started = time.monotonic()
+        with pytest.raises(ApprovalTimeout) as waited:
+            thread.wait_for_decision(approval["id"], timeout=30, poll_interval=0.05)
+        assert waited.value.expired is True
+        assert time.monotonic() - started < 5
+
+
 def test_wait_for_an_unknown_approval_is_not_found(server: Server) -> None:
     from ctxadmin_client import NotFoundError
 

@@ -167,6 +167,21 @@ def test_a_non_json_4xx_is_a_ctxadmin_error_with_http_code() -> None:
     assert type(caught.value) is CtxadminError
 
 
+def test_a_redirect_or_a_page_that_is_not_json_is_an_error() -> None:
+    # A base URL pointing at the dashboard: a redirect to the login page, never followed.
+    script = Script(httpx.Response(302, headers={"Location": "/accounts/login/"}))
+    with pytest.raises(CtxadminError) as redirected:
+        make_client(script, Sleeps()).get_thread("t-1")
+    assert (redirected.value.status, redirected.value.code) == (302, "http_302")
+    script = Script(
+        httpx.Response(200, text="<html>hello</html>", headers={"Content-Type": "text/html"})
+    )
+    with pytest.raises(CtxadminError) as html:
+        make_client(script, Sleeps()).get_thread("t-1")
+    assert (html.value.status, html.value.code) == (200, "invalid_response")
+    assert "text/html" in html.value.message
+
+
 @pytest.mark.parametrize(
     "exc",
     [

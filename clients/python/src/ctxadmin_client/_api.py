@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -118,11 +119,25 @@ def request_approval(thread_id: str, event: dict[str, Any]) -> Operation[dict[st
     )
 
 
+def _expired(expires_at: Any) -> bool:
+    """Whether an approval's `expires_at` (RFC 3339, or null) has passed."""
+    if not isinstance(expires_at, str) or not expires_at:
+        return False
+    try:
+        when = datetime.fromisoformat(expires_at.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when <= datetime.now(timezone.utc)
+
+
 def wait_for_decision(
     thread_id: str, approval_id: int, timeout: float, poll_interval: float
 ) -> Operation[dict[str, Any]]:
     """Poll the thread's approvals until `approval_id` is decided; ApprovalTimeout when
-    `timeout` seconds pass first."""
+    `timeout` seconds pass first, or at once when the request's `expires_at` has passed (an
+    expired request stays `pending` but can no longer be decided)."""
     deadline = time.monotonic() + timeout
     while True:
         records = yield approvals(thread_id)
@@ -136,6 +151,8 @@ def wait_for_decision(
             )
         if record.get("status") != "pending":
             return dict(record)
+        if _expired(record.get("expires_at")):
+            raise ApprovalTimeout(dict(record), timeout, expired=True)
         left = deadline - time.monotonic()
         if left <= 0:
             raise ApprovalTimeout(dict(record), timeout)

@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 
 from ctxadmin_client import __version__
-from ctxadmin_client.errors import ConnectionFailed, error_from_response
+from ctxadmin_client.errors import ConnectionFailed, CtxadminError, error_from_response
 
 RETRYABLE_EXCEPTIONS: tuple[type[Exception], ...] = (
     httpx.NetworkError,  # connect, read, write, close errors
@@ -113,12 +113,23 @@ def _connection_failed(call: Call, exc: Exception, attempt: int) -> ConnectionFa
 
 
 def _decode(response: httpx.Response) -> Any:
-    """The JSON of a success answer (None for an empty body); raises the typed error otherwise."""
-    if response.status_code >= 400:
+    """The JSON of a 2xx answer (None for an empty body); raises the typed error otherwise.
+
+    A redirect is an error too (`http_302`...): the API never redirects, so one means the base
+    URL points somewhere else (a login page, a proxy)."""
+    if not response.is_success:
         raise error_from_response(response, parse_retry_after(response.headers.get("Retry-After")))
     if not response.content:
         return None
-    return json.loads(response.content)
+    try:
+        return json.loads(response.content)
+    except ValueError:
+        raise CtxadminError(
+            "invalid_response",
+            response.status_code,
+            f"expected JSON from {response.request.method} {response.request.url.path}, got "
+            f"{response.headers.get('Content-Type', 'no content type')}",
+        ) from None
 
 
 def _request_kwargs(call: Call) -> dict[str, Any]:

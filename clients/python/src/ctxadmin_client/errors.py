@@ -105,16 +105,20 @@ class ConnectionFailed(CtxadminError):
 class ApprovalTimeout(TimeoutError):
     """`wait_for_decision` ran out of time while the approval was still pending.
 
-    `approval` is the approval record as last read (status `pending`). Not a `CtxadminError`:
-    the server answered every poll; nobody decided in time.
+    `approval` is the approval record as last read (status `pending`). `expired` is True when
+    the wait ended early because the request's `expires_at` has passed (nobody can decide it
+    any more). Not a `CtxadminError`: the server answered every poll; nobody decided in time.
     """
 
-    def __init__(self, approval: dict[str, Any], timeout: float) -> None:
-        super().__init__(
-            f"approval {approval.get('id')} is still pending after {timeout:g} seconds"
-        )
+    def __init__(self, approval: dict[str, Any], timeout: float, *, expired: bool = False) -> None:
+        if expired:
+            text = f"approval {approval.get('id')} expired at {approval.get('expires_at')}"
+        else:
+            text = f"approval {approval.get('id')} is still pending after {timeout:g} seconds"
+        super().__init__(text)
         self.approval = approval
         self.timeout = timeout
+        self.expired = expired
 
 
 _BY_STATUS: dict[int, type[CtxadminError]] = {
