@@ -1,0 +1,160 @@
+"""The asyncio client: `AsyncClient` and `AsyncThread`, the same methods as `Client`, awaited."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx
+
+from ctxadmin_client import _api
+from ctxadmin_client._http import AsyncHttp
+
+T = TypeVar("T")
+
+
+class AsyncClient:
+    """`Client` for asyncio: every method is a coroutine; `events()` is an async iterator.
+
+    Use it as `async with AsyncClient(...) as client:`, or `await client.close()` when done.
+    `sleep` defaults to `asyncio.sleep`; `transport` is an `httpx.AsyncBaseTransport`.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        timeout: float = 10.0,
+        retries: int = 3,
+        transport: httpx.AsyncBaseTransport | None = None,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
+    ) -> None:
+        self._http = AsyncHttp(
+            base_url, api_key, timeout=timeout, retries=retries, transport=transport, sleep=sleep
+        )
+
+    async def _run(self, operation: _api.Operation[T]) -> T:
+        answer: Any = None
+        try:
+            step = next(operation)
+            while True:
+                if isinstance(step, _api.Sleep):
+                    await self._http.sleep(step.seconds)
+                    answer = None
+                else:
+                    answer = await self._http.request(step)
+                step = operation.send(answer)
+        except StopIteration as done:
+            return done.value
+
+    async def _call(self, call: _api.Call) -> Any:
+        return await self._http.request(call)
+
+    async def thread(self, external_id: str, **settings: Any) -> AsyncThread:
+        """Create the thread `external_id`, or get it unchanged when it exists."""
+        return AsyncThread(self, await self._call(_api.create_thread(external_id, settings)))
+
+    async def get_thread(self, id: str) -> AsyncThread:
+        """An existing thread by UUID or external_id; `NotFoundError` when there is none."""
+        return AsyncThread(self, await self._call(_api.get_thread(id)))
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
+class AsyncThread:
+    """`Thread` for asyncio; see `ctxadmin_client.Thread` for what each method does."""
+
+    def __init__(self, client: AsyncClient, data: Mapping[str, Any]) -> None:
+        self._client = client
+        self.data: dict[str, Any] = dict(data)
+
+    @property
+    def id(self) -> str:
+        """The thread's UUID."""
+        return str(self.data["id"])
+
+    @property
+    def external_id(self) -> str:
+        return str(self.data["external_id"])
+
+    def __repr__(self) -> str:
+        return f"AsyncThread(id={self.id!r}, external_id={self.external_id!r})"
+
+    async def refresh(self) -> dict[str, Any]:
+        """Read the thread record again; returns (and keeps) it."""
+        self.data = await self._client._call(_api.get_thread(self.id))
+        return self.data
+
+    async def append(self, *events: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Append events; one answer per event. See `Thread.append`."""
+        if not events:
+            return []
+        return await self._client._run(_api.append(self.id, events))
+
+    async def context(
+        self,
+        *,
+        window: int | None = None,
+        reserved_output: int | None = None,
+        reasoning_reserve: int | None = None,
+        safety_margin: int | None = None,
+        fixed_tokens: int | None = None,
+    ) -> dict[str, Any]:
+        """The working context that fits the budget. See `Thread.context`."""
+        budget = {
+            "window": window,
+            "reserved_output": reserved_output,
+            "reasoning_reserve": reasoning_reserve,
+            "safety_margin": safety_margin,
+            "fixed_tokens": fixed_tokens,
+        }
+        return await self._client._call(_api.context(self.id, budget))
+
+    async def events(
+        self, after: int = 0, *, page_size: int = _api.EVENTS_PAGE
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Every stored event with seq > `after`, in seq order, page after page."""
+        cursor: int | None = after
+        while cursor is not None:
+            page = await self._client._call(_api.events_page(self.id, cursor, page_size))
+            for event in page["events"]:
+                yield event
+            cursor = page["next_after"] if page["events"] else None
+
+    async def approvals(self, status: str | None = None) -> list[dict[str, Any]]:
+        """The thread's approval requests and their decisions."""
+        return await self._client._call(_api.approvals(self.id, status))
+
+    async def request_approval(
+        self, action: str, arguments: Mapping[str, Any], **kw: Any
+    ) -> dict[str, Any]:
+        """Append an `approval_request` event; returns the approval it opened (with `id`)."""
+        event = {"kind": "approval_request", "action": action, "arguments": dict(arguments), **kw}
+        return await self._client._run(_api.request_approval(self.id, event))
+
+    async def wait_for_decision(
+        self, approval_id: int, timeout: float, *, poll_interval: float = 1.0
+    ) -> dict[str, Any]:
+        """Poll until approval `approval_id` is decided; `ApprovalTimeout` after `timeout`."""
+        return await self._client._run(
+            _api.wait_for_decision(self.id, approval_id, timeout, poll_interval)
+        )
+
+    async def integrity(self) -> dict[str, Any]:
+        """The last chain verification's verdict."""
+        return await self._client._call(_api.integrity(self.id))

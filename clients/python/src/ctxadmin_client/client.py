@@ -1,0 +1,194 @@
+"""The blocking client: `Client` and the `Thread` handles it returns."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx
+
+from ctxadmin_client import _api
+from ctxadmin_client._http import SyncHttp
+
+T = TypeVar("T")
+
+
+class Client:
+    """A workspace's agent talking to ctxadmin.
+
+    Args:
+        base_url: the server's root, e.g. `https://ctxadmin.example.com`.
+        api_key: the workspace API key (sent as `Authorization: Bearer <key>`).
+        timeout: seconds per HTTP attempt.
+        retries: extra attempts after a dropped connection, a 429 or a 5xx (never other 4xx).
+        transport: an httpx transport to use instead of the network (tests, proxies).
+        sleep: how to wait between attempts and polls (default `time.sleep`).
+
+    Use it as a context manager, or call `close()` when done.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        timeout: float = 10.0,
+        retries: int = 3,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
+        self._http = SyncHttp(
+            base_url, api_key, timeout=timeout, retries=retries, transport=transport, sleep=sleep
+        )
+
+    def _run(self, operation: _api.Operation[T]) -> T:
+        answer: Any = None
+        try:
+            step = next(operation)
+            while True:
+                if isinstance(step, _api.Sleep):
+                    self._http.sleep(step.seconds)
+                    answer = None
+                else:
+                    answer = self._http.request(step)
+                step = operation.send(answer)
+        except StopIteration as done:
+            return done.value
+
+    def _call(self, call: _api.Call) -> Any:
+        return self._http.request(call)
+
+    def thread(self, external_id: str, **settings: Any) -> Thread:
+        """Create the thread `external_id`, or get it when it exists (then `settings` are
+        ignored: the existing thread is returned unchanged).
+
+        `settings` are the Threads POST fields: `title`, `context_window`, `reserved_output`,
+        `reasoning_reserve`, `safety_margin`, `encoding` (and the server's other optional ones).
+        """
+        return Thread(self, self._call(_api.create_thread(external_id, settings)))
+
+    def get_thread(self, id: str) -> Thread:
+        """An existing thread by UUID or external_id; `NotFoundError` when there is none."""
+        return Thread(self, self._call(_api.get_thread(id)))
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class Thread:
+    """One agent thread: its append-only log and its working context.
+
+    `data` is the thread record as last read (`id`, `external_id`, `title`, `last_seq`,
+    `chain_head`, `token_total`, `status`, ...); `refresh()` reads it again.
+    """
+
+    def __init__(self, client: Client, data: Mapping[str, Any]) -> None:
+        self._client = client
+        self.data: dict[str, Any] = dict(data)
+
+    @property
+    def id(self) -> str:
+        """The thread's UUID."""
+        return str(self.data["id"])
+
+    @property
+    def external_id(self) -> str:
+        return str(self.data["external_id"])
+
+    def __repr__(self) -> str:
+        return f"Thread(id={self.id!r}, external_id={self.external_id!r})"
+
+    def refresh(self) -> dict[str, Any]:
+        """Read the thread record again; returns (and keeps) it."""
+        self.data = self._client._call(_api.get_thread(self.id))
+        return self.data
+
+    def append(self, *events: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Append events (dicts as in CONTRACT.md "Events"); returns one answer per event
+        (`seq`, `hash`, `token_count`, `replayed`, ...).
+
+        Every event without a `client_event_id` gets one (set on the dict you passed), so a
+        retry, the client's own or yours with the same dicts, replays instead of duplicating.
+        More than 1000 events go in several requests of at most 1000, each all-or-nothing: when
+        a later one fails, the earlier ones stay appended.
+        """
+        if not events:
+            return []
+        return self._client._run(_api.append(self.id, events))
+
+    def context(
+        self,
+        *,
+        window: int | None = None,
+        reserved_output: int | None = None,
+        reasoning_reserve: int | None = None,
+        safety_margin: int | None = None,
+        fixed_tokens: int | None = None,
+    ) -> dict[str, Any]:
+        """The working context that fits the budget: `summary`, `events`, `read_until`,
+        `trimmed_units`, `budget`, `needs_fold`. Each argument overrides the thread's setting
+        for this read (`window` is the thread's `context_window`)."""
+        budget = {
+            "window": window,
+            "reserved_output": reserved_output,
+            "reasoning_reserve": reasoning_reserve,
+            "safety_margin": safety_margin,
+            "fixed_tokens": fixed_tokens,
+        }
+        return self._client._call(_api.context(self.id, budget))
+
+    def events(
+        self, after: int = 0, *, page_size: int = _api.EVENTS_PAGE
+    ) -> Iterator[dict[str, Any]]:
+        """Every stored event with seq > `after`, in seq order, page after page."""
+        cursor: int | None = after
+        while cursor is not None:
+            page = self._client._call(_api.events_page(self.id, cursor, page_size))
+            yield from page["events"]
+            cursor = page["next_after"] if page["events"] else None
+
+    def approvals(self, status: str | None = None) -> list[dict[str, Any]]:
+        """The thread's approval requests and their decisions (`status`: pending, approved,
+        rejected)."""
+        return self._client._call(_api.approvals(self.id, status))
+
+    def request_approval(
+        self, action: str, arguments: Mapping[str, Any], **kw: Any
+    ) -> dict[str, Any]:
+        """Append an `approval_request` event and return the approval it opened: the record
+        with `id` (pass it to `wait_for_decision`), `approval_seq` (the event's seq), `status`
+        (`pending`), ... `kw` are the event's other fields: `tool_name`, `expires_at`,
+        `client_event_id`, `metadata`."""
+        event = {"kind": "approval_request", "action": action, "arguments": dict(arguments), **kw}
+        return self._client._run(_api.request_approval(self.id, event))
+
+    def wait_for_decision(
+        self, approval_id: int, timeout: float, *, poll_interval: float = 1.0
+    ) -> dict[str, Any]:
+        """Poll until a person decides approval `approval_id`; returns its record (`status`
+        approved or rejected, `decision` approve or reject, `reason`, `decided_by`, ...).
+
+        Raises `ApprovalTimeout` (a `TimeoutError`, carrying the pending record as `.approval`)
+        when `timeout` seconds pass first.
+        """
+        return self._client._run(
+            _api.wait_for_decision(self.id, approval_id, timeout, poll_interval)
+        )
+
+    def integrity(self) -> dict[str, Any]:
+        """The last chain verification's verdict: `chain_ok`, `first_bad_seq`,
+        `verified_until`, `last_safe_checkpoint`, ..."""
+        return self._client._call(_api.integrity(self.id))

@@ -1,0 +1,162 @@
+"""Typed errors: every error answer of the server becomes a `CtxadminError`.
+
+The server answers errors as `{"error": {"code", "message", "fields"}}` with a fitting status
+(CONTRACT.md). `error_from_response` parses that shape; a body that is not that shape (a proxy's
+HTML page, an empty 502) still becomes a `CtxadminError`, with the code `http_<status>`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+
+__all__ = [
+    "ApprovalTimeout",
+    "AuthError",
+    "ConflictError",
+    "ConnectionFailed",
+    "CtxadminError",
+    "NotFoundError",
+    "RateLimited",
+    "ServerError",
+    "UnprocessableError",
+    "ValidationError",
+    "error_from_response",
+]
+
+
+class CtxadminError(Exception):
+    """An error answer of the server.
+
+    Attributes:
+        code: the machine-readable code (`validation_error`, `not_found`, `idempotency_conflict`,
+            `no_open_tool_call`, `budget_too_small`, ...; `http_<status>` when the body was not
+            the contract's error shape).
+        status: the HTTP status.
+        message: the server's human-readable message.
+        fields: per-field details (`{}` when there are none).
+    """
+
+    def __init__(
+        self, code: str, status: int, message: str, fields: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.code = code
+        self.status = status
+        self.message = message
+        self.fields: dict[str, Any] = fields or {}
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(code={self.code!r}, status={self.status}, "
+            f"message={self.message!r}, fields={self.fields!r})"
+        )
+
+
+class ValidationError(CtxadminError):
+    """400: the request was malformed (`validation_error`, `invalid_json`, ...)."""
+
+
+class AuthError(CtxadminError):
+    """401 or 403: a missing, unknown or revoked API key, or an action agents may not take."""
+
+
+class NotFoundError(CtxadminError):
+    """404: no such thread, approval, task... in this workspace."""
+
+
+class ConflictError(CtxadminError):
+    """409: e.g. a `client_event_id` reused with another body (`idempotency_conflict`)."""
+
+
+class UnprocessableError(CtxadminError):
+    """422: e.g. a tool result with no open call, or a budget too small for the pinned content."""
+
+
+class RateLimited(CtxadminError):
+    """429, raised once the retries are spent. `retry_after` is the server's hint in seconds."""
+
+    def __init__(
+        self,
+        code: str,
+        status: int,
+        message: str,
+        fields: dict[str, Any] | None = None,
+        *,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(code, status, message, fields)
+        self.retry_after = retry_after
+
+
+class ServerError(CtxadminError):
+    """5xx, raised once the retries are spent."""
+
+
+class ConnectionFailed(CtxadminError):
+    """No answer at all, after every retry: the connection failed, was dropped or timed out.
+
+    `status` is 0 and `code` is `connection_failed`; the httpx exception is the `__cause__`.
+    """
+
+
+class ApprovalTimeout(TimeoutError):
+    """`wait_for_decision` ran out of time while the approval was still pending.
+
+    `approval` is the approval record as last read (status `pending`). `expired` is True when
+    the wait ended early because the request's `expires_at` has passed (nobody can decide it
+    any more). Not a `CtxadminError`: the server answered every poll; nobody decided in time.
+    """
+
+    def __init__(self, approval: dict[str, Any], timeout: float, *, expired: bool = False) -> None:
+        if expired:
+            text = f"approval {approval.get('id')} expired at {approval.get('expires_at')}"
+        else:
+            text = f"approval {approval.get('id')} is still pending after {timeout:g} seconds"
+        super().__init__(text)
+        self.approval = approval
+        self.timeout = timeout
+        self.expired = expired
+
+
+_BY_STATUS: dict[int, type[CtxadminError]] = {
+    400: ValidationError,
+    401: AuthError,
+    403: AuthError,
+    404: NotFoundError,
+    409: ConflictError,
+    422: UnprocessableError,
+}
+
+
+def error_class(status: int) -> type[CtxadminError]:
+    """The most specific `CtxadminError` subclass for an HTTP status."""
+    if status >= 500:
+        return ServerError
+    return _BY_STATUS.get(status, CtxadminError)
+
+
+def error_from_response(
+    response: httpx.Response, retry_after: float | None = None
+) -> CtxadminError:
+    """The typed error for an error answer (status >= 400)."""
+    status = response.status_code
+    code, message, fields = f"http_{status}", response.reason_phrase or "error", {}
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        body = None
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict):
+        code = str(error.get("code") or code)
+        message = str(error.get("message") or message)
+        raw_fields = error.get("fields")
+        fields = raw_fields if isinstance(raw_fields, dict) else {}
+    elif response.content:
+        text = response.text.strip()
+        message = text[:300] if text else message
+    if status == 429:
+        return RateLimited(code, status, message, fields, retry_after=retry_after)
+    return error_class(status)(code, status, message, fields)
