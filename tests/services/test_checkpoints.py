@@ -19,13 +19,13 @@ from threads.models import (
     SummaryVersion,
     Thread,
 )
+from threads.selectors import rollback_preview
 from threads.services import folding
 from threads.services.approvals import approval_decide
 from threads.services.chainkey import chain_key
 from threads.services.checkpoints import (
     checkpoint_create,
     checkpoint_rollback,
-    rollback_preview,
     thread_fork,
 )
 from threads.services.integrity import (

@@ -25,11 +25,15 @@ from threads.api.permissions import IsPerson, IsPersonForWrites
 from threads.api.serializers import ErrorSerializer, ThreadOutputSerializer
 from threads.api.summaries import SummaryOutputSerializer
 from threads.models import Checkpoint
-from threads.selectors import checkpoint_get, checkpoints_for_thread, thread_with_flags
+from threads.selectors import (
+    checkpoint_get,
+    checkpoints_for_thread,
+    rollback_preview,
+    thread_with_flags,
+)
 from threads.services.checkpoints import (
     checkpoint_create,
     checkpoint_rollback,
-    rollback_preview,
     thread_fork,
 )
 

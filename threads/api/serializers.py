@@ -74,8 +74,8 @@ class ThreadOutputSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 
-    # The flags are annotations (threads.selectors.threads._thread_flags); null when a caller hands in
-    # a thread read without them.
+    # The flags are annotations (threads.selectors.threads._thread_flags); null when a caller
+    # hands in a thread read without them.
     @extend_schema_field(OpenApiTypes.BOOL)
     def get_has_unknown_side_effects(self, thread: Thread) -> bool | None:
         return getattr(thread, "has_unknown", None)

@@ -6,9 +6,11 @@ from typing import Any
 
 from django.db.models import (
     F,
+    FilteredRelation,
     Q,
 )
 
+from threads.domain.budget import Budget, plan_context
 from threads.models import (
     Thread,
 )
@@ -38,10 +40,6 @@ def working_context(*, thread: Thread, overrides: dict[str, Any]) -> dict[str, A
     Reads only events after covered_until, with their stored token counts: two queries
     whatever the length of the thread.
     """
-    from django.db.models import FilteredRelation
-
-    from threads.domain.budget import Budget, plan_context
-
     head = (
         Thread.objects.filter(pk=thread.pk)
         .annotate(

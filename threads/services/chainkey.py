@@ -1,7 +1,5 @@
-from django.conf import settings
+# The key is read where the chain is verified (threads.selectors.integrity); services that
+# hash what they write import it from here.
+from threads.selectors.integrity import chain_key
 
-
-def chain_key() -> bytes | None:
-    """The HMAC key for chains and checksums, or None for plain SHA-256."""
-    key = settings.CTXADMIN_CHAIN_KEY
-    return key.encode("utf-8") if key else None
+__all__ = ["chain_key"]

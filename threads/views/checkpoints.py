@@ -17,10 +17,8 @@ from threads.models import Role
 from threads.services.checkpoints import (
     checkpoint_create,
     checkpoint_rollback,
-    rollback_preview,
     thread_fork,
 )
-from threads.services.integrity import checkpoint_is_safe
 from threads.views.common import (
     HtmxHttpRequest,
     done,
@@ -54,7 +52,7 @@ def checkpoint_list(request: HtmxHttpRequest, id: str) -> HttpResponse:
         if checkpoint.cursor <= max(thread.verified_until, WALK_LIMIT):
             # Recomputed for display: a checkpoint can become unsafe before the sweep marks it
             # (its summary failed verification, or its checksum no longer recomputes).
-            safe, reason = checkpoint_is_safe(checkpoint)
+            safe, reason = selectors.checkpoint_is_safe(checkpoint)
             unverified = False
         else:
             # Recomputing would walk an unverified chain from genesis on every page view;
@@ -89,7 +87,7 @@ def rollback_preview_view(request: HtmxHttpRequest, id: str, checkpoint: int) ->
     require(request, thread.workspace, Role.ADMIN)
     target = found(selectors.checkpoint_get, thread=thread, id=checkpoint)
     try:
-        preview = rollback_preview(thread=thread, checkpoint=target)
+        preview = selectors.rollback_preview(thread=thread, checkpoint=target)
     except DomainError as exc:
         return problem(request, exc, reverse("checkpoint-list", args=[thread.pk]))
     context = {"thread": thread, "checkpoint": target, "p": preview}
