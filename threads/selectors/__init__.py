@@ -43,16 +43,12 @@ from threads.selectors.integrity import (
     unsafe_checkpoints_for_member,
 )
 from threads.selectors.queues import (
-    approval_get_for_member,
     approval_get_in,
     approval_rows,
-    approvals_for_member,
     approvals_in,
     approvals_of_thread,
-    side_effect_get_for_member,
     side_effect_get_in,
     side_effect_rows,
-    side_effects_for_member,
     side_effects_in,
 )
 from threads.selectors.summaries import (
@@ -61,8 +57,7 @@ from threads.selectors.summaries import (
     summary_versions_full,
 )
 from threads.selectors.tasks import (
-    task_run_get_for_member,
-    task_run_get_for_workspace,
+    task_run_get_in,
     task_runs_in_flight,
 )
 from threads.selectors.threads import (
@@ -73,11 +68,9 @@ from threads.selectors.threads import (
     memberships_for_user,
     thread_get_for_member,
     thread_get_for_workspace,
-    thread_list_for_member,
     thread_list_page,
     thread_with_flags,
-    threads_for_member,
-    threads_for_workspace,
+    threads_in,
     workspaces_for_user,
 )
 
@@ -85,10 +78,8 @@ __all__ = [
     "CONTEXT_OVERRIDES",
     "THREAD_SORTS",
     "active_constraints",
-    "approval_get_for_member",
     "approval_get_in",
     "approval_rows",
-    "approvals_for_member",
     "approvals_for_requests",
     "approvals_in",
     "approvals_of_thread",
@@ -114,11 +105,9 @@ __all__ = [
     "member_workspace_ids",
     "memberships_for_user",
     "rollback_preview",
-    "side_effect_get_for_member",
     "side_effect_get_in",
     "side_effect_rows",
     "side_effects_for_calls",
-    "side_effects_for_member",
     "side_effects_in",
     "stored_events",
     "summary_checksum",
@@ -126,17 +115,14 @@ __all__ = [
     "summary_versions_for_thread",
     "summary_versions_full",
     "summary_versions_replaced",
-    "task_run_get_for_member",
-    "task_run_get_for_workspace",
+    "task_run_get_in",
     "task_runs_in_flight",
     "thread_get_for_member",
     "thread_get_for_workspace",
     "thread_integrity",
-    "thread_list_for_member",
     "thread_list_page",
     "thread_with_flags",
-    "threads_for_member",
-    "threads_for_workspace",
+    "threads_in",
     "threads_integrity_for_member",
     "unsafe_checkpoints_for_member",
     "working_context",
