@@ -3,6 +3,9 @@
 One module per subject; this package re-exports their public names.
 """
 
+from threads.selectors.api_keys import (
+    api_key_get_active,
+)
 from threads.selectors.audit import (
     audit_facets_for_member,
     audit_for_member,
@@ -78,6 +81,7 @@ __all__ = [
     "CONTEXT_OVERRIDES",
     "THREAD_SORTS",
     "active_constraints",
+    "api_key_get_active",
     "approval_get_in",
     "approval_rows",
     "approvals_for_requests",

@@ -2,10 +2,9 @@
 checkpoint is safe to restore, the verdict of a thread, and the threads and checkpoints that
 need attention.
 
-Everything here reads; the integrity sweep that records a verdict is
-threads.services.integrity.integrity_check. Events are streamed from the database in chunks of
-plain values (no model instances, one query per chunk), so a thread of any length verifies in
-bounded memory.
+Everything here reads; recording a verdict on the thread (the integrity sweep) is a write and
+lives with the services. Events are streamed from the database in chunks of plain values (no
+model instances, one query per chunk), so a thread of any length verifies in bounded memory.
 """
 
 from __future__ import annotations

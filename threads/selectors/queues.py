@@ -46,8 +46,9 @@ def side_effect_get_in(*, workspace_ids: Any, id: int) -> SideEffect:
 
 
 def side_effect_rows(effects: QuerySet[SideEffect] | list[SideEffect]) -> list[dict[str, Any]]:
-    """The API's side-effect objects with the resolutions the log holds for each: two queries
-    whatever the number of side effects."""
+    """Side effects as plain rows with the resolutions the log holds for each: two queries
+    whatever the number of side effects. The one definition of a side effect's row: the API
+    answers it, the dashboard's queue and the rollback preview show it."""
     effects = list(effects)
     resolutions: dict[tuple[Any, int], list[dict[str, Any]]] = {}
     if effects:
@@ -125,7 +126,8 @@ def approvals_of_thread(*, thread: Thread, status: str = "") -> QuerySet[Approva
 def approval_rows(
     approvals: QuerySet[ApprovalRequest] | list[ApprovalRequest],
 ) -> list[dict[str, Any]]:
-    """The API's approval objects; `decision` is what the agent polls for."""
+    """Approval requests as plain rows; `decision` is what the agent polls for. The one
+    definition of an approval's row: the API answers it, the rollback preview shows it."""
     decisions = {ApprovalStatus.APPROVED: "approve", ApprovalStatus.REJECTED: "reject"}
     return [
         {
