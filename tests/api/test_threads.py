@@ -21,6 +21,7 @@ from threads.models import (
     Thread,
     ThreadStatus,
 )
+from threads.services.integrity import integrity_check
 from threads.services.tasks import task_run_finish, task_run_progress, task_run_start
 from threads.services.threads import thread_get_or_create
 
@@ -217,6 +218,18 @@ def test_a_committed_version_after_a_rejected_one_clears_failed(agent, populatio
     )
     Thread.objects.filter(pk=failed.pk).update(last_version=2, head_version=2)
     assert _ids(agent, verification="failed") == set()
+
+
+def test_a_broken_chain_is_failed_verification(agent, population):
+    """?verification=failed means what the dashboard's "Failed verification" means: a
+    rejected summary version, or a hash chain that no longer verifies."""
+    broken = population["quiet"]
+    events = factories.append(broken, factories.user("refund order 1"), factories.assistant("ok"))
+    factories.tamper(events[0], content="refund order 2")
+    integrity_check(thread=broken, full=True)
+    broken.refresh_from_db()
+    assert broken.chain_ok is False
+    assert _ids(agent, verification="failed") == {"bad-summary", "quiet"}
 
 
 def test_resolving_the_side_effect_clears_the_filter(agent, population):

@@ -20,9 +20,10 @@ from threads.models import (
     SummaryVersion,
     Thread,
 )
+from threads.selectors import rollback_preview
 from threads.services import folding
 from threads.services.approvals import approval_decide
-from threads.services.checkpoints import checkpoint_create, rollback_preview
+from threads.services.checkpoints import checkpoint_create
 from threads.services.fork import thread_fork
 from threads.services.integrity import (
     checkpoint_checksum,

@@ -12,6 +12,8 @@ from django.test.utils import CaptureQueriesContext
 
 from tests import factories as f
 from tests.views.conftest import build_story
+from threads.models import Event
+from threads.services.integrity import integrity_check
 
 pytestmark = pytest.mark.django_db
 
@@ -53,6 +55,26 @@ def test_thread_list_query_budget(
     # session, user, count, the page with every flag as a subquery, the top bar's workspaces
     with django_assert_num_queries(5):
         operator.get("/threads/")
+
+
+def add_broken_stories(workspace: Any, count: int, start: int) -> None:
+    """Stories whose chain breaks after v1's checkpoint: each has a last safe checkpoint."""
+    for n in range(start, start + count):
+        story = build_story(f.make_thread(workspace, external_id=f"broken-{n}"))
+        f.tamper(Event.objects.get(thread=story, seq=6), content="I never asked for a refund")
+        integrity_check(thread=story, full=True)
+
+
+def test_integrity_page_does_not_grow_with_broken_chains(
+    operator: Client, workspace: Any, django_assert_max_num_queries: Callable[..., Any]
+) -> None:
+    """The last safe checkpoint of every broken chain on the page comes from one query."""
+    add_broken_stories(workspace, 2, 0)
+    few = queries(operator, "/integrity/")
+    add_broken_stories(workspace, 6, 100)
+    with django_assert_max_num_queries(few):
+        page = operator.get("/integrity/").content.decode()
+    assert page.count("last safe: ") == 8
 
 
 def test_thread_pages_do_not_grow_with_the_log(operator: Client, workspace: Any) -> None:

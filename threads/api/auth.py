@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from django.db import connection
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
 from threads.models import ApiKey, Thread, Workspace
-from threads.selectors import thread_get_for_member, thread_get_for_workspace
+from threads.selectors import api_key_get_active, thread_get_for_member, thread_get_for_workspace
 from threads.services.workspaces import api_key_digest
 
 
@@ -31,32 +30,6 @@ class AgentPrincipal:
         return f"api key {self.key.name}"
 
 
-def _active_key(digest: str) -> ApiKey | None:
-    """The unrevoked key with this digest and its workspace, in one query.
-
-    Written as SQL because it runs on every agent request: compiling the equivalent ORM query
-    (select_related + filter + first) costs more CPU than executing it.
-    """
-    quote = connection.ops.quote_name
-    keys = list(
-        ApiKey.objects.raw(
-            f"SELECT k.*, w.{quote('name')} AS workspace_name "
-            f"FROM {quote(ApiKey._meta.db_table)} k "
-            f"JOIN {quote(Workspace._meta.db_table)} w ON w.id = k.workspace_id "
-            "WHERE k.key_hash = %s AND k.revoked_at IS NULL",
-            [digest],
-        )
-    )
-    if not keys:
-        return None
-    key: Any = keys[0]  # carries the extra workspace_name column
-    # A workspace with only id and name loaded; other fields load on first access.
-    key.workspace = Workspace.from_db(
-        ApiKey.objects.db, ["id", "name"], [key.workspace_id, key.workspace_name]
-    )
-    return cast(ApiKey, key)
-
-
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
@@ -67,7 +40,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         scheme, _, secret = header.partition(" ")
         if scheme != self.keyword or not secret.strip():
             raise exceptions.AuthenticationFailed("use Authorization: Bearer <api key>")
-        key = _active_key(api_key_digest(secret.strip()))
+        key = api_key_get_active(digest=api_key_digest(secret.strip()))
         if key is None:
             raise exceptions.AuthenticationFailed("unknown or revoked API key")
         if key.last_used_at is None or (timezone.now() - key.last_used_at).total_seconds() > 60:

@@ -25,8 +25,13 @@ from threads.api.permissions import IsPerson, IsPersonForWrites
 from threads.api.serializers import ErrorSerializer, ThreadOutputSerializer
 from threads.api.summaries import SummaryOutputSerializer
 from threads.models import Checkpoint
-from threads.selectors import checkpoint_get, checkpoints_for_thread, thread_with_flags
-from threads.services.checkpoints import checkpoint_create, rollback_preview
+from threads.selectors import (
+    checkpoint_get,
+    checkpoints_for_thread,
+    rollback_preview,
+    thread_with_flags,
+)
+from threads.services.checkpoints import checkpoint_create
 from threads.services.fork import thread_fork
 from threads.services.rollback import checkpoint_rollback
 

@@ -8,10 +8,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from threads.api.auth import agent_of
+from threads.api.permissions import workspace_ids_for_request
 from threads.api.serializers import ErrorSerializer
 from threads.models import TaskState
-from threads.selectors import task_run_get_for_member, task_run_get_for_workspace
+from threads.selectors import task_run_get_in
 
 
 class TaskProgressSerializer(serializers.Serializer):
@@ -37,9 +37,5 @@ class TaskDetailApi(APIView):
         description="A task run of the caller's workspace(s); any other id is 404.",
     )
     def get(self, request: Request, task_id: str) -> Response:
-        agent = agent_of(request)
-        if agent is not None:
-            run = task_run_get_for_workspace(workspace=agent.workspace, id=task_id)
-        else:
-            run = task_run_get_for_member(user=request.user, id=task_id)
+        run = task_run_get_in(workspace_ids=workspace_ids_for_request(request), id=task_id)
         return Response(self.OutputSerializer(run).data)

@@ -11,11 +11,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from threads.api.auth import agent_of, require_agent, thread_for_request
+from threads.api.auth import require_agent, thread_for_request
+from threads.api.permissions import workspace_ids_for_request
 from threads.api.serializers import ErrorSerializer, ThreadOutputSerializer
 from threads.domain.tokens import SUPPORTED_ENCODINGS
 from threads.models import SummarizerBackend, Thread, ThreadStatus
-from threads.selectors import thread_with_flags, threads_for_member, threads_for_workspace
+from threads.selectors import thread_with_flags, threads_in
 from threads.services.threads import thread_get_or_create
 
 # PositiveIntegerField's range on every backend: larger values would fail in the database.
@@ -97,7 +98,8 @@ class ThreadListCreateApi(APIView):
         verification = serializers.ChoiceField(
             choices=["failed"],
             required=False,
-            help_text="failed: the latest decided summary version was rejected",
+            help_text="failed: the latest decided summary version was rejected, or the chain "
+            "is broken",
         )
         pending_approvals = serializers.BooleanField(required=False, allow_null=True, default=None)
         limit = serializers.IntegerField(
@@ -145,13 +147,16 @@ class ThreadListCreateApi(APIView):
     def get(self, request: Request) -> Response:
         filters = self.ListFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
-        params = dict(filters.validated_data)
-        limit, offset = params.pop("limit"), params.pop("offset")
-        agent = agent_of(request)
-        if agent is not None:
-            threads = threads_for_workspace(agent.workspace, params)
-        else:
-            threads = threads_for_member(request.user, params)
+        params = filters.validated_data
+        limit, offset = params["limit"], params["offset"]
+        threads = threads_in(
+            workspace_ids=workspace_ids_for_request(request),
+            q=params.get("q", ""),
+            status=params.get("status", ""),
+            unknown=params.get("has_unknown_side_effects"),
+            failed=params.get("verification") == "failed",
+            pending=params.get("pending_approvals"),
+        )
         count = threads.count()
         page = list(threads[offset : offset + limit])
         return Response(

@@ -3,9 +3,19 @@
 One module per subject; this package re-exports their public names.
 """
 
+from threads.selectors.api_keys import (
+    api_key_get_active,
+)
 from threads.selectors.audit import (
     audit_facets_for_member,
     audit_for_member,
+)
+from threads.selectors.checkpoints import (
+    checkpoint_as_audit,
+    checkpoint_get,
+    checkpoints_for_thread,
+    rollback_preview,
+    summary_versions_replaced,
 )
 from threads.selectors.context import (
     CONTEXT_OVERRIDES,
@@ -23,33 +33,34 @@ from threads.selectors.events import (
     side_effects_for_calls,
 )
 from threads.selectors.integrity import (
+    chain_key,
+    chain_walk,
+    checkpoint_checksum,
+    checkpoint_is_safe,
+    last_safe_checkpoint,
+    last_safe_checkpoints,
+    stored_events,
+    summary_checksum,
     thread_integrity,
     threads_integrity_for_member,
     unsafe_checkpoints_for_member,
 )
 from threads.selectors.queues import (
-    approval_get_for_member,
     approval_get_in,
     approval_rows,
-    approvals_for_member,
     approvals_in,
     approvals_of_thread,
-    side_effect_get_for_member,
     side_effect_get_in,
     side_effect_rows,
-    side_effects_for_member,
     side_effects_in,
 )
 from threads.selectors.summaries import (
-    checkpoint_get,
-    checkpoints_for_thread,
     summary_version_get,
     summary_versions_for_thread,
     summary_versions_full,
 )
 from threads.selectors.tasks import (
-    task_run_get_for_member,
-    task_run_get_for_workspace,
+    task_run_get_in,
     task_runs_in_flight,
 )
 from threads.selectors.threads import (
@@ -60,11 +71,9 @@ from threads.selectors.threads import (
     memberships_for_user,
     thread_get_for_member,
     thread_get_for_workspace,
-    thread_list_for_member,
     thread_list_page,
     thread_with_flags,
-    threads_for_member,
-    threads_for_workspace,
+    threads_in,
     workspaces_for_user,
 )
 
@@ -72,16 +81,20 @@ __all__ = [
     "CONTEXT_OVERRIDES",
     "THREAD_SORTS",
     "active_constraints",
-    "approval_get_for_member",
+    "api_key_get_active",
     "approval_get_in",
     "approval_rows",
-    "approvals_for_member",
     "approvals_for_requests",
     "approvals_in",
     "approvals_of_thread",
     "audit_facets_for_member",
     "audit_for_member",
+    "chain_key",
+    "chain_walk",
+    "checkpoint_as_audit",
+    "checkpoint_checksum",
     "checkpoint_get",
+    "checkpoint_is_safe",
     "checkpoints_for_thread",
     "closing_events_for_calls",
     "event_dict",
@@ -90,29 +103,30 @@ __all__ = [
     "event_token_buckets",
     "event_window",
     "events_by_seqs",
+    "last_safe_checkpoint",
+    "last_safe_checkpoints",
     "member_roles",
     "member_workspace_ids",
     "memberships_for_user",
-    "side_effect_get_for_member",
+    "rollback_preview",
     "side_effect_get_in",
     "side_effect_rows",
     "side_effects_for_calls",
-    "side_effects_for_member",
     "side_effects_in",
+    "stored_events",
+    "summary_checksum",
     "summary_version_get",
     "summary_versions_for_thread",
     "summary_versions_full",
-    "task_run_get_for_member",
-    "task_run_get_for_workspace",
+    "summary_versions_replaced",
+    "task_run_get_in",
     "task_runs_in_flight",
     "thread_get_for_member",
     "thread_get_for_workspace",
     "thread_integrity",
-    "thread_list_for_member",
     "thread_list_page",
     "thread_with_flags",
-    "threads_for_member",
-    "threads_for_workspace",
+    "threads_in",
     "threads_integrity_for_member",
     "unsafe_checkpoints_for_member",
     "working_context",

@@ -87,53 +87,57 @@ def event_token_buckets(*, thread: Thread, buckets: int = 120) -> tuple[int, lis
     return width, [(int(b), int(t or 0)) for b, t in rows]
 
 
-def event_dict(event: Event) -> dict[str, Any]:
-    """One event in its stored form (INTERFACES: what the chain covers) plus token_count, hash."""
-    out = stored_form(
-        seq=event.seq,
-        kind=event.kind,
-        created_at=event.created_at,
-        client_event_id=event.client_event_id,
-        metadata=event.metadata,
-        data=event.data,
+# The columns of an event's stored form, then what the server derived.
+EVENT_DICT_COLUMNS = (
+    "seq",
+    "kind",
+    "created_at",
+    "client_event_id",
+    "metadata",
+    "data",
+    "token_count",
+    "hash",
+)
+
+
+def _event_values(
+    seq: int,
+    kind: str,
+    created_at: Any,
+    client_event_id: str,
+    metadata: dict[str, Any],
+    data: dict[str, Any],
+    token_count: int,
+    hash_: str,
+) -> dict[str, Any]:
+    event = stored_form(
+        seq=seq,
+        kind=kind,
+        created_at=created_at,
+        client_event_id=client_event_id,
+        metadata=metadata,
+        data=data,
     )
-    out["token_count"] = event.token_count
-    out["hash"] = event.hash
-    return out
+    event["token_count"] = token_count
+    event["hash"] = hash_
+    return event
+
+
+def event_dict(event: Event) -> dict[str, Any]:
+    """One event in its stored form (what the chain covers) plus token_count and hash: the
+    form the API answers, the fold reads and the verifier checks."""
+    return _event_values(*(getattr(event, column) for column in EVENT_DICT_COLUMNS))
 
 
 def event_dicts(
     thread: Thread, *, after: int = 0, until: int | None = None, limit: int | None = None
 ) -> list[dict[str, Any]]:
-    """Events with seq in (after, until], in seq order, as stored-form dicts (INTERFACES)."""
+    """Events with seq in (after, until], in seq order, as event_dict builds them, read as
+    plain values (no model instances)."""
     rows = Event.objects.filter(thread=thread, seq__gt=after)
     if until is not None:
         rows = rows.filter(seq__lte=until)
-    values = rows.order_by("seq").values_list(
-        "seq", "kind", "created_at", "client_event_id", "metadata", "data", "token_count", "hash"
-    )
+    values = rows.order_by("seq").values_list(*EVENT_DICT_COLUMNS)
     if limit is not None:
         values = values[:limit]
-    out = []
-    for (
-        seq,
-        kind,
-        created_at,
-        client_event_id,
-        metadata,
-        data,
-        token_count,
-        hash_,
-    ) in values.iterator(chunk_size=2000):
-        event = stored_form(
-            seq=seq,
-            kind=kind,
-            created_at=created_at,
-            client_event_id=client_event_id,
-            metadata=metadata,
-            data=data,
-        )
-        event["token_count"] = token_count
-        event["hash"] = hash_
-        out.append(event)
-    return out
+    return [_event_values(*row) for row in values.iterator(chunk_size=2000)]

@@ -1,7 +1,16 @@
-"""Chain integrity: the verdict of a thread, and the threads and checkpoints that need attention."""
+"""Chain integrity: recomputing a thread's hash chain and its checkpoints' checksums, whether a
+checkpoint is safe to restore, the verdict of a thread, and the threads and checkpoints that
+need attention.
+
+Everything here reads; recording a verdict on the thread (the integrity sweep) is a write and
+lives with the services. Events are streamed from the database in chunks of plain values (no
+model instances, one query per chunk), so a thread of any length verifies in bounded memory.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import Any
 
 from django.db.models import (
@@ -9,14 +18,245 @@ from django.db.models import (
     F,
     OuterRef,
     QuerySet,
+    Subquery,
+    Window,
 )
+from django.db.models.functions import RowNumber
 
+from threads.chainkey import chain_key, thread_genesis
+from threads.domain import chain
+from threads.domain.chain import ChainVerdict
+from threads.domain.events import stored_form
 from threads.models import (
     Checkpoint,
+    Event,
+    SummaryPhase,
+    SummaryVersion,
     Thread,
 )
 from threads.selectors.threads import member_workspace_ids
-from threads.services.integrity import last_safe_checkpoint
+
+CHUNK_SIZE = 2000
+# Progress is reported every this many events: often enough for a bar, rarely enough to be free.
+PROGRESS_EVERY = 5000
+EVENT_COLUMNS = ("seq", "kind", "created_at", "client_event_id", "metadata", "data", "hash")
+# Safe-flagged checkpoints read per thread at once when looking for the last safe one: the
+# newest usually passes, and a thread may hold thousands.
+SAFE_CANDIDATES = 50
+
+Progress = Callable[[int, int], None]
+
+
+def stored_events(
+    *, thread_id: Any, after: int = 0, until: int | None = None
+) -> Iterator[dict[str, Any]]:
+    """A thread's events in their stored form plus `hash`, in seq order, streamed in chunks."""
+    rows = Event.objects.filter(thread_id=thread_id, seq__gt=after)
+    if until is not None:
+        rows = rows.filter(seq__lte=until)
+    for seq, kind, created_at, client_event_id, metadata, data, hash_ in (
+        rows.order_by("seq").values_list(*EVENT_COLUMNS).iterator(chunk_size=CHUNK_SIZE)
+    ):
+        event = stored_form(
+            seq=seq,
+            kind=kind,
+            created_at=created_at,
+            client_event_id=client_event_id,
+            metadata=metadata,
+            data=data,
+        )
+        event["hash"] = hash_
+        yield event
+
+
+def _with_progress(
+    events: Iterator[dict[str, Any]], progress: Progress | None, total: int
+) -> Iterator[dict[str, Any]]:
+    if progress is None:
+        yield from events
+        return
+    done = 0
+    for event in events:
+        yield event
+        done += 1
+        if done % PROGRESS_EVERY == 0:
+            progress(done, total)
+    progress(done, total)
+
+
+def chain_walk(
+    *,
+    thread_id: Any,
+    start_seq: int,
+    start_hash: str,
+    until: int,
+    progress: Progress | None = None,
+) -> ChainVerdict:
+    """Verify events (start_seq, until] from `start_hash`; a missing tail is a break too."""
+    events = _with_progress(
+        stored_events(thread_id=thread_id, after=start_seq, until=until),
+        progress,
+        until - start_seq,
+    )
+    verdict = chain.verify_chain(
+        events, start_hash=start_hash, start_seq=start_seq, key=chain_key()
+    )
+    if verdict.ok and verdict.verified_until < until:
+        # Rows at the end were deleted: the walk stopped early without a mismatch.
+        missing = verdict.verified_until + 1
+        return ChainVerdict(
+            False, verdict.verified_until, missing, verdict.head, f"seq {missing} is missing"
+        )
+    return verdict
+
+
+def checkpoint_body(checkpoint: Checkpoint) -> dict[str, Any]:
+    """What a checkpoint's checksum covers: every field it stands on."""
+    version = checkpoint.summary_version
+    return {
+        "thread": str(checkpoint.thread_id),
+        "summary_version": version.version if version is not None else None,
+        "cursor": checkpoint.cursor,
+        "chain_hash": checkpoint.chain_hash,
+        "summary_checksum": checkpoint.summary_checksum,
+        "pending": checkpoint.pending,
+    }
+
+
+def checkpoint_checksum(checkpoint: Checkpoint) -> str:
+    return chain.checksum(checkpoint_body(checkpoint), chain_key())
+
+
+def summary_checksum(version: SummaryVersion) -> str:
+    """CONTRACT: checksum of {schema_version, thread, covered_from, covered_until, chain_hash,
+    summary}."""
+    return chain.checksum(
+        {
+            "schema_version": version.content.get("schema_version", 1),
+            "thread": str(version.thread_id),
+            "covered_from": version.covered_from,
+            "covered_until": version.covered_until,
+            "chain_hash": version.chain_hash,
+            "summary": version.content,
+        },
+        chain_key(),
+    )
+
+
+def chain_hash_at(thread: Thread, seq: int) -> str | None:
+    """The chain hash after event `seq` (the genesis hash at 0), or None if it is missing."""
+    if seq == 0:
+        return thread_genesis(thread.id)
+    return Event.objects.filter(thread=thread, seq=seq).values_list("hash", flat=True).first()
+
+
+def checkpoint_is_safe(checkpoint: Checkpoint) -> tuple[bool, str]:
+    """Safe = its checksum recomputes, the chain up to its cursor verifies, and its summary
+    passed verification (DESIGN §6). Returns (safe, reason when not)."""
+    return _checkpoint_safety(
+        checkpoint, lambda: chain_hash_at(checkpoint.thread, checkpoint.cursor)
+    )
+
+
+def _checkpoint_safety(
+    checkpoint: Checkpoint, hash_at_cursor: Callable[[], str | None]
+) -> tuple[bool, str]:
+    """checkpoint_is_safe, the chain hash at the cursor read by `hash_at_cursor` (only when
+    the cheaper checks pass)."""
+    if not checkpoint.safe:
+        return False, checkpoint.unsafe_reason or "marked unsafe"
+    if checkpoint.checksum != checkpoint_checksum(checkpoint):
+        return False, "the checkpoint's checksum does not recompute"
+    thread = checkpoint.thread
+    cursor = checkpoint.cursor
+    if thread.first_bad_seq is not None and thread.first_bad_seq <= cursor:
+        return False, f"the chain breaks at seq {thread.first_bad_seq}, at or before the cursor"
+    if hash_at_cursor() != checkpoint.chain_hash:
+        return False, f"the chain hash at seq {cursor} differs from the checkpoint's"
+    if thread.verified_until < cursor or not thread.verified_hash:
+        verdict = chain_walk(
+            thread_id=thread.pk,
+            start_seq=0,
+            start_hash=thread_genesis(thread.id),
+            until=cursor,
+        )
+        if not verdict.ok:
+            return False, f"the chain breaks at seq {verdict.first_bad_seq}: {verdict.detail}"
+    version = checkpoint.summary_version
+    if version is not None:
+        if version.phase in (SummaryPhase.PREPARED, SummaryPhase.REJECTED, SummaryPhase.DISCARDED):
+            return False, f"its summary version {version.version} is {version.phase}"
+        if not (version.verification or {}).get("ok"):
+            return False, f"its summary version {version.version} did not pass verification"
+        if version.checksum != checkpoint.summary_checksum:
+            return False, "the summary's checksum differs from the checkpoint's"
+        if version.checksum != summary_checksum(version):
+            return False, "the summary's checksum does not recompute"
+    return True, ""
+
+
+def last_safe_checkpoint(*, thread: Thread) -> Checkpoint | None:
+    """The checkpoint with the highest cursor that is still safe, or None."""
+    return last_safe_checkpoints(thread_ids={thread.pk}).get(thread.pk)
+
+
+def last_safe_checkpoints(*, thread_ids: Iterable[Any]) -> dict[Any, Checkpoint]:
+    """Per thread, the checkpoint with the highest cursor that is still safe (threads without
+    one are absent).
+
+    One query for any number of threads: the newest SAFE_CANDIDATES safe-flagged checkpoints
+    of each, with the chain hash at their cursor, are judged by checkpoint_is_safe's rules
+    (its chain walk only runs past what the last sweep verified). A thread whose candidates
+    all fail reads its older ones one by one.
+    """
+    ids = set(thread_ids)
+    if not ids:
+        return {}
+    candidates = (
+        Checkpoint.objects.filter(thread_id__in=ids, safe=True)
+        .select_related("summary_version", "thread")
+        .annotate(
+            rank=Window(
+                RowNumber(),
+                partition_by=[F("thread_id")],
+                order_by=[F("cursor").desc(), F("pk").desc()],
+            ),
+            hash_at_cursor=Subquery(
+                Event.objects.filter(thread=OuterRef("thread_id"), seq=OuterRef("cursor")).values(
+                    "hash"
+                )[:1]
+            ),
+        )
+        .filter(rank__lte=SAFE_CANDIDATES)
+        .order_by("thread_id", "-cursor", "-pk")
+    )
+    found: dict[Any, Checkpoint] = {}
+    exhausted: set[Any] = set()
+    for candidate in candidates:
+        row: Any = candidate  # carries rank and hash_at_cursor
+        if row.thread_id in found:
+            continue
+        if _checkpoint_safety(row, partial(_candidate_hash, row))[0]:
+            found[row.thread_id] = row
+        elif row.rank == SAFE_CANDIDATES:
+            exhausted.add(row.thread_id)
+    for thread_id in exhausted - set(found):
+        older = (
+            Checkpoint.objects.filter(thread_id=thread_id, safe=True)
+            .select_related("summary_version", "thread")
+            .order_by("-cursor", "-pk")[SAFE_CANDIDATES:]
+        )
+        for checkpoint in older.iterator(chunk_size=50):
+            if checkpoint_is_safe(checkpoint)[0]:
+                found[thread_id] = checkpoint
+                break
+    return found
+
+
+def _candidate_hash(checkpoint: Any) -> str | None:
+    if checkpoint.cursor == 0:
+        return thread_genesis(checkpoint.thread_id)
+    return checkpoint.hash_at_cursor
 
 
 def threads_integrity_for_member(*, user: Any) -> QuerySet[Thread]:
@@ -52,7 +292,8 @@ def unsafe_checkpoints_for_member(*, user: Any) -> QuerySet[Checkpoint]:
 
 
 def thread_integrity(*, thread: Thread) -> dict[str, Any]:
-    """CONTRACT's integrity answer, from the verdict the last check recorded on the thread.
+    """CONTRACT's integrity answer, from the verdict the last check recorded on the thread, as
+    plain JSON values: the API answers it and the verify task stores it as its result.
 
     `last_safe_checkpoint` is the checkpoint a rollback can use: the highest cursor that is
     still safe (its checksum recomputes and the chain up to its cursor verifies)."""
@@ -78,6 +319,3 @@ def thread_integrity(*, thread: Thread) -> dict[str, Any]:
             "label": checkpoint.label,
         },
     }
-
-
-# --- Working context and summaries (helper E1) ---------------------------------------------------

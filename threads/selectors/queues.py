@@ -19,54 +19,14 @@ from threads.models import (
     Thread,
 )
 from threads.selectors.audit import _uuid_or_none
-from threads.selectors.threads import member_workspace_ids
-
-
-def side_effects_for_member(
-    *, user: Any, status: str = "", thread: str = ""
-) -> QuerySet[SideEffect]:
-    effects = SideEffect.objects.filter(thread__workspace_id__in=member_workspace_ids(user))
-    if status:
-        effects = effects.filter(status=status)
-    if thread:
-        effects = effects.filter(thread__external_id=thread)
-    return effects.select_related("thread", "thread__workspace", "call_event").order_by(
-        "-updated_at", "pk"
-    )
-
-
-def side_effect_get_for_member(*, user: Any, id: int) -> SideEffect:
-    found = side_effects_for_member(user=user).filter(pk=id).first()
-    if found is None:
-        raise NotFound("side effect not found")
-    return found
-
-
-def approvals_for_member(
-    *, user: Any, status: str = ApprovalStatus.PENDING, thread: str = ""
-) -> QuerySet[ApprovalRequest]:
-    approvals = ApprovalRequest.objects.filter(thread__workspace_id__in=member_workspace_ids(user))
-    if status:
-        approvals = approvals.filter(status=status)
-    if thread:
-        approvals = approvals.filter(thread__external_id=thread)
-    return approvals.select_related(
-        "thread", "thread__workspace", "request_event", "decided_by"
-    ).order_by("created_at", "pk")
-
-
-def approval_get_for_member(*, user: Any, id: int) -> ApprovalRequest:
-    found = approvals_for_member(user=user, status="").filter(pk=id).first()
-    if found is None:
-        raise NotFound("approval not found")
-    return found
 
 
 def side_effects_in(
-    *, workspace_ids: Any, status: str = "", thread: str = ""
+    *, workspace_ids: Any, status: str = "", thread: str = "", recent_first: bool = False
 ) -> QuerySet[SideEffect]:
     """Side effects of the given workspaces (an agent's one, or a person's), by thread and
-    call. `thread` narrows to one thread by UUID or external_id."""
+    call, or most recently updated first. `thread` narrows to one thread by UUID or
+    external_id."""
     effects = SideEffect.objects.filter(thread__workspace_id__in=workspace_ids)
     if status:
         effects = effects.filter(status=status)
@@ -74,7 +34,8 @@ def side_effects_in(
         effects = effects.filter(
             Q(thread__external_id=thread) | Q(thread_id__in=_uuid_or_none(thread))
         )
-    return effects.select_related("thread").order_by("thread__external_id", "call_seq", "pk")
+    order = ("-updated_at", "pk") if recent_first else ("thread__external_id", "call_seq", "pk")
+    return effects.select_related("thread", "thread__workspace", "call_event").order_by(*order)
 
 
 def side_effect_get_in(*, workspace_ids: Any, id: int) -> SideEffect:
@@ -85,8 +46,9 @@ def side_effect_get_in(*, workspace_ids: Any, id: int) -> SideEffect:
 
 
 def side_effect_rows(effects: QuerySet[SideEffect] | list[SideEffect]) -> list[dict[str, Any]]:
-    """The API's side-effect objects with the resolutions the log holds for each: two queries
-    whatever the number of side effects."""
+    """Side effects as plain rows with the resolutions the log holds for each: two queries
+    whatever the number of side effects. The one definition of a side effect's row: the API
+    answers it, the dashboard's queue and the rollback preview show it."""
     effects = list(effects)
     resolutions: dict[tuple[Any, int], list[dict[str, Any]]] = {}
     if effects:
@@ -128,12 +90,20 @@ def side_effect_rows(effects: QuerySet[SideEffect] | list[SideEffect]) -> list[d
     ]
 
 
-def approvals_in(*, workspace_ids: Any, status: str = "") -> QuerySet[ApprovalRequest]:
+def approvals_in(
+    *, workspace_ids: Any, status: str = "", thread: str = ""
+) -> QuerySet[ApprovalRequest]:
+    """Approval requests of the given workspaces (an agent's one, or a person's), oldest
+    first. `thread` narrows to one thread by UUID or external_id."""
     approvals = ApprovalRequest.objects.filter(thread__workspace_id__in=workspace_ids)
     if status:
         approvals = approvals.filter(status=status)
+    if thread:
+        approvals = approvals.filter(
+            Q(thread__external_id=thread) | Q(thread_id__in=_uuid_or_none(thread))
+        )
     return approvals.select_related(
-        "thread", "request_event", "decision_event", "decided_by"
+        "thread", "thread__workspace", "request_event", "decision_event", "decided_by"
     ).order_by("created_at", "pk")
 
 
@@ -156,7 +126,8 @@ def approvals_of_thread(*, thread: Thread, status: str = "") -> QuerySet[Approva
 def approval_rows(
     approvals: QuerySet[ApprovalRequest] | list[ApprovalRequest],
 ) -> list[dict[str, Any]]:
-    """The API's approval objects; `decision` is what the agent polls for."""
+    """Approval requests as plain rows; `decision` is what the agent polls for. The one
+    definition of an approval's row: the API answers it, the rollback preview shows it."""
     decisions = {ApprovalStatus.APPROVED: "approve", ApprovalStatus.REJECTED: "reject"}
     return [
         {

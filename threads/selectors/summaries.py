@@ -1,4 +1,4 @@
-"""Summary versions and checkpoints of one thread."""
+"""Summary versions of one thread."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from django.db.models import (
 
 from threads.domain.errors import NotFound
 from threads.models import (
-    Checkpoint,
     SummaryVersion,
     Thread,
 )
@@ -26,24 +25,6 @@ def summary_version_get(*, thread: Thread, version: int) -> SummaryVersion:
     found = SummaryVersion.objects.filter(thread=thread, version=version).first()
     if found is None:
         raise NotFound("summary version not found")
-    return found
-
-
-def checkpoints_for_thread(*, thread: Thread) -> list[Checkpoint]:
-    return list(
-        Checkpoint.objects.filter(thread=thread)
-        .select_related("summary_version", "created_by")
-        .defer("summary_version__content", "summary_version__rendered")
-        .order_by("-cursor", "-pk")
-    )
-
-
-def checkpoint_get(*, thread: Thread, id: int) -> Checkpoint:
-    found = (
-        Checkpoint.objects.filter(thread=thread, pk=id).select_related("summary_version").first()
-    )
-    if found is None:
-        raise NotFound("checkpoint not found")
     return found
 
 

@@ -8,13 +8,12 @@ from threads.domain.errors import NotFound
 from threads.models import (
     TaskRun,
     Thread,
-    Workspace,
 )
-from threads.selectors.threads import member_workspace_ids
 
 
-def task_run_get_for_member(*, user: Any, id: str) -> TaskRun:
-    found = TaskRun.objects.filter(workspace_id__in=member_workspace_ids(user), pk=id).first()
+def task_run_get_in(*, workspace_ids: Any, id: str) -> TaskRun:
+    """A task run of the given workspaces (an agent's one, or a person's)."""
+    found = TaskRun.objects.filter(workspace_id__in=workspace_ids, pk=id).first()
     if found is None:
         raise NotFound("task not found")
     return found
@@ -29,16 +28,3 @@ def task_runs_in_flight(*, thread: Thread, kind: str) -> TaskRun | None:
         .order_by("-created_at")
         .first()
     )
-
-
-# --- Agent API reads (helper A) ------------------------------------------------------------------
-
-
-def task_run_get_for_workspace(*, workspace: Workspace, id: str) -> TaskRun:
-    found = TaskRun.objects.filter(workspace=workspace, pk=id).first()
-    if found is None:
-        raise NotFound("task not found")
-    return found
-
-
-# --- Integrity (helper C) ------------------------------------------------------------------------

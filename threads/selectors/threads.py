@@ -68,9 +68,6 @@ def thread_get_for_member(*, user: Any, id: str) -> Thread:
     )
 
 
-# --- Dashboard reads (helper F). Every one is scoped to the person's workspaces. ----------------
-
-
 def member_workspace_ids(user: Any) -> QuerySet[Membership, Any]:
     return Membership.objects.filter(user_id=user.pk).values("workspace_id")
 
@@ -80,8 +77,8 @@ def member_roles(user: Any) -> dict[int, str]:
     return dict(Membership.objects.filter(user_id=user.pk).values_list("workspace_id", "role"))
 
 
-def _threads_annotated(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
-    """Problem flags and budget use per thread as subqueries: one query for any page size.
+def _with_budget_use(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
+    """Budget use per thread as subqueries: one query for any page size.
 
     History tokens = the head summary's tokens plus the events after it, the same measure the
     budget compares with its high watermark (before trimming).
@@ -96,7 +93,7 @@ def _threads_annotated(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
         .annotate(total=Sum("token_count"))
         .values("total")[:1]
     )
-    return _thread_flags(queryset).annotate(
+    return queryset.annotate(
         # Unfolded threads (most short ones) skip both subqueries: with nothing covered every
         # event is history and token_total is their sum (as triggers.history_tokens reads it).
         history_tokens=Case(
@@ -138,23 +135,39 @@ THREAD_SORTS = {
 }
 
 
-def thread_list_for_member(
+def threads_in(
     *,
-    user: Any,
+    workspace_ids: Any,
     q: str = "",
     content: bool = False,
-    unknown: bool = False,
+    status: str = "",
+    unknown: bool | None = None,
     failed: bool = False,
-    pending: bool = False,
+    pending: bool | None = None,
     over_budget: bool = False,
     sort: str = "-updated",
 ) -> QuerySet[Thread]:
-    """Threads of the person's workspaces, filtered and sorted, with problem flags."""
-    threads = _threads_annotated(
-        Thread.objects.select_related("workspace").filter(
-            workspace_id__in=member_workspace_ids(user)
-        )
+    """The thread list of the API and the dashboard: threads of the given workspaces (an
+    agent's one, or a person's), filtered and sorted, each with its problem flags.
+
+    - q: external_id or title contains (any case); with `content`, a message's text too;
+    - status: the thread's status;
+    - unknown / pending: has (True) or has not (False) an unknown side effect / a pending
+      approval; None does not filter;
+    - failed: verification failed — the latest decided summary version was rejected, or the
+      chain is broken;
+    - over_budget: history above the high watermark;
+    - sort: a THREAD_SORTS key, "-" first for descending; most recently active first by
+      default.
+    Budget use is computed only when a filter or the sort needs it (thread_list_page adds it
+    to a page's rows).
+    """
+    threads = _thread_flags(
+        Thread.objects.select_related("workspace").filter(workspace_id__in=workspace_ids)
     )
+    field = THREAD_SORTS.get(sort.lstrip("-"), "updated_at")
+    if over_budget or field == "history_tokens":
+        threads = _with_budget_use(threads)
     if q:
         match = Q(external_id__icontains=q) | Q(title__icontains=q)
         if content:
@@ -166,23 +179,24 @@ def thread_list_for_member(
                 )
             )
         threads = threads.filter(match)
+    if status:
+        threads = threads.filter(status=status)
     # Annotated names go through Q so the type checker does not look them up as fields.
-    if unknown:
-        threads = threads.filter(Q(has_unknown=True))
+    if unknown is not None:
+        threads = threads.filter(Q(has_unknown=unknown))
     if failed:
         threads = threads.filter(Q(has_rejected=True) | Q(chain_ok=False))
-    if pending:
-        threads = threads.filter(Q(has_pending=True))
+    if pending is not None:
+        threads = threads.filter(Q(has_pending=pending))
     if over_budget:
         threads = threads.filter(Q(history_tokens__gt=F("high_tokens")))
-    field = THREAD_SORTS.get(sort.lstrip("-"), "updated_at")
     order = f"-{field}" if sort.startswith("-") else field
     return threads.order_by(order, "pk")
 
 
 def thread_list_page(page_rows: QuerySet[Thread]) -> QuerySet[Thread]:
-    """One page (a slice) of thread_list_for_member, its flags and budget use computed for the
-    page's rows only. Still one query.
+    """One page (a slice) of threads_in, its flags and budget use computed for the page's rows
+    only. Still one query.
 
     The filtered, sorted slice becomes a subquery selecting keys alone; the outer query
     annotates those rows. Selecting the annotations with the slice makes the database evaluate
@@ -190,8 +204,10 @@ def thread_list_page(page_rows: QuerySet[Thread]) -> QuerySet[Thread]:
     stores whole result rows; PostgreSQL computes the rows an OFFSET skips): at 10k threads
     ~100 ms on SQLite for any page, ~370 ms on PostgreSQL for page 150 (bench/pages.py).
     """
-    return _threads_annotated(
-        Thread.objects.select_related("workspace").filter(pk__in=page_rows.values("pk"))
+    return _with_budget_use(
+        _thread_flags(
+            Thread.objects.select_related("workspace").filter(pk__in=page_rows.values("pk"))
+        )
     ).order_by(*page_rows.query.order_by)
 
 
@@ -228,8 +244,7 @@ def active_constraints(*, thread_ids: set[Any]) -> dict[Any, list[dict[str, Any]
 
 
 def _thread_flags(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
-    """Per-thread problem flags as EXISTS subqueries: one query for any page size. The API's
-    list uses them as they are; the dashboard's (_threads_annotated) adds budget use."""
+    """Per-thread problem flags as EXISTS subqueries: one query for any page size."""
     return queryset.annotate(
         has_unknown=Exists(
             SideEffect.objects.filter(thread=OuterRef("pk"), status=SideEffectStatus.UNKNOWN)
@@ -249,36 +264,6 @@ def _thread_flags(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
     )
 
 
-def _threads_filtered(queryset: QuerySet[Thread], filters: dict[str, Any]) -> QuerySet[Thread]:
-    """filters: q (external_id/title contains), status, has_unknown_side_effects (bool),
-    verification ("failed"), pending_approvals (bool). Newest activity first."""
-    threads = _thread_flags(queryset)
-    if filters.get("q"):
-        q = filters["q"]
-        threads = threads.filter(Q(external_id__icontains=q) | Q(title__icontains=q))
-    if filters.get("status"):
-        threads = threads.filter(status=filters["status"])
-    if filters.get("has_unknown_side_effects") is not None:
-        threads = threads.filter(Q(has_unknown=filters["has_unknown_side_effects"]))
-    if filters.get("verification") == "failed":
-        threads = threads.filter(Q(has_rejected=True))
-    if filters.get("pending_approvals") is not None:
-        threads = threads.filter(Q(has_pending=filters["pending_approvals"]))
-    return threads.order_by("-updated_at", "pk")
-
-
-def threads_for_workspace(workspace: Workspace, filters: dict[str, Any]) -> QuerySet[Thread]:
-    """An agent's view: its workspace's threads, filtered (see _threads_filtered)."""
-    return _threads_filtered(Thread.objects.filter(workspace=workspace), filters)
-
-
-def threads_for_member(user: Any, filters: dict[str, Any]) -> QuerySet[Thread]:
-    """A person's view through the API: threads of every workspace they belong to."""
-    return _threads_filtered(
-        Thread.objects.filter(workspace_id__in=member_workspace_ids(user)), filters
-    )
-
-
 def thread_with_flags(thread: Thread) -> Thread:
     """The same thread re-read with its problem flags (for the detail answer)."""
     return _thread_flags(Thread.objects.filter(pk=thread.pk)).get()
@@ -290,6 +275,3 @@ def memberships_for_user(*, user: Any) -> list[Membership]:
         .select_related("workspace")
         .order_by("workspace__name")
     )
-
-
-# --- Checkpoints, side effects and approvals for the API (helper E2) ---------------------------

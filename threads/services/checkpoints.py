@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q
 
 from threads.access import require_role
 from threads.chainkey import thread_genesis
@@ -31,7 +30,7 @@ from threads.models import (
     SummaryVersion,
     Thread,
 )
-from threads.selectors import approval_rows, side_effect_rows
+from threads.selectors.checkpoints import checkpoint_as_audit, summary_versions_replaced
 from threads.services.audit import audit_record
 from threads.services.integrity import (
     chain_hash_at,
@@ -43,12 +42,13 @@ from threads.services.integrity import (
 
 __all__ = [
     "checkpoint_checksum",
+    "checkpoint_as_audit",
     "checkpoint_create",
     "checkpoint_record",
     "checkpoint_require_safe",
     "pending_at",
     "restored_version_save",
-    "rollback_preview",
+    "summary_versions_replaced",
 ]
 
 
@@ -172,17 +172,6 @@ def checkpoint_record(
     return checkpoint
 
 
-def checkpoint_as_audit(checkpoint: Checkpoint) -> dict[str, Any]:
-    version = checkpoint.summary_version
-    return {
-        "id": checkpoint.pk,
-        "summary_version": version.version if version is not None else None,
-        "cursor": checkpoint.cursor,
-        "chain_hash": checkpoint.chain_hash,
-        "label": checkpoint.label,
-    }
-
-
 def checkpoint_create(*, thread: Thread, label: str, actor: Any) -> Checkpoint:
     """An on-demand checkpoint at the current head: the head version (or none) and its
     covered_until as the cursor. Operator or higher.
@@ -228,73 +217,6 @@ def checkpoint_create(*, thread: Thread, label: str, actor: Any) -> Checkpoint:
 def _require_own(thread: Thread, checkpoint: Checkpoint) -> None:
     if checkpoint.thread_id != thread.pk:
         raise NotFound("checkpoint not found")
-
-
-def _versions_replaced(thread: Thread, checkpoint: Checkpoint) -> list[SummaryVersion]:
-    """Committed versions newer than the checkpoint's summary: what a rollback supersedes."""
-    versions = SummaryVersion.objects.filter(thread=thread, phase=SummaryPhase.COMMITTED)
-    if checkpoint.summary_version is not None:
-        versions = versions.filter(version__gt=checkpoint.summary_version.version)
-    return list(versions.defer("content", "rendered").order_by("version"))
-
-
-def rollback_preview(*, thread: Thread, checkpoint: Checkpoint) -> dict[str, Any]:
-    """What a rollback to `checkpoint` would do: the side effects and approvals that happened
-    after its cursor (they stay in the log and become delta again), the versions it would mark
-    rolled_back, and whether the checkpoint is safe now."""
-    _require_own(thread, checkpoint)
-    cursor = checkpoint.cursor
-    safe, reason = checkpoint_is_safe(checkpoint)
-    # Read as Python values: a JSON key compared with an integer column does not type-check
-    # on PostgreSQL inside a subquery.
-    resolved_after = [
-        data.get("call_seq")
-        for data in Event.objects.filter(
-            thread=thread, kind=EventKind.SIDE_EFFECT_RESOLUTION, seq__gt=cursor
-        ).values_list("data", flat=True)
-    ]
-    effects = (
-        SideEffect.objects.filter(thread=thread)
-        .filter(Q(call_seq__gt=cursor) | Q(result_seq__gt=cursor) | Q(call_seq__in=resolved_after))
-        .select_related("thread")
-        .order_by("call_seq")
-    )
-    decided_after = [
-        data.get("approval_seq")
-        for data in Event.objects.filter(
-            thread=thread, kind=EventKind.APPROVAL_DECISION, seq__gt=cursor
-        ).values_list("data", flat=True)
-    ]
-    approvals = (
-        ApprovalRequest.objects.filter(thread=thread)
-        .filter(Q(request_event__seq__gt=cursor) | Q(request_event__seq__in=decided_after))
-        .select_related("thread", "request_event", "decision_event", "decided_by")
-        .order_by("request_event__seq")
-    )
-    version = checkpoint.summary_version
-    return {
-        "checkpoint": {
-            **checkpoint_as_audit(checkpoint),
-            "safe": safe,
-            "unsafe_reason": reason,
-        },
-        "safe": safe,
-        "unsafe_reason": reason,
-        "new_version": thread.last_version + 1,
-        "restores_version": version.version if version is not None else None,
-        "events_after_cursor": max(thread.last_seq - cursor, 0),
-        "side_effects": side_effect_rows(effects),
-        "approvals": approval_rows(approvals),
-        "versions_replaced": [
-            {
-                "version": v.version,
-                "covered_until": v.covered_until,
-                "trigger": v.trigger,
-                "created_at": v.created_at,
-            }
-            for v in _versions_replaced(thread, checkpoint)
-        ],
-    }
 
 
 def checkpoint_require_safe(checkpoint: Checkpoint, doing: str) -> None:

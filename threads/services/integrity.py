@@ -1,96 +1,47 @@
 """The integrity sweep (DESIGN §6): recompute a thread's hash chain, name the first bad seq,
-mark checkpoints at or after it unsafe, and say whether a checkpoint is safe to restore.
+record the verdict on the thread and mark checkpoints at or after it unsafe.
 
-Events are streamed from the database in chunks of plain values (no model instances, one
-query per chunk), so a thread of any length verifies in bounded memory. A full check on request
-(`integrity_verify_request`) runs as the `ctxadmin.verify_thread` task.
+The walk itself, the checksums and whether a checkpoint is safe to restore are reads
+(threads.selectors.integrity). A full check on request (`integrity_verify_request`) runs as
+the `ctxadmin.verify_thread` task.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from threads.chainkey import chain_key, thread_genesis
-from threads.domain import chain
+from threads.chainkey import thread_genesis
 from threads.domain.chain import ChainVerdict
-from threads.domain.events import stored_form
-from threads.models import Checkpoint, Event, SummaryPhase, SummaryVersion, TaskRun, Thread
+from threads.models import Checkpoint, TaskRun, Thread
+from threads.selectors.integrity import (
+    Progress,
+    chain_hash_at,
+    chain_walk,
+    checkpoint_checksum,
+    checkpoint_is_safe,
+    last_safe_checkpoint,
+    stored_events,
+    summary_checksum,
+)
 from threads.services.audit import audit_record
 from threads.services.enqueue import VERIFY_THREAD, task_run_enqueue
 
-CHUNK_SIZE = 2000
-# Progress is reported every this many events: often enough for a bar, rarely enough to be free.
-PROGRESS_EVERY = 5000
-EVENT_COLUMNS = ("seq", "kind", "created_at", "client_event_id", "metadata", "data", "hash")
-
-Progress = Callable[[int, int], None]
-
-
-def stored_events(
-    *, thread_id: Any, after: int = 0, until: int | None = None
-) -> Iterator[dict[str, Any]]:
-    """A thread's events in their stored form plus `hash`, in seq order, streamed in chunks."""
-    rows = Event.objects.filter(thread_id=thread_id, seq__gt=after)
-    if until is not None:
-        rows = rows.filter(seq__lte=until)
-    for seq, kind, created_at, client_event_id, metadata, data, hash_ in (
-        rows.order_by("seq").values_list(*EVENT_COLUMNS).iterator(chunk_size=CHUNK_SIZE)
-    ):
-        event = stored_form(
-            seq=seq,
-            kind=kind,
-            created_at=created_at,
-            client_event_id=client_event_id,
-            metadata=metadata,
-            data=data,
-        )
-        event["hash"] = hash_
-        yield event
-
-
-def _with_progress(
-    events: Iterator[dict[str, Any]], progress: Progress | None, total: int
-) -> Iterator[dict[str, Any]]:
-    if progress is None:
-        yield from events
-        return
-    done = 0
-    for event in events:
-        yield event
-        done += 1
-        if done % PROGRESS_EVERY == 0:
-            progress(done, total)
-    progress(done, total)
-
-
-def chain_walk(
-    *,
-    thread_id: Any,
-    start_seq: int,
-    start_hash: str,
-    until: int,
-    progress: Progress | None = None,
-) -> ChainVerdict:
-    """Verify events (start_seq, until] from `start_hash`; a missing tail is a break too."""
-    events = _with_progress(
-        stored_events(thread_id=thread_id, after=start_seq, until=until),
-        progress,
-        until - start_seq,
-    )
-    verdict = chain.verify_chain(
-        events, start_hash=start_hash, start_seq=start_seq, key=chain_key()
-    )
-    if verdict.ok and verdict.verified_until < until:
-        # Rows at the end were deleted: the walk stopped early without a mismatch.
-        missing = verdict.verified_until + 1
-        return ChainVerdict(
-            False, verdict.verified_until, missing, verdict.head, f"seq {missing} is missing"
-        )
-    return verdict
+# The reads (chain walks, checksums, checkpoint safety) are selectors; the names stay
+# importable here for the services that write checksums and re-check checkpoints.
+__all__ = [
+    "chain_hash_at",
+    "chain_walk",
+    "checkpoint_checksum",
+    "checkpoint_is_safe",
+    "integrity_check",
+    "integrity_verify_request",
+    "last_safe_checkpoint",
+    "stored_events",
+    "summary_checksum",
+]
 
 
 def integrity_verify_request(
@@ -213,91 +164,3 @@ def _record(thread: Thread, verdict: ChainVerdict) -> None:
                 )
     for name, value in fields.items():
         setattr(thread, name, value)
-
-
-def checkpoint_body(checkpoint: Checkpoint) -> dict[str, Any]:
-    """What a checkpoint's checksum covers: every field it stands on."""
-    version = checkpoint.summary_version
-    return {
-        "thread": str(checkpoint.thread_id),
-        "summary_version": version.version if version is not None else None,
-        "cursor": checkpoint.cursor,
-        "chain_hash": checkpoint.chain_hash,
-        "summary_checksum": checkpoint.summary_checksum,
-        "pending": checkpoint.pending,
-    }
-
-
-def checkpoint_checksum(checkpoint: Checkpoint) -> str:
-    return chain.checksum(checkpoint_body(checkpoint), chain_key())
-
-
-def summary_checksum(version: SummaryVersion) -> str:
-    """CONTRACT: checksum of {schema_version, thread, covered_from, covered_until, chain_hash,
-    summary}."""
-    return chain.checksum(
-        {
-            "schema_version": version.content.get("schema_version", 1),
-            "thread": str(version.thread_id),
-            "covered_from": version.covered_from,
-            "covered_until": version.covered_until,
-            "chain_hash": version.chain_hash,
-            "summary": version.content,
-        },
-        chain_key(),
-    )
-
-
-def chain_hash_at(thread: Thread, seq: int) -> str | None:
-    """The chain hash after event `seq` (the genesis hash at 0), or None if it is missing."""
-    if seq == 0:
-        return thread_genesis(thread.id)
-    return Event.objects.filter(thread=thread, seq=seq).values_list("hash", flat=True).first()
-
-
-def checkpoint_is_safe(checkpoint: Checkpoint) -> tuple[bool, str]:
-    """Safe = its checksum recomputes, the chain up to its cursor verifies, and its summary
-    passed verification (DESIGN §6). Returns (safe, reason when not)."""
-    if not checkpoint.safe:
-        return False, checkpoint.unsafe_reason or "marked unsafe"
-    if checkpoint.checksum != checkpoint_checksum(checkpoint):
-        return False, "the checkpoint's checksum does not recompute"
-    thread = checkpoint.thread
-    cursor = checkpoint.cursor
-    if thread.first_bad_seq is not None and thread.first_bad_seq <= cursor:
-        return False, f"the chain breaks at seq {thread.first_bad_seq}, at or before the cursor"
-    if chain_hash_at(thread, cursor) != checkpoint.chain_hash:
-        return False, f"the chain hash at seq {cursor} differs from the checkpoint's"
-    if thread.verified_until < cursor or not thread.verified_hash:
-        verdict = chain_walk(
-            thread_id=thread.pk,
-            start_seq=0,
-            start_hash=thread_genesis(thread.id),
-            until=cursor,
-        )
-        if not verdict.ok:
-            return False, f"the chain breaks at seq {verdict.first_bad_seq}: {verdict.detail}"
-    version = checkpoint.summary_version
-    if version is not None:
-        if version.phase in (SummaryPhase.PREPARED, SummaryPhase.REJECTED, SummaryPhase.DISCARDED):
-            return False, f"its summary version {version.version} is {version.phase}"
-        if not (version.verification or {}).get("ok"):
-            return False, f"its summary version {version.version} did not pass verification"
-        if version.checksum != checkpoint.summary_checksum:
-            return False, "the summary's checksum differs from the checkpoint's"
-        if version.checksum != summary_checksum(version):
-            return False, "the summary's checksum does not recompute"
-    return True, ""
-
-
-def last_safe_checkpoint(*, thread: Thread) -> Checkpoint | None:
-    """The checkpoint with the highest cursor that is still safe, or None."""
-    candidates = (
-        Checkpoint.objects.filter(thread=thread, safe=True)
-        .select_related("summary_version", "thread")
-        .order_by("-cursor", "-pk")
-    )
-    for checkpoint in candidates.iterator(chunk_size=50):
-        if checkpoint_is_safe(checkpoint)[0]:
-            return checkpoint
-    return None

@@ -18,10 +18,10 @@ from threads.models import Checkpoint, Role, SummaryPhase, SummaryVersion, Threa
 from threads.services.audit import audit_record
 from threads.services.checkpoints import (
     _require_own,
-    _versions_replaced,
     checkpoint_record,
     checkpoint_require_safe,
     restored_version_save,
+    summary_versions_replaced,
 )
 
 MAX_REASON = 2000
@@ -78,7 +78,7 @@ def checkpoint_rollback(
                 "back to a checkpoint with a summary",
                 fields={"checkpoint": "holds no summary version"},
             )
-        replaced = _versions_replaced(locked, checkpoint)
+        replaced = summary_versions_replaced(thread=locked, checkpoint=checkpoint)
         before = {"head_version": locked.head_version, "covered_until": locked.covered_until}
         now = timezone.now()
         version = restored_version_save(

@@ -14,9 +14,8 @@ from django.views.decorators.http import require_GET, require_POST
 from threads import selectors
 from threads.domain.errors import DomainError
 from threads.models import Role
-from threads.services.checkpoints import checkpoint_create, rollback_preview
+from threads.services.checkpoints import checkpoint_create
 from threads.services.fork import thread_fork
-from threads.services.integrity import checkpoint_is_safe
 from threads.services.rollback import checkpoint_rollback
 from threads.views.common import (
     HtmxHttpRequest,
@@ -51,7 +50,7 @@ def checkpoint_list(request: HtmxHttpRequest, id: str) -> HttpResponse:
         if checkpoint.cursor <= max(thread.verified_until, WALK_LIMIT):
             # Recomputed for display: a checkpoint can become unsafe before the sweep marks it
             # (its summary failed verification, or its checksum no longer recomputes).
-            safe, reason = checkpoint_is_safe(checkpoint)
+            safe, reason = selectors.checkpoint_is_safe(checkpoint)
             unverified = False
         else:
             # Recomputing would walk an unverified chain from genesis on every page view;
@@ -86,7 +85,7 @@ def rollback_preview_view(request: HtmxHttpRequest, id: str, checkpoint: int) ->
     require(request, thread.workspace, Role.ADMIN)
     target = found(selectors.checkpoint_get, thread=thread, id=checkpoint)
     try:
-        preview = rollback_preview(thread=thread, checkpoint=target)
+        preview = selectors.rollback_preview(thread=thread, checkpoint=target)
     except DomainError as exc:
         return problem(request, exc, reverse("checkpoint-list", args=[thread.pk]))
     context = {"thread": thread, "checkpoint": target, "p": preview}

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from threads import selectors
 from threads.models import Role
-from threads.services.integrity import integrity_verify_request, last_safe_checkpoint
+from threads.services.integrity import integrity_verify_request
 from threads.views.common import (
     HtmxHttpRequest,
     can,
@@ -26,12 +26,15 @@ from threads.views.common import (
 @require_GET
 def integrity(request: HtmxHttpRequest) -> HttpResponse:
     page = page_of(selectors.threads_integrity_for_member(user=request.user), request, 50)
+    # Where to go back to: only broken chains need it, read for the whole page at once.
+    last_safe = selectors.last_safe_checkpoints(
+        thread_ids={thread.pk for thread in page.object_list if not thread.chain_ok}
+    )
     rows = [
         {
             "t": thread,
             "can_verify": can(request, thread.workspace_id, Role.OPERATOR),
-            # Where to go back to: only broken chains need it, and they are the exception.
-            "last_safe": None if thread.chain_ok else last_safe_checkpoint(thread=thread),
+            "last_safe": last_safe.get(thread.pk),
         }
         for thread in page.object_list
     ]

@@ -48,7 +48,12 @@ def _effect_rows(request: HtmxHttpRequest, effects: list[Any]) -> list[dict[str,
 def side_effect_list(request: HtmxHttpRequest) -> HttpResponse:
     status = request.GET.get("status", SideEffectStatus.UNKNOWN)
     thread = request.GET.get("thread", "").strip()
-    effects = selectors.side_effects_for_member(user=request.user, status=status, thread=thread)
+    effects = selectors.side_effects_in(
+        workspace_ids=selectors.member_workspace_ids(request.user),
+        status=status,
+        thread=thread,
+        recent_first=True,
+    )
     page = page_of(effects, request, 50)
     context = {
         "page": page,
@@ -65,7 +70,8 @@ def side_effect_list(request: HtmxHttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def side_effect_resolve_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    effect = found(selectors.side_effect_get_for_member, user=request.user, id=pk)
+    workspace_ids = selectors.member_workspace_ids(request.user)
+    effect = found(selectors.side_effect_get_in, workspace_ids=workspace_ids, id=pk)
     require(request, effect.thread.workspace_id, Role.OPERATOR)
     back = reverse("side-effect-list")
     try:
@@ -77,7 +83,7 @@ def side_effect_resolve_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         )
     except DomainError as exc:
         return problem(request, exc, back)
-    effect = selectors.side_effect_get_for_member(user=request.user, id=pk)
+    effect = selectors.side_effect_get_in(workspace_ids=workspace_ids, id=pk)
     context = {"r": _effect_rows(request, [effect])[0], "resolutions": RESOLUTIONS}
     return done(request, back, "threads/side_effect_list.html", context, "effect_row")
 
@@ -85,7 +91,11 @@ def side_effect_resolve_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def side_effect_check_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    effect = found(selectors.side_effect_get_for_member, user=request.user, id=pk)
+    effect = found(
+        selectors.side_effect_get_in,
+        workspace_ids=selectors.member_workspace_ids(request.user),
+        id=pk,
+    )
     require(request, effect.thread.workspace_id, Role.OPERATOR)
     back = reverse("side-effect-list")
     try:
@@ -113,7 +123,9 @@ def _approval_cards(request: HtmxHttpRequest, approvals: list[Any]) -> list[dict
 def approval_list(request: HtmxHttpRequest) -> HttpResponse:
     status = request.GET.get("status", ApprovalStatus.PENDING)
     thread = request.GET.get("thread", "").strip()
-    approvals = selectors.approvals_for_member(user=request.user, status=status, thread=thread)
+    approvals = selectors.approvals_in(
+        workspace_ids=selectors.member_workspace_ids(request.user), status=status, thread=thread
+    )
     page = page_of(approvals, request, 25)
     context = {
         "page": page,
@@ -129,7 +141,8 @@ def approval_list(request: HtmxHttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def approval_decide_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    approval = found(selectors.approval_get_for_member, user=request.user, id=pk)
+    workspace_ids = selectors.member_workspace_ids(request.user)
+    approval = found(selectors.approval_get_in, workspace_ids=workspace_ids, id=pk)
     require(request, approval.thread.workspace_id, Role.REVIEWER)
     back = reverse("approval-list")
     try:
@@ -141,6 +154,6 @@ def approval_decide_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         )
     except DomainError as exc:
         return problem(request, exc, back)
-    approval = selectors.approval_get_for_member(user=request.user, id=pk)
+    approval = selectors.approval_get_in(workspace_ids=workspace_ids, id=pk)
     context = {"c": _approval_cards(request, [approval])[0]}
     return done(request, back, "threads/approval_list.html", context, "approval_card")

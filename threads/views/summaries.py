@@ -186,7 +186,11 @@ def fold_now(request: HtmxHttpRequest, id: str) -> HttpResponse:
 def task_progress(request: HtmxHttpRequest, task_id: str) -> HttpResponse:
     """A task's progress region. It polls itself until the task has finished: the finished
     state renders without the trigger, so htmx stops asking."""
-    run = found(selectors.task_run_get_for_member, user=request.user, id=task_id)
+    run = found(
+        selectors.task_run_get_in,
+        workspace_ids=selectors.member_workspace_ids(request.user),
+        id=task_id,
+    )
     back = request.GET.get("back", "")
     if not back.startswith("/") or back.startswith("//"):
         back = ""

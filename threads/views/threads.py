@@ -58,12 +58,17 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
     params = request.GET
     active = {name: params.get(name) == "1" for name in FILTERS}
     sort = params.get("sort", "-updated")
-    threads = selectors.thread_list_for_member(
-        user=request.user,
+    threads = selectors.threads_in(
+        workspace_ids=selectors.member_workspace_ids(request.user),
         q=params.get("q", "").strip(),
         content=params.get("content") == "1",
+        # The dashboard's checkboxes narrow to threads that have the problem, never to those
+        # without it.
+        unknown=True if active["unknown"] else None,
+        failed=active["failed"],
+        pending=True if active["pending"] else None,
+        over_budget=active["over_budget"],
         sort=sort,
-        **active,
     )
     page = page_of(threads, request, THREADS_PER_PAGE)
     # The page's slice of the queryset; its flags and budget use are computed for its rows only.

@@ -1,0 +1,120 @@
+"""Checkpoints of one thread, and what a rollback to one of them would do."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Q
+
+from threads.domain.errors import NotFound
+from threads.models import (
+    ApprovalRequest,
+    Checkpoint,
+    Event,
+    EventKind,
+    SideEffect,
+    SummaryPhase,
+    SummaryVersion,
+    Thread,
+)
+from threads.selectors.integrity import checkpoint_is_safe
+from threads.selectors.queues import approval_rows, side_effect_rows
+
+
+def checkpoints_for_thread(*, thread: Thread) -> list[Checkpoint]:
+    return list(
+        Checkpoint.objects.filter(thread=thread)
+        .select_related("summary_version", "created_by")
+        .defer("summary_version__content", "summary_version__rendered")
+        .order_by("-cursor", "-pk")
+    )
+
+
+def checkpoint_get(*, thread: Thread, id: int) -> Checkpoint:
+    found = (
+        Checkpoint.objects.filter(thread=thread, pk=id).select_related("summary_version").first()
+    )
+    if found is None:
+        raise NotFound("checkpoint not found")
+    return found
+
+
+def checkpoint_as_audit(checkpoint: Checkpoint) -> dict[str, Any]:
+    """A checkpoint named in a preview or an audit entry: what it stands on."""
+    version = checkpoint.summary_version
+    return {
+        "id": checkpoint.pk,
+        "summary_version": version.version if version is not None else None,
+        "cursor": checkpoint.cursor,
+        "chain_hash": checkpoint.chain_hash,
+        "label": checkpoint.label,
+    }
+
+
+def summary_versions_replaced(*, thread: Thread, checkpoint: Checkpoint) -> list[SummaryVersion]:
+    """Committed versions newer than the checkpoint's summary: what a rollback supersedes."""
+    versions = SummaryVersion.objects.filter(thread=thread, phase=SummaryPhase.COMMITTED)
+    if checkpoint.summary_version is not None:
+        versions = versions.filter(version__gt=checkpoint.summary_version.version)
+    return list(versions.defer("content", "rendered").order_by("version"))
+
+
+def rollback_preview(*, thread: Thread, checkpoint: Checkpoint) -> dict[str, Any]:
+    """What a rollback to `checkpoint` would do: the side effects and approvals that happened
+    after its cursor (they stay in the log and become delta again), the versions it would mark
+    rolled_back, and whether the checkpoint is safe now. Plain values: the API answers them,
+    the dashboard shows them."""
+    if checkpoint.thread_id != thread.pk:
+        raise NotFound("checkpoint not found")
+    cursor = checkpoint.cursor
+    safe, reason = checkpoint_is_safe(checkpoint)
+    # Read as Python values: a JSON key compared with an integer column does not type-check
+    # on PostgreSQL inside a subquery.
+    resolved_after = [
+        data.get("call_seq")
+        for data in Event.objects.filter(
+            thread=thread, kind=EventKind.SIDE_EFFECT_RESOLUTION, seq__gt=cursor
+        ).values_list("data", flat=True)
+    ]
+    effects = (
+        SideEffect.objects.filter(thread=thread)
+        .filter(Q(call_seq__gt=cursor) | Q(result_seq__gt=cursor) | Q(call_seq__in=resolved_after))
+        .select_related("thread")
+        .order_by("call_seq")
+    )
+    decided_after = [
+        data.get("approval_seq")
+        for data in Event.objects.filter(
+            thread=thread, kind=EventKind.APPROVAL_DECISION, seq__gt=cursor
+        ).values_list("data", flat=True)
+    ]
+    approvals = (
+        ApprovalRequest.objects.filter(thread=thread)
+        .filter(Q(request_event__seq__gt=cursor) | Q(request_event__seq__in=decided_after))
+        .select_related("thread", "request_event", "decision_event", "decided_by")
+        .order_by("request_event__seq")
+    )
+    version = checkpoint.summary_version
+    return {
+        "checkpoint": {
+            **checkpoint_as_audit(checkpoint),
+            "safe": safe,
+            "unsafe_reason": reason,
+        },
+        "safe": safe,
+        "unsafe_reason": reason,
+        "new_version": thread.last_version + 1,
+        "restores_version": version.version if version is not None else None,
+        "events_after_cursor": max(thread.last_seq - cursor, 0),
+        "side_effects": side_effect_rows(effects),
+        "approvals": approval_rows(approvals),
+        "versions_replaced": [
+            {
+                "version": v.version,
+                "covered_until": v.covered_until,
+                "trigger": v.trigger,
+                "created_at": v.created_at,
+            }
+            for v in summary_versions_replaced(thread=thread, checkpoint=checkpoint)
+        ],
+    }
