@@ -86,13 +86,27 @@ def spaced(value: Any) -> str:
     return str(value).replace("_", " ")
 
 
+def _badge(tone: str, text: str) -> str:
+    return format_html('<span class="badge badge-{}">{}</span>', tone, text)
+
+
 @register.simple_tag
 def status_badge(subject: str, status: Any, label: Any = "", prefix: Any = "") -> str:
     """A status as a badge coloured by its subject's tones: {% status_badge "approval" a.status %}.
     The text is the label (the status itself by default), after an optional prefix."""
     tones, other = BADGE_TONES[subject]
     text = " ".join(str(part) for part in (prefix, label or status) if part != "")
-    return format_html('<span class="badge badge-{}">{}</span>', tones.get(status, other), text)
+    return _badge(tones.get(status, other), text)
+
+
+@register.simple_tag
+def chain_badge(thread: Any, detail: bool = False) -> str:
+    """A thread's chain verdict; with detail, how far it verified or where it broke."""
+    if thread.chain_ok and not thread.verified_at:
+        return _badge("muted", "not verified yet")
+    if thread.chain_ok:
+        return _badge("ok", f"ok to #{thread.verified_until}" if detail else "ok")
+    return _badge("bad", f"broken at {thread.first_bad_seq}" if detail else "broken")
 
 
 @register.inclusion_tag("threads/_sort_header.html", takes_context=True)
