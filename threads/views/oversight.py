@@ -32,7 +32,7 @@ def integrity(request: HtmxHttpRequest) -> HttpResponse:
     page = page_of(selectors.threads_integrity_for_member(user=request.user), request, 50)
     rows = [
         {
-            "t": thread,
+            "thread": thread,
             "can_verify": can(request, thread.workspace_id, Role.OPERATOR),
             # Where to go back to: only broken chains need it, and they are the exception.
             "last_safe": None if thread.chain_ok else last_safe_checkpoint(thread=thread),
