@@ -33,3 +33,13 @@ document.addEventListener("htmx:afterSwap", function (event) {
     button.setAttribute("aria-expanded", "true");
   });
 });
+
+// A button with data-dismiss="selector" removes its closest ancestor matching the selector
+// (a preview's Cancel).
+document.addEventListener("click", function (event) {
+  const button = event.target.closest("[data-dismiss]");
+  const dismissed = button && button.closest(button.dataset.dismiss);
+  if (dismissed) {
+    dismissed.remove();
+  }
+});

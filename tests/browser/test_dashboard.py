@@ -355,3 +355,17 @@ def test_the_thread_list_refresh_keeps_keyboard_focus(browser: Any, site: dict[s
     page.clock.run_for(11_000)
     page.locator("#thread-table").get_by_text("arrived-while-away").wait_for()
     page.context.close()
+
+
+def test_a_rollback_preview_is_cancelled_without_inline_script(
+    browser: Any, site: dict[str, Any]
+) -> None:
+    page = _page(browser, site, "admin")
+    page.goto(f"{site['url']}/threads/{site['thread'].pk}/checkpoints/")
+    page.get_by_role("button", name="Roll back…").last.click()
+    preview = page.locator(".preview-box")
+    preview.wait_for()
+    assert page.locator(".preview-box [onclick]").count() == 0
+    preview.get_by_role("button", name="Cancel").click()
+    preview.wait_for(state="detached")
+    page.context.close()

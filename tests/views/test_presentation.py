@@ -55,3 +55,13 @@ def test_a_long_payload_is_collapsed_alike_on_the_timeline_and_the_context(
     on_timeline = _collapsed(timeline, "seq-1")
     assert _collapsed(context, "ctx-1") == on_timeline
     assert on_timeline == (len(text) > COLLAPSE_CHARS)
+
+
+def test_a_sort_header_reverses_the_current_sort_and_starts_each_column_its_own_way(
+    operator: Client, workspace: Any
+) -> None:
+    f.make_thread(workspace, external_id="a-thread")
+    page = operator.get("/threads/?sort=-events&q=a").content.decode()
+    assert 'href="?q=a&amp;sort=events">Events ↓</a>' in page  # the sorted column reverses
+    assert 'href="?q=a&amp;sort=external_id">Thread</a>' in page  # names: A to Z first
+    assert 'href="?q=a&amp;sort=-tokens">Tokens</a>' in page  # numbers: largest first

@@ -116,7 +116,7 @@ def sort_header(
     """A column header that sorts the list by key: the first click sorts by `first` (key, or
     -key for newest/largest first), the next one reverses it. The sorted column carries
     aria-sort and an arrow."""
-    sort = context.get("sort", "")
+    sort = str(context.get("sort") or "")
     first = first or key
     state = {key: "ascending", f"-{key}": "descending"}.get(sort, "")
     return {
