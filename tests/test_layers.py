@@ -36,7 +36,8 @@ def _hidden_imports(path: Path) -> list[str]:
                     modules = [alias.name for alias in child.names]
                 for module in modules:
                     if module.split(".")[0] in ("threads", "ctxadmin"):
-                        found.append(f"{rel}:{child.lineno} imports {module} inside {function}()")
+                        line = getattr(child, "lineno", 0)
+                        found.append(f"{rel}:{line} imports {module} inside {function}()")
             visit(child, name)
 
     visit(tree, None)

@@ -308,3 +308,64 @@ def test_pages_fit_a_small_laptop_and_keep_focus_visible(
     outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
     assert outline not in ("", "none")
     page.context.close()
+
+
+# No request in flight: htmx marks the element that asked with .htmx-request until the answer
+# is swapped in, and never marks one whose request was cancelled.
+SETTLED = "!document.querySelector('.htmx-request')"
+
+
+def test_a_cited_source_shows_once_however_often_it_is_clicked(
+    browser: Any, site: dict[str, Any]
+) -> None:
+    page = _page(browser, site, "operator")
+    page.goto(f"{site['url']}/threads/{site['thread'].pk}/summaries/2/")
+    button = page.locator(".sources button").first
+    shown = page.locator(".source-slot .event")
+    button.click()
+    shown.first.wait_for()
+    page.wait_for_function(SETTLED)
+    assert shown.count() == 1
+    button.click()  # a second click hides it rather than adding a copy
+    page.wait_for_function(SETTLED)
+    assert shown.count() == 0
+    assert button.get_attribute("aria-expanded") == "false"
+    button.click()
+    shown.first.wait_for()
+    page.wait_for_function(SETTLED)
+    assert shown.count() == 1
+    assert button.get_attribute("aria-expanded") == "true"
+    page.context.close()
+
+
+def test_the_thread_list_refresh_keeps_keyboard_focus(browser: Any, site: dict[str, Any]) -> None:
+    page = _page(browser, site, "operator")
+    page.clock.install()  # the 10 s refresh, run on demand
+    page.goto(site["url"] + "/threads/")
+    page.locator("#thread-table tbody a").first.focus()
+    page.evaluate("window.__focused = document.activeElement")
+    page.clock.run_for(11_000)
+    page.wait_for_function(SETTLED)
+    assert page.evaluate(
+        "window.__focused.isConnected && document.activeElement === window.__focused"
+    )
+    # Focus elsewhere: the refresh resumes and brings the new thread in.
+    page.get_by_label("Search threads").focus()
+    f.make_thread(site["thread"].workspace, external_id="arrived-while-away")
+    page.clock.run_for(11_000)
+    page.locator("#thread-table").get_by_text("arrived-while-away").wait_for()
+    page.context.close()
+
+
+def test_a_rollback_preview_is_cancelled_without_inline_script(
+    browser: Any, site: dict[str, Any]
+) -> None:
+    page = _page(browser, site, "admin")
+    page.goto(f"{site['url']}/threads/{site['thread'].pk}/checkpoints/")
+    page.get_by_role("button", name="Roll back…").last.click()
+    preview = page.locator(".preview-box")
+    preview.wait_for()
+    assert page.locator(".preview-box [onclick]").count() == 0
+    preview.get_by_role("button", name="Cancel").click()
+    preview.wait_for(state="detached")
+    page.context.close()

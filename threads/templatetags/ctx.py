@@ -1,5 +1,5 @@
-"""Small display filters for the dashboard. None of them marks anything safe: agent-written
-content stays autoescaped."""
+"""Small display filters and tags for the dashboard. None of them marks agent-written content
+safe: it stays autoescaped."""
 
 from __future__ import annotations
 
@@ -7,8 +7,45 @@ import json
 from typing import Any
 
 from django import template
+from django.utils.html import format_html
+
+from threads.models import ApprovalStatus, SideEffectStatus, SummaryPhase, TaskState
 
 register = template.Library()
+
+# A status's badge colour, per subject: (colour by status, colour of any other status).
+BADGE_TONES: dict[str, tuple[dict[str, str], str]] = {
+    "approval": ({ApprovalStatus.PENDING: "info", ApprovalStatus.APPROVED: "ok"}, "bad"),
+    "side_effect": (
+        {
+            SideEffectStatus.UNKNOWN: "warn",
+            SideEffectStatus.SUCCEEDED: "ok",
+            SideEffectStatus.FAILED: "bad",
+        },
+        "muted",
+    ),
+    "phase": (
+        {
+            SummaryPhase.COMMITTED: "ok",
+            SummaryPhase.REJECTED: "bad",
+            SummaryPhase.PREPARED: "info",
+        },
+        "muted",
+    ),
+    "task": ({TaskState.SUCCESS: "ok", TaskState.FAILURE: "bad"}, "info"),
+    # The status of a summary entry (tool state, constraint, pending item).
+    "entry": (
+        {
+            "unknown": "warn",
+            "failed": "muted",
+            "superseded": "muted",
+            "expired": "muted",
+            "succeeded": "ok",
+            "active": "ok",
+        },
+        "info",
+    ),
+}
 
 
 @register.filter
@@ -47,3 +84,46 @@ def get(mapping: Any, key: Any) -> Any:
 def spaced(value: Any) -> str:
     """tool_call -> tool call (kinds read as words)."""
     return str(value).replace("_", " ")
+
+
+def _badge(tone: str, text: str) -> str:
+    return format_html('<span class="badge badge-{}">{}</span>', tone, text)
+
+
+@register.simple_tag
+def status_badge(subject: str, status: Any, label: Any = "", prefix: Any = "") -> str:
+    """A status as a badge coloured by its subject's tones: {% status_badge "approval" a.status %}.
+    The text is the label (the status itself by default), after an optional prefix."""
+    tones, other = BADGE_TONES[subject]
+    text = " ".join(str(part) for part in (prefix, label or status) if part != "")
+    return _badge(tones.get(status, other), text)
+
+
+@register.simple_tag
+def chain_badge(thread: Any, detail: bool = False) -> str:
+    """A thread's chain verdict; with detail, how far it verified or where it broke."""
+    if thread.chain_ok and not thread.verified_at:
+        return _badge("muted", "not verified yet")
+    if thread.chain_ok:
+        return _badge("ok", f"ok to #{thread.verified_until}" if detail else "ok")
+    return _badge("bad", f"broken at {thread.first_bad_seq}" if detail else "broken")
+
+
+@register.inclusion_tag("threads/_sort_header.html", takes_context=True)
+def sort_header(
+    context: template.Context, key: str, label: str, first: str = "", css: str = ""
+) -> dict[str, Any]:
+    """A column header that sorts the list by key: the first click sorts by `first` (key, or
+    -key for newest/largest first), the next one reverses it. The sorted column carries
+    aria-sort and an arrow."""
+    sort = str(context.get("sort") or "")
+    first = first or key
+    state = {key: "ascending", f"-{key}": "descending"}.get(sort, "")
+    return {
+        "sort_query": context.get("sort_query", ""),
+        "next": (key if first.startswith("-") else f"-{key}") if sort == first else first,
+        "label": label,
+        "css": css,
+        "aria_sort": state,
+        "arrow": {"ascending": " ↑", "descending": " ↓"}.get(state, ""),
+    }

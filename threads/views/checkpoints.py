@@ -56,7 +56,9 @@ def checkpoint_list(request: HtmxHttpRequest, id: str) -> HttpResponse:
             # Recomputing would walk an unverified chain from genesis on every page view;
             # show the recorded state and let the rollback (which re-walks) decide.
             safe, reason, unverified = checkpoint.safe, checkpoint.unsafe_reason, True
-        rows.append({"c": checkpoint, "safe": safe, "reason": reason, "unverified": unverified})
+        rows.append(
+            {"checkpoint": checkpoint, "safe": safe, "reason": reason, "unverified": unverified}
+        )
     context = {
         **thread_tabs(request, thread, "checkpoints"),
         "rows": rows,
@@ -88,7 +90,7 @@ def rollback_preview_view(request: HtmxHttpRequest, id: str, checkpoint: int) ->
         preview = selectors.rollback_preview(thread=thread, checkpoint=target)
     except DomainError as exc:
         return problem(request, exc, reverse("checkpoint-list", args=[thread.pk]))
-    context = {"thread": thread, "checkpoint": target, "p": preview}
+    context = {"thread": thread, "checkpoint": target, "preview": preview}
     return render(request, "threads/_rollback_preview.html", context)
 
 

@@ -15,7 +15,7 @@ from threads import selectors
 from threads.domain.errors import BudgetTooSmall
 from threads.models import SummaryPhase, SummaryVersion, Thread
 from threads.views.common import HtmxHttpRequest, thread_for
-from threads.views.present import headline_and_body
+from threads.views.present import headline_and_body, is_long
 from threads.views.threads import thread_tabs
 
 CHART_W, CHART_H = 760, 220
@@ -170,7 +170,7 @@ def thread_context(request: HtmxHttpRequest, id: str) -> HttpResponse:
                 "headline": headline,
                 "body": body,
                 "tokens": event.get("token_count", 0),
-                "long": len(body) > 400,
+                "long": is_long(body),
             }
         )
     versions = selectors.summary_versions_for_thread(thread=thread)

@@ -32,7 +32,7 @@ def integrity(request: HtmxHttpRequest) -> HttpResponse:
     )
     rows = [
         {
-            "t": thread,
+            "thread": thread,
             "can_verify": can(request, thread.workspace_id, Role.OPERATOR),
             "last_safe": last_safe.get(thread.pk),
         }

@@ -9,8 +9,9 @@ from typing import Any
 from threads.domain.render import content_text
 from threads.models import Event
 
-# Bodies longer than this are collapsed behind <details>.
+# Bodies longer than this (or of more lines) are collapsed behind <details>, on every page.
 COLLAPSE_CHARS = 600
+COLLAPSE_LINES = 12
 PREVIEW_CHARS = 160
 
 
@@ -54,6 +55,12 @@ def headline_and_body(kind: str, data: dict[str, Any]) -> tuple[str, str]:
     return kind, _json(data)
 
 
+def is_long(body: str) -> bool:
+    """Whether a page collapses this body (the timeline, the context and an expanded source
+    alike)."""
+    return len(body) > COLLAPSE_CHARS or body.count("\n") > COLLAPSE_LINES
+
+
 def present(event: Event) -> dict[str, Any]:
     headline, body = headline_and_body(event.kind, event.data)
     one_line = " ".join(body.split())
@@ -62,7 +69,7 @@ def present(event: Event) -> dict[str, Any]:
         "kind": event.kind,
         "headline": headline,
         "body": body,
-        "long": len(body) > COLLAPSE_CHARS or body.count("\n") > 12,
+        "long": is_long(body),
         "preview": one_line[:PREVIEW_CHARS] + ("…" if len(one_line) > PREVIEW_CHARS else ""),
         "tokens": event.token_count,
         "created_at": event.created_at,

@@ -84,7 +84,7 @@ def side_effect_resolve_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     except DomainError as exc:
         return problem(request, exc, back)
     effect = selectors.side_effect_get_in(workspace_ids=workspace_ids, id=pk)
-    context = {"r": _effect_rows(request, [effect])[0], "resolutions": RESOLUTIONS}
+    context = {"effect": _effect_rows(request, [effect])[0], "resolutions": RESOLUTIONS}
     return done(request, back, "threads/side_effect_list.html", context, "effect_row")
 
 
@@ -109,7 +109,7 @@ def _approval_cards(request: HtmxHttpRequest, approvals: list[Any]) -> list[dict
     constraints = selectors.active_constraints(thread_ids={a.thread_id for a in approvals})
     return [
         {
-            "a": a,
+            "approval": a,
             "constraints": constraints.get(a.thread_id, []),
             "can_decide": a.status == ApprovalStatus.PENDING
             and can(request, a.thread.workspace_id, Role.REVIEWER),
@@ -155,5 +155,5 @@ def approval_decide_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     except DomainError as exc:
         return problem(request, exc, back)
     approval = selectors.approval_get_in(workspace_ids=workspace_ids, id=pk)
-    context = {"c": _approval_cards(request, [approval])[0]}
+    context = {"card": _approval_cards(request, [approval])[0]}
     return done(request, back, "threads/approval_list.html", context, "approval_card")

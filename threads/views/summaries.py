@@ -118,7 +118,7 @@ def summary_list(request: HtmxHttpRequest, id: str) -> HttpResponse:
         checks = (v.verification or {}).get("checks", [])
         rows.append(
             {
-                "v": v,
+                "version": v,
                 "ok": (v.verification or {}).get("ok"),
                 "failed": [c for c in checks if not c.get("ok")],
                 "checks": len(checks),
@@ -137,7 +137,7 @@ def summary_detail(request: HtmxHttpRequest, id: str, version: int) -> HttpRespo
     content = summary.content or {}
     context: dict[str, Any] = {
         **thread_tabs(request, thread, "summaries"),
-        "s": summary,
+        "summary": summary,
         "content": content,
         "task": content.get("task") or {},
         "sections": _sections(content),

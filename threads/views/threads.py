@@ -75,7 +75,7 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
     page.object_list = selectors.thread_list_page(cast(QuerySet[Thread], page.object_list))
     context = {
         "page": page,
-        "q": params.get("q", ""),
+        "search": params.get("q", ""),
         "content": params.get("content") == "1",
         "filters": [(name, label, active[name]) for name, label in FILTERS.items()],
         "sort": sort,
@@ -182,5 +182,5 @@ def thread_event(request: HtmxHttpRequest, id: str, seq: int) -> HttpResponse:
     """One event, for expanding a summary entry's sources in place."""
     thread = thread_for(request, id)
     event = found(selectors.event_get, thread=thread, seq=seq)
-    context = {"thread": thread, "e": present(event)}
+    context = {"thread": thread, "event": present(event)}
     return render(request, "threads/_event_card.html", context)
