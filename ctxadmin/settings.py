@@ -1,4 +1,4 @@
-"""ctxadmin settings: one file, configured by environment variables (CONTRACT.md, Configuration).
+"""ctxadmin settings: one file, configured by environment variables (docs/api.md §11).
 
 Safe defaults run on one machine with no services: SQLite in WAL mode with IMMEDIATE
 transactions, and Celery over a filesystem transport. Production sets DATABASE_URL to

@@ -1,4 +1,4 @@
-"""Who may do what (DESIGN §8): operator < reviewer < admin, per workspace."""
+"""Who may do what (docs/design.md §8): operator < reviewer < admin, per workspace."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ctxadmin's data and its invariants (DESIGN §1). No logic here: writes live in services/.
+"""ctxadmin's data and its invariants (docs/design.md §1). No logic here: writes live in services/.
 
 Four kinds of state are kept apart: the append-only event log (Event), summaries (SummaryVersion,
 never edited; a new version supersedes), checkpoints (references and hashes, never edited, may be
@@ -82,7 +82,7 @@ class Thread(models.Model):
     status = models.CharField(
         max_length=16, choices=ThreadStatus.choices, default=ThreadStatus.ACTIVE
     )
-    # Budget settings (DESIGN §4): B = W − I − O − R − M.
+    # Budget settings (docs/design.md §4): B = W − I − O − R − M.
     context_window = models.PositiveIntegerField(default=16000)
     reserved_output = models.PositiveIntegerField(default=2000)
     reasoning_reserve = models.PositiveIntegerField(default=0)
@@ -248,7 +248,7 @@ class SummaryVersion(models.Model):
 
 
 class Checkpoint(models.Model):
-    """A restorable point: references and hashes, never copies (DESIGN §6)."""
+    """A restorable point: references and hashes, never copies (docs/design.md §6)."""
 
     thread = models.ForeignKey(Thread, on_delete=models.PROTECT, related_name="checkpoints")
     summary_version = models.ForeignKey(
@@ -356,7 +356,7 @@ class ApprovalRequest(models.Model):
 
 
 class ToolStatusCheck(models.Model):
-    """Where to ask a tool's own system whether a side effect happened (DESIGN §7)."""
+    """Where to ask a tool's own system whether a side effect happened (docs/design.md §7)."""
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="status_checks")
     tool_name = models.CharField(max_length=200)

@@ -1,4 +1,4 @@
-"""GET /api/v1/threads/{id}/context/ (CONTRACT: Working context)."""
+"""GET /api/v1/threads/{id}/context/ (docs/api.md §4)."""
 
 from __future__ import annotations
 

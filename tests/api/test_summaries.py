@@ -1,4 +1,4 @@
-"""POST .../fold/, GET .../summaries/ and .../summaries/{version}/ (CONTRACT: Summaries)."""
+"""POST .../fold/, GET .../summaries/ and .../summaries/{version}/ (docs/api.md §5)."""
 
 from __future__ import annotations
 

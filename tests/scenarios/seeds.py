@@ -1,4 +1,4 @@
-"""The seed scenarios (DESIGN §5, the articles in seeds/): each builds a thread through the
+"""The seed scenarios (docs/design.md §5): each builds a thread through the
 services exactly as an agent would post it, and returns the seqs the tests check against."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Checkpoints, rollback and fork (DESIGN §6)."""
+"""Checkpoints, rollback and fork (docs/design.md §6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The fold pipeline: prepare → verify → commit by compare-and-swap (DESIGN §5)."""
+"""The fold pipeline: prepare → verify → commit by compare-and-swap (docs/design.md §5)."""
 
 from __future__ import annotations
 

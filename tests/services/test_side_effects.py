@@ -1,4 +1,5 @@
-"""Resolving side effects: by a person with evidence, or by the tool's status check (DESIGN §7)."""
+"""Resolving side effects: by a person with evidence, or by the tool's status check
+(docs/design.md §7)."""
 
 from __future__ import annotations
 

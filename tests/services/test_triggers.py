@@ -1,4 +1,5 @@
-"""Fold triggers after appends (DESIGN §4): capacity, structural, risk; one fold in flight."""
+"""Fold triggers after appends (docs/design.md §4): capacity, structural, risk; one fold in
+flight."""
 
 from __future__ import annotations
 

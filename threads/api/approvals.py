@@ -1,4 +1,4 @@
-"""Approvals over the API (CONTRACT: Side effects and approvals).
+"""Approvals over the API (docs/api.md §8).
 
 - `GET /api/v1/approvals/?status=pending`: agents (their workspace) and people (theirs).
 - `POST /api/v1/approvals/{id}/decide/` `{"decision": "approve|reject", "reason"}` (reviewer+,

@@ -71,7 +71,7 @@ def require_agent(request: Request, action: str) -> AgentPrincipal:
 
 def thread_for_request(request: Request, id: str) -> Thread:
     """The thread by UUID or external_id as the caller may see it: an agent within its workspace,
-    a person within their workspaces. Anything else is 404, never 403 (DESIGN §8)."""
+    a person within their workspaces. Anything else is 404, never 403 (docs/design.md §8)."""
     agent = agent_of(request)
     if agent is not None:
         return thread_get_for_workspace(workspace=agent.workspace, id=id)

@@ -1,4 +1,4 @@
-"""Checkpoints, rollback and fork over the API (CONTRACT: Checkpoints, integrity, rollback, fork).
+"""Checkpoints, rollback and fork over the API (docs/api.md §7).
 
 - `GET /api/v1/threads/{id}/checkpoints/`: agents and people of the workspace.
 - `POST /api/v1/threads/{id}/checkpoints/` `{"label"}`: an on-demand checkpoint (operator+).

@@ -37,7 +37,7 @@ class ErrorDetailSerializer(serializers.Serializer):
 
 
 class ErrorSerializer(serializers.Serializer):
-    """Every error: `{"error": {"code", "message", "fields"}}` (CONTRACT)."""
+    """Every error: `{"error": {"code", "message", "fields"}}` (docs/api.md §1.3)."""
 
     error = ErrorDetailSerializer()
 
@@ -90,8 +90,8 @@ class ThreadOutputSerializer(serializers.Serializer):
 
 
 class EventInputSerializer(serializers.Serializer):
-    """One event as an agent posts it. Documentation only: the domain validates (CONTRACT,
-    Events); fields not listed for the event's kind are refused."""
+    """One event as an agent posts it. Documentation only: the domain validates (docs/api.md §3);
+    fields not listed for the event's kind are refused."""
 
     client_event_id = serializers.CharField(
         required=False, max_length=200, help_text="idempotency key, unique per thread"

@@ -1,4 +1,4 @@
-"""Side effects over the API (CONTRACT: Side effects and approvals).
+"""Side effects over the API (docs/api.md §8).
 
 - `GET /api/v1/side-effects/?status=unknown`: agents (their workspace) and people (theirs).
 - `POST /api/v1/side-effects/{id}/resolve/` `{"status", "evidence"}` (operator+, people only):

@@ -1,4 +1,4 @@
-"""Folding and summaries over the API (CONTRACT: Summaries and folding).
+"""Folding and summaries over the API (docs/api.md §5).
 
 `POST /api/v1/threads/{id}/fold/` queues a fold (agents and people, operator and up) and answers
 202 with its task id; nothing new to fold is a successful no-op of that task. `GET

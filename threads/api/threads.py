@@ -1,4 +1,4 @@
-"""Threads: create (agents), list and read (agents and people), CONTRACT.md "Threads"."""
+"""Threads: create (agents), list and read (agents and people), docs/api.md §2."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Token budget and trimming of the working context (DESIGN §4, CONTRACT "Working context").
+"""Token budget and trimming of the working context (docs/design.md §4, docs/api.md §4).
 
 Per request the history may use `B = W − I − O − R − M` tokens. History `H` = tokens of the
 rendered summary + the stored `token_count` of every event after it that is kept. When `H`

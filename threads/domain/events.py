@@ -1,4 +1,4 @@
-"""Validation and normal form of incoming events (CONTRACT.md, Events).
+"""Validation and normal form of incoming events (docs/api.md §3).
 
 `normalize_event` turns one submitted JSON object into a `NewEvent`, or raises InvalidEvent
 naming every bad field. Pure: the service adds seq, binding, hash and token count.
@@ -281,7 +281,7 @@ def stored_form(
     metadata: dict[str, Any],
     data: dict[str, Any],
 ) -> dict[str, Any]:
-    """The event exactly as the chain and exports see it (CONTRACT: event canonical form).
+    """The event exactly as the chain and exports see it (docs/api.md §7.6).
     `created_at` is a time, or its canonical text (format_time) when the caller has it."""
     event: dict[str, Any] = {
         "seq": seq,

@@ -1,4 +1,4 @@
-"""The structured fold (DESIGN §5.2): previous summary content + events → new content.
+"""The structured fold (docs/design.md §5.2): previous summary content + events → new content.
 
 Deterministic and rolling: `fold_structured(previous=fold(1..c), events=(c, R])` gives the same
 content as folding `1..R` at once, for any split at closed-unit boundaries. The work depends only
@@ -99,7 +99,7 @@ SECTION_TITLES = {
 
 
 class _Facts:
-    """Active facts by key + superseded ones, with the rules of DESIGN §5.2."""
+    """Active facts by key + superseded ones, with the rules of docs/design.md §5.2."""
 
     def __init__(self, previous: Mapping[str, Any] | None, questions: list[dict[str, Any]]) -> None:
         self.active: dict[str, dict[str, Any]] = {}
@@ -198,7 +198,7 @@ def fold_structured(
 ) -> dict[str, Any]:
     """Fold `events` (seq in (previous covered_until, covered_until]) onto `previous`.
 
-    Returns summary content, schema_version 1 (CONTRACT "Summaries"), whose `covered` is
+    Returns summary content, schema_version 1 (docs/api.md §5.3), whose `covered` is
     {"from_seq": previous from_seq (or covered_from), "to_seq": covered_until}. Pure and
     deterministic; see the module docstring for the caps that keep it bounded.
     """

@@ -1,4 +1,5 @@
-"""The text the agent receives for a summary (DESIGN §5.2): compact, sectioned, deterministic.
+"""The text the agent receives for a summary (docs/design.md §5.2): compact, sectioned,
+deterministic.
 
 Same content, same text, byte for byte: its token count is what the budget counts. Citations are
 written `[#seq]`. Empty sections are left out.

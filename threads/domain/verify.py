@@ -1,4 +1,4 @@
-"""Verification of a candidate summary before it may become head (DESIGN §5.4).
+"""Verification of a candidate summary before it may become head (docs/design.md §5.4).
 
 Every check is code with a name; a failed check's detail names the offending entry or seq.
 Checks never raise on malformed input: a broken shape fails `schema` and the other checks look

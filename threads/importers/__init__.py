@@ -1,5 +1,5 @@
-"""Reading recorded agent traces and converting them to ctxadmin events (CONTRACT:
-`import_trace`); threads.services.imports stores them.
+"""Reading recorded agent traces and converting them to ctxadmin events (docs/api.md §10.1);
+threads.services.imports stores them.
 
 One thread per conversation; a conversation's `id` becomes the thread's external_id. Each
 format's module converts a conversation to event bodies; `conversation_events` adds what every
@@ -143,7 +143,7 @@ def conversation_events(
     _mark_side_effects(events, external_id, side_effect_tools)
     thread_settings: dict[str, Any] = {"title": _title(events)}
     if conversation.tools:
-        # Tool definitions are part of every request's fixed input (I in DESIGN §4).
+        # Tool definitions are part of every request's fixed input (I in docs/design.md §4).
         thread_settings["fixed_tokens"] = tokens.count_text(
             canonical_json(conversation.tools).decode()
         )

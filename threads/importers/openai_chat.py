@@ -1,4 +1,4 @@
-"""OpenAI Chat Completions `messages[]` (REAL_CLIENTS §3), tau-bench's `traj` included.
+"""OpenAI Chat Completions `messages[]` (docs/api.md §10.1), tau-bench's `traj` included.
 
 An assistant turn carries `tool_calls[{id, function: {name, arguments: "<JSON string>"}}]`;
 a result is `{"role": "tool", "tool_call_id", "content"}`. The legacy `function_call` /

@@ -20,7 +20,8 @@ __all__ = ["CONTEXT_OVERRIDES", "working_context"]
 
 
 def working_context(*, thread: Thread, overrides: dict[str, Any]) -> dict[str, Any]:
-    """CONTRACT's working context: the head summary ⊕ the events after it, trimmed to budget.
+    """The working context (docs/api.md §4): the head summary ⊕ the events after it, trimmed to
+    budget.
 
     One consistent snapshot without a transaction (on SQLite every transaction is IMMEDIATE,
     which would make a read take the write lock):

@@ -128,8 +128,8 @@ def checkpoint_checksum(checkpoint: Checkpoint) -> str:
 
 
 def summary_checksum(version: SummaryVersion) -> str:
-    """CONTRACT: checksum of {schema_version, thread, covered_from, covered_until, chain_hash,
-    summary}."""
+    """docs/api.md §7.6: checksum of {schema_version, thread, covered_from, covered_until,
+    chain_hash, summary}."""
     return chain.checksum(
         {
             "schema_version": version.content.get("schema_version", 1),
@@ -152,7 +152,7 @@ def chain_hash_at(thread: Thread, seq: int) -> str | None:
 
 def checkpoint_is_safe(checkpoint: Checkpoint) -> tuple[bool, str]:
     """Safe = its checksum recomputes, the chain up to its cursor verifies, and its summary
-    passed verification (DESIGN §6). Returns (safe, reason when not)."""
+    passed verification (docs/design.md §6). Returns (safe, reason when not)."""
     return _checkpoint_safety(
         checkpoint, lambda: chain_hash_at(checkpoint.thread, checkpoint.cursor)
     )
@@ -292,8 +292,8 @@ def unsafe_checkpoints_for_member(*, user: Any) -> QuerySet[Checkpoint]:
 
 
 def thread_integrity(*, thread: Thread) -> dict[str, Any]:
-    """CONTRACT's integrity answer, from the verdict the last check recorded on the thread, as
-    plain JSON values: the API answers it and the verify task stores it as its result.
+    """The integrity answer (docs/api.md §7.2), from the verdict the last check recorded on the
+    thread, as plain JSON values: the API answers it and the verify task stores it as its result.
 
     `last_safe_checkpoint` is the checkpoint a rollback can use: the highest cursor that is
     still safe (its checksum recomputes and the chain up to its cursor verifies)."""

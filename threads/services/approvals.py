@@ -1,4 +1,4 @@
-"""Deciding approval requests (DESIGN §7).
+"""Deciding approval requests (docs/design.md §7).
 
 An agent posts an `approval_request`; a reviewer approves or rejects it with a reason; the
 decision is an `approval_decision` event the agent reads back. A request is decided exactly

@@ -1,5 +1,6 @@
-"""Writing an append's rows (DESIGN §2): the new events, the thread's head, and the side-effect
-and approval rows that point at new events, in as few round trips as the database allows.
+"""Writing an append's rows (docs/design.md §2): the new events, the thread's head, and the
+side-effect and approval rows that point at new events, in as few round trips as the database
+allows.
 
 PostgreSQL: a large batch streams with COPY, a small one goes as one prepared, pipelined INSERT;
 the head's UPDATE and the rows that point at new events follow in the same pipeline, and find

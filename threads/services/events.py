@@ -1,4 +1,4 @@
-"""Appending to a thread's event log (DESIGN §2).
+"""Appending to a thread's event log (docs/design.md §2).
 
 Numbering and chaining happen under the thread's lock: `select_for_update()` on the thread row on
 PostgreSQL; on SQLite every transaction is BEGIN IMMEDIATE, which serialises writers.

@@ -1,4 +1,4 @@
-"""The fold pipeline (DESIGN §5): prepare → verify → commit by compare-and-swap.
+"""The fold pipeline (docs/design.md §5): prepare → verify → commit by compare-and-swap.
 
 1. `fold_prepare` reads the head S_k (covered_until c) without a lock, fixes the boundary R (the
    end of the last closed interaction unit after c), folds (c, R] with the thread's summariser

@@ -1,4 +1,4 @@
-"""Fork (DESIGN §6): a new thread standing on a safe checkpoint of another; the parent is
+"""Fork (docs/design.md §6): a new thread standing on a safe checkpoint of another; the parent is
 never written to."""
 
 from __future__ import annotations

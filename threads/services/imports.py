@@ -1,4 +1,4 @@
-"""Importing recorded agent traces as threads (CONTRACT: `import_trace`).
+"""Importing recorded agent traces as threads (docs/api.md §10.1).
 
 Events go through the normal append path (event_append_batch) in batches: the same validation,
 binding, hashing and token counting as the API. Every event gets the client_event_id

@@ -1,4 +1,4 @@
-"""The integrity sweep (DESIGN §6): recompute a thread's hash chain, name the first bad seq,
+"""The integrity sweep (docs/design.md §6): recompute a thread's hash chain, name the first bad seq,
 record the verdict on the thread and mark checkpoints at or after it unsafe.
 
 The walk itself, the checksums and whether a checkpoint is safe to restore are reads

@@ -1,4 +1,4 @@
-"""Rollback (DESIGN §6): make a safe checkpoint's summary the head again, as a new version.
+"""Rollback (docs/design.md §6): make a safe checkpoint's summary the head again, as a new version.
 
 Rollback never rewinds anything: it writes a new head version (versions only increase) whose
 content is the checkpoint's summary, and the events after the cursor become delta again, so the

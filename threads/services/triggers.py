@@ -1,4 +1,4 @@
-"""Fold triggers (DESIGN §4), evaluated after every append that commits.
+"""Fold triggers (docs/design.md §4), evaluated after every append that commits.
 
 - capacity: history H (rendered summary + events after it) > high × B, with the thread's own
   budget;

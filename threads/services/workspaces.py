@@ -1,4 +1,4 @@
-"""Workspaces, people's roles and agents' API keys (DESIGN §8)."""
+"""Workspaces, people's roles and agents' API keys (docs/design.md §8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Summariser backends (DESIGN §5.2). `get_summarizer(name)` picks one by its stored name."""
+"""Summariser backends (docs/design.md §5.2). `get_summarizer(name)` picks one by its stored
+name."""
 
 from __future__ import annotations
 

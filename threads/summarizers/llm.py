@@ -1,5 +1,5 @@
 """The optional `llm` backend: an OpenAI-compatible /chat/completions endpoint asked for the
-summary schema as a JSON object (DESIGN §5.2).
+summary schema as a JSON object (docs/design.md §5.2).
 
 The model writes the prose-ish parts (goal, facts, constraints, decisions, narrative ...). It never
 decides what happened to a tool call: `tool_state` (and the tool/side-effect entries of `pending`)

@@ -4,7 +4,7 @@ Line 1 is a header object:
     {"ctxadmin_export": 1, "thread": "<uuid>", "external_id", "workspace", "last_seq",
      "chain_head", "algorithm": "sha256" | "hmac-sha256",
      "genesis": {"input": "ctxadmin/v1/<uuid>", "hash": "<h_0>"}}
-Every further line is one event in seq order: exactly the object the chain covers (CONTRACT:
+Every further line is one event in seq order: exactly the object the chain covers (docs/api.md §7.6:
 `seq`, `kind`, `created_at`, `client_event_id`, `metadata` and the kind's own fields) plus its
 `hash`. To re-verify (SHA-256; with a chain key, HMAC-SHA256 keyed by it):
 

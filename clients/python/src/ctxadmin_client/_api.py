@@ -21,7 +21,7 @@ from ctxadmin_client.errors import ApprovalTimeout, NotFoundError
 T = TypeVar("T")
 
 API = "api/v1"
-MAX_BATCH = 1000  # the server's limit per request (CONTRACT: Events)
+MAX_BATCH = 1000  # the server's limit per request (docs/api.md §3)
 EVENTS_PAGE = 1000  # the server's largest page of GET .../events/
 BUDGET_NAMES = ("window", "reserved_output", "reasoning_reserve", "safety_margin", "fixed_tokens")
 

@@ -117,7 +117,7 @@ class Thread:
         return self.data
 
     def append(self, *events: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """Append events (dicts as in CONTRACT.md "Events"); returns one answer per event
+        """Append events (dicts as in docs/api.md §3); returns one answer per event
         (`seq`, `hash`, `token_count`, `replayed`, ...).
 
         Every event without a `client_event_id` gets one (set on the dict you passed), so a

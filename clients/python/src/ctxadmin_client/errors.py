@@ -1,8 +1,8 @@
 """Typed errors: every error answer of the server becomes a `CtxadminError`.
 
 The server answers errors as `{"error": {"code", "message", "fields"}}` with a fitting status
-(CONTRACT.md). `error_from_response` parses that shape; a body that is not that shape (a proxy's
-HTML page, an empty 502) still becomes a `CtxadminError`, with the code `http_<status>`.
+(docs/api.md §1.3). `error_from_response` parses that shape; a body that is not that shape (a
+proxy's HTML page, an empty 502) still becomes a `CtxadminError`, with the code `http_<status>`.
 """
 
 from __future__ import annotations
