@@ -23,10 +23,9 @@ def example_code(path: Path) -> str:
     return str(found[0])
 
 
-def test_docs_carry_the_same_example() -> None:
-    assert example_code(ROOT / "docs" / "clients.md") == example_code(
-        ROOT / "clients" / "python" / "README.md"
-    )
+@pytest.mark.parametrize("copy", ["README.md", "docs/clients.md"])
+def test_docs_carry_the_same_example(copy: str) -> None:
+    assert example_code(ROOT / copy) == example_code(ROOT / "clients" / "python" / "README.md")
 
 
 def test_readme_example_runs_as_is(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
