@@ -15,7 +15,7 @@ from threads.importers.common import (
     Converted,
     message,
     result_status,
-    system_message,
+    tool_result,
 )
 
 
@@ -30,10 +30,7 @@ def _flush(out: Converted, role: str, parts: list[Any], thinking: list[str]) -> 
 
 
 def convert(conversation: Conversation) -> Converted:
-    out = Converted()
-    first = system_message(conversation.system)
-    if first:
-        out.events.append(first)
+    out = Converted.with_system(conversation.system)
     tracker = CallTracker()
     for index, item in enumerate(conversation.items):
         if not isinstance(item, dict) or item.get("role") not in ("user", "assistant"):
@@ -67,14 +64,8 @@ def convert(conversation: Conversation) -> Converted:
                     continue
                 value = block.get("content")
                 text = value if isinstance(value, str) else content_text(value or [])
-                body: dict[str, Any] = {
-                    "kind": "tool_result",
-                    "tool_call_id": call_id,
-                    "status": result_status(text, is_error=bool(block.get("is_error"))),
-                }
-                if value is not None:
-                    body["result"] = value
-                out.events.append(body)
+                status = result_status(text, is_error=bool(block.get("is_error")))
+                out.events.append(tool_result(call_id, value, status))
             elif kind == "thinking":
                 # The signature is an opaque token for the provider, not context.
                 thinking.append(block.get("thinking", ""))

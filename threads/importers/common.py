@@ -16,7 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from threads.domain.canonical import canonical_json
+from threads.domain.events import ROLES as MESSAGE_ROLES
 from threads.domain.render import content_text
+
+# The roles a message event may have (threads/domain/events.py), for the formats that name them.
+ROLES = frozenset(MESSAGE_ROLES)
 
 
 class ImportFormatError(ValueError):
@@ -40,6 +44,15 @@ class Converted:
 
     events: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+
+    @classmethod
+    def with_system(cls, system: Any) -> Converted:
+        """An output that opens with the top-level system message, when there is one."""
+        out = cls()
+        first = system_message(system)
+        if first:
+            out.events.append(first)
+        return out
 
 
 def _open(path: Path) -> Iterator[str]:
@@ -126,6 +139,18 @@ def parse_arguments(value: Any) -> tuple[dict[str, Any], bool]:
 def message(role: str, content: Any, **metadata: Any) -> dict[str, Any]:
     body: dict[str, Any] = {"kind": "message", "role": role, "content": content}
     meta = {k: v for k, v in metadata.items() if v not in (None, "", [], {})}
+    if meta:
+        body["metadata"] = meta
+    return body
+
+
+def tool_result(call_id: str, content: Any, status: str, **metadata: Any) -> dict[str, Any]:
+    """A tool_result body: the provider's output as `result` when it sent one, and the
+    metadata that is set."""
+    body: dict[str, Any] = {"kind": "tool_result", "tool_call_id": call_id, "status": status}
+    if content is not None:
+        body["result"] = content
+    meta = {k: v for k, v in metadata.items() if v}
     if meta:
         body["metadata"] = meta
     return body

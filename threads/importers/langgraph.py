@@ -35,6 +35,7 @@ from threads.importers.common import (
     has_content,
     message,
     result_status,
+    tool_result,
 )
 
 # LangChain message type -> role (HumanMessage is "human", AIMessage "ai", ...).
@@ -148,15 +149,7 @@ def convert(conversation: Conversation) -> Converted:
                 continue
             call_client_id = open_calls[call_id].pop()
             status = "failed" if data.get("status") == "error" else result_status(content)
-            body: dict[str, Any] = {
-                "kind": "tool_result",
-                "tool_call_id": call_id,
-                "status": status,
-            }
-            if content is not None:
-                body["result"] = content
-            if data.get("name"):
-                body["metadata"] = {"name": data["name"]}
+            body = tool_result(call_id, content, status, name=data.get("name"))
             result_id = f"{call_client_id}:result" if call_client_id else None
             if result_id and len(result_id) > MAX_CLIENT_ID:
                 result_id = None

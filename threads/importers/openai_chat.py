@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from threads.importers.common import (
+    ROLES,
     CallTracker,
     Conversation,
     Converted,
@@ -18,10 +19,8 @@ from threads.importers.common import (
     message,
     parse_arguments,
     result_status,
-    system_message,
+    tool_result,
 )
-
-ROLES = {"system", "developer", "user", "assistant"}
 
 
 def _tool_call(call_id: str, name: str, arguments: Any, group: str | None) -> dict[str, Any]:
@@ -40,24 +39,11 @@ def _tool_call(call_id: str, name: str, arguments: Any, group: str | None) -> di
 
 
 def _result(call_id: str, content: Any, **metadata: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "kind": "tool_result",
-        "tool_call_id": call_id,
-        "status": result_status(content),
-    }
-    if content is not None:
-        body["result"] = content
-    meta = {k: v for k, v in metadata.items() if v}
-    if meta:
-        body["metadata"] = meta
-    return body
+    return tool_result(call_id, content, result_status(content), **metadata)
 
 
 def convert(conversation: Conversation) -> Converted:
-    out = Converted()
-    first = system_message(conversation.system)
-    if first:
-        out.events.append(first)
+    out = Converted.with_system(conversation.system)
     tracker = CallTracker()
     legacy: dict[str, list[str]] = {}  # function name -> synthesized ids of open legacy calls
     for index, item in enumerate(conversation.items):

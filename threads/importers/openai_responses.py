@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from threads.importers.common import (
+    ROLES,
     CallTracker,
     Conversation,
     Converted,
@@ -20,10 +21,8 @@ from threads.importers.common import (
     message,
     parse_arguments,
     result_status,
-    system_message,
+    tool_result,
 )
-
-ROLES = {"system", "developer", "user", "assistant"}
 
 
 def _content(content: Any) -> Any:
@@ -39,10 +38,7 @@ def _content(content: Any) -> Any:
 
 
 def convert(conversation: Conversation) -> Converted:
-    out = Converted()
-    first = system_message(conversation.system)
-    if first:
-        out.events.append(first)
+    out = Converted.with_system(conversation.system)
     tracker = CallTracker()
     for index, item in enumerate(conversation.items):
         if not isinstance(item, dict):
@@ -93,14 +89,7 @@ def convert(conversation: Conversation) -> Converted:
             status = result_status(output)
             if item.get("status") == "incomplete":
                 status = "cancelled"
-            body: dict[str, Any] = {
-                "kind": "tool_result",
-                "tool_call_id": call_id,
-                "status": status,
-            }
-            if output is not None:
-                body["result"] = output
-            out.events.append(body)
+            out.events.append(tool_result(call_id, output, status))
         elif kind == "reasoning":
             summary = [
                 s.get("text", "")

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db.models import (
+    Model,
     Q,
     QuerySet,
 )
@@ -14,6 +15,8 @@ from threads.models import (
     AuditEntry,
 )
 from threads.selectors.threads import member_workspace_ids
+
+RowT = TypeVar("RowT", bound=Model)
 
 
 def audit_for_member(
@@ -25,10 +28,13 @@ def audit_for_member(
     if action:
         entries = entries.filter(action=action)
     if thread:
-        entries = entries.filter(
-            Q(thread__external_id=thread) | Q(thread_id__in=_uuid_or_none(thread))
-        )
+        entries = filter_by_thread(entries, thread)
     return entries.select_related("thread", "workspace").order_by("-created_at", "-pk")
+
+
+def filter_by_thread(rows: QuerySet[RowT], thread: str) -> QuerySet[RowT]:
+    """Rows of one thread, named by its UUID or its external_id (a list's `thread` filter)."""
+    return rows.filter(Q(thread__external_id=thread) | Q(thread_id__in=_uuid_or_none(thread)))
 
 
 def _uuid_or_none(value: str) -> list[uuid.UUID]:

@@ -59,6 +59,19 @@ def summary_versions_replaced(*, thread: Thread, checkpoint: Checkpoint) -> list
     return list(versions.defer("content", "rendered").order_by("version"))
 
 
+def _seqs_named_after(thread: Thread, cursor: int, kind: str, key: str) -> list[Any]:
+    """The seqs that the `kind` events after the cursor name under `key` (the call a
+    resolution resolves, the request a decision decides)."""
+    # Read as Python values: a JSON key compared with an integer column does not type-check
+    # on PostgreSQL inside a subquery.
+    return [
+        data.get(key)
+        for data in Event.objects.filter(thread=thread, kind=kind, seq__gt=cursor).values_list(
+            "data", flat=True
+        )
+    ]
+
+
 def rollback_preview(*, thread: Thread, checkpoint: Checkpoint) -> dict[str, Any]:
     """What a rollback to `checkpoint` would do: the side effects and approvals that happened
     after its cursor (they stay in the log and become delta again), the versions it would mark
@@ -68,26 +81,14 @@ def rollback_preview(*, thread: Thread, checkpoint: Checkpoint) -> dict[str, Any
         raise NotFound("checkpoint not found")
     cursor = checkpoint.cursor
     safe, reason = checkpoint_is_safe(checkpoint)
-    # Read as Python values: a JSON key compared with an integer column does not type-check
-    # on PostgreSQL inside a subquery.
-    resolved_after = [
-        data.get("call_seq")
-        for data in Event.objects.filter(
-            thread=thread, kind=EventKind.SIDE_EFFECT_RESOLUTION, seq__gt=cursor
-        ).values_list("data", flat=True)
-    ]
+    resolved_after = _seqs_named_after(thread, cursor, EventKind.SIDE_EFFECT_RESOLUTION, "call_seq")
     effects = (
         SideEffect.objects.filter(thread=thread)
         .filter(Q(call_seq__gt=cursor) | Q(result_seq__gt=cursor) | Q(call_seq__in=resolved_after))
         .select_related("thread")
         .order_by("call_seq")
     )
-    decided_after = [
-        data.get("approval_seq")
-        for data in Event.objects.filter(
-            thread=thread, kind=EventKind.APPROVAL_DECISION, seq__gt=cursor
-        ).values_list("data", flat=True)
-    ]
+    decided_after = _seqs_named_after(thread, cursor, EventKind.APPROVAL_DECISION, "approval_seq")
     approvals = (
         ApprovalRequest.objects.filter(thread=thread)
         .filter(Q(request_event__seq__gt=cursor) | Q(request_event__seq__in=decided_after))

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db.models import (
     F,
+    QuerySet,
     Sum,
 )
 
@@ -88,28 +90,15 @@ def event_token_buckets(*, thread: Thread, buckets: int = 120) -> tuple[int, lis
 
 
 # The columns of an event's stored form, then what the server derived.
-EVENT_DICT_COLUMNS = (
-    "seq",
-    "kind",
-    "created_at",
-    "client_event_id",
-    "metadata",
-    "data",
-    "token_count",
-    "hash",
-)
+STORED_COLUMNS = ("seq", "kind", "created_at", "client_event_id", "metadata", "data")
+EVENT_DICT_COLUMNS = (*STORED_COLUMNS, "token_count", "hash")
+DERIVED_COLUMNS = EVENT_DICT_COLUMNS[len(STORED_COLUMNS) :]
 
 
-def _event_values(
-    seq: int,
-    kind: str,
-    created_at: Any,
-    client_event_id: str,
-    metadata: dict[str, Any],
-    data: dict[str, Any],
-    token_count: int,
-    hash_: str,
-) -> dict[str, Any]:
+def stored_event(row: Sequence[Any], derived: Sequence[str]) -> dict[str, Any]:
+    """A row of STORED_COLUMNS followed by the `derived` columns, as the event in its stored
+    form plus the derived columns under their names."""
+    seq, kind, created_at, client_event_id, metadata, data, *values = row
     event = stored_form(
         seq=seq,
         kind=kind,
@@ -118,15 +107,22 @@ def _event_values(
         metadata=metadata,
         data=data,
     )
-    event["token_count"] = token_count
-    event["hash"] = hash_
+    event.update(zip(derived, values, strict=True))
     return event
+
+
+def event_range(*, thread_id: Any, after: int = 0, until: int | None = None) -> QuerySet[Event]:
+    """A thread's events with seq in (after, until], in seq order."""
+    rows = Event.objects.filter(thread_id=thread_id, seq__gt=after)
+    if until is not None:
+        rows = rows.filter(seq__lte=until)
+    return rows.order_by("seq")
 
 
 def event_dict(event: Event) -> dict[str, Any]:
     """One event in its stored form (what the chain covers) plus token_count and hash: the
     form the API answers, the fold reads and the verifier checks."""
-    return _event_values(*(getattr(event, column) for column in EVENT_DICT_COLUMNS))
+    return stored_event([getattr(event, column) for column in EVENT_DICT_COLUMNS], DERIVED_COLUMNS)
 
 
 def event_dicts(
@@ -134,10 +130,8 @@ def event_dicts(
 ) -> list[dict[str, Any]]:
     """Events with seq in (after, until], in seq order, as event_dict builds them, read as
     plain values (no model instances)."""
-    rows = Event.objects.filter(thread=thread, seq__gt=after)
-    if until is not None:
-        rows = rows.filter(seq__lte=until)
-    values = rows.order_by("seq").values_list(*EVENT_DICT_COLUMNS)
+    rows = event_range(thread_id=thread.pk, after=after, until=until)
+    values = rows.values_list(*EVENT_DICT_COLUMNS)
     if limit is not None:
         values = values[:limit]
-    return [_event_values(*row) for row in values.iterator(chunk_size=2000)]
+    return [stored_event(row, DERIVED_COLUMNS) for row in values.iterator(chunk_size=2000)]

@@ -26,7 +26,6 @@ from django.db.models.functions import RowNumber
 from threads.chainkey import chain_key, thread_genesis
 from threads.domain import chain
 from threads.domain.chain import ChainVerdict
-from threads.domain.events import stored_form
 from threads.models import (
     Checkpoint,
     Event,
@@ -34,12 +33,13 @@ from threads.models import (
     SummaryVersion,
     Thread,
 )
+from threads.selectors.events import STORED_COLUMNS, event_range, stored_event
 from threads.selectors.threads import member_workspace_ids
 
 CHUNK_SIZE = 2000
 # Progress is reported every this many events: often enough for a bar, rarely enough to be free.
 PROGRESS_EVERY = 5000
-EVENT_COLUMNS = ("seq", "kind", "created_at", "client_event_id", "metadata", "data", "hash")
+EVENT_COLUMNS = (*STORED_COLUMNS, "hash")
 # Safe-flagged checkpoints read per thread at once when looking for the last safe one: the
 # newest usually passes, and a thread may hold thousands.
 SAFE_CANDIDATES = 50
@@ -51,22 +51,9 @@ def stored_events(
     *, thread_id: Any, after: int = 0, until: int | None = None
 ) -> Iterator[dict[str, Any]]:
     """A thread's events in their stored form plus `hash`, in seq order, streamed in chunks."""
-    rows = Event.objects.filter(thread_id=thread_id, seq__gt=after)
-    if until is not None:
-        rows = rows.filter(seq__lte=until)
-    for seq, kind, created_at, client_event_id, metadata, data, hash_ in (
-        rows.order_by("seq").values_list(*EVENT_COLUMNS).iterator(chunk_size=CHUNK_SIZE)
-    ):
-        event = stored_form(
-            seq=seq,
-            kind=kind,
-            created_at=created_at,
-            client_event_id=client_event_id,
-            metadata=metadata,
-            data=data,
-        )
-        event["hash"] = hash_
-        yield event
+    rows = event_range(thread_id=thread_id, after=after, until=until)
+    for row in rows.values_list(*EVENT_COLUMNS).iterator(chunk_size=CHUNK_SIZE):
+        yield stored_event(row, ("hash",))
 
 
 def _with_progress(

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import (
-    Q,
     QuerySet,
 )
 
@@ -18,7 +17,7 @@ from threads.models import (
     SideEffect,
     Thread,
 )
-from threads.selectors.audit import _uuid_or_none
+from threads.selectors.audit import filter_by_thread
 
 
 def side_effects_in(
@@ -31,9 +30,7 @@ def side_effects_in(
     if status:
         effects = effects.filter(status=status)
     if thread:
-        effects = effects.filter(
-            Q(thread__external_id=thread) | Q(thread_id__in=_uuid_or_none(thread))
-        )
+        effects = filter_by_thread(effects, thread)
     order = ("-updated_at", "pk") if recent_first else ("thread__external_id", "call_seq", "pk")
     return effects.select_related("thread", "thread__workspace", "call_event").order_by(*order)
 
@@ -99,9 +96,7 @@ def approvals_in(
     if status:
         approvals = approvals.filter(status=status)
     if thread:
-        approvals = approvals.filter(
-            Q(thread__external_id=thread) | Q(thread_id__in=_uuid_or_none(thread))
-        )
+        approvals = filter_by_thread(approvals, thread)
     return approvals.select_related(
         "thread", "thread__workspace", "request_event", "decision_event", "decided_by"
     ).order_by("created_at", "pk")

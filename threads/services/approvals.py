@@ -13,12 +13,12 @@ from django.utils import timezone
 
 from threads.access import require_role
 from threads.domain.errors import Conflict, InvalidEvent
-from threads.models import ApprovalRequest, ApprovalStatus, Event, EventKind, Role, Thread
-from threads.services.audit import audit_record
+from threads.models import ApprovalRequest, ApprovalStatus, Event, EventKind, Role
+from threads.services.audit import audit_record, reason_clean
 from threads.services.events import announce_after_commit, server_event_append
+from threads.services.threads import thread_lock
 
 DECISIONS = {"approve": ApprovalStatus.APPROVED, "reject": ApprovalStatus.REJECTED}
-MAX_REASON = 2000
 
 
 class AlreadyDecided(Conflict):
@@ -43,22 +43,11 @@ def approval_decide(
         raise InvalidEvent(
             "invalid decision", fields={"decision": f"must be one of {', '.join(DECISIONS)}"}
         )
-    reason = (reason or "").strip()
-    if not reason:
-        raise InvalidEvent("a reason is required", fields={"reason": "this field is required"})
-    if len(reason) > MAX_REASON:
-        raise InvalidEvent(
-            "reason is too long", fields={"reason": f"must be at most {MAX_REASON} characters"}
-        )
+    reason = reason_clean(reason)
     thread = approval.thread
     require_role(actor, thread.workspace, Role.REVIEWER)
     with transaction.atomic(durable=True):
-        # of=self: lock the thread row only, never the joined workspace row.
-        locked = (
-            Thread.objects.select_for_update(of=("self",))
-            .select_related("workspace")
-            .get(pk=thread.pk)
-        )
+        locked = thread_lock(thread)
         now = timezone.now()
         if approval.expires_at is not None and approval.expires_at <= now:
             current = ApprovalRequest.objects.get(pk=approval.pk)

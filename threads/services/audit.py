@@ -6,7 +6,10 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
+from threads.domain.errors import InvalidEvent
 from threads.models import AuditEntry, Thread, Workspace
+
+MAX_REASON = 2000
 
 
 def audit_record(
@@ -33,4 +36,26 @@ def audit_record(
         thread=thread,
         before=before,
         after=after,
+    )
+
+
+def required_text_clean(value: str, *, field: str, limit: int, missing: str, hint: str) -> str:
+    """A person's text for an audited action (a reason, evidence): stripped, and refused
+    (InvalidEvent naming `field`) when blank (`missing`) or longer than `limit` (`hint`)."""
+    value = (value or "").strip()
+    if not value:
+        raise InvalidEvent(missing, fields={field: "this field is required"})
+    if len(value) > limit:
+        raise InvalidEvent(f"{field} is too long", fields={field: hint})
+    return value
+
+
+def reason_clean(reason: str) -> str:
+    """The reason for a decision (an approval's, a rollback's), at most MAX_REASON characters."""
+    return required_text_clean(
+        reason,
+        field="reason",
+        limit=MAX_REASON,
+        missing="a reason is required",
+        hint=f"must be at most {MAX_REASON} characters",
     )

@@ -39,6 +39,7 @@ from threads.services.integrity import (
     checkpoint_is_safe,
     summary_checksum,
 )
+from threads.services.threads import thread_lock
 
 __all__ = [
     "checkpoint_checksum",
@@ -181,12 +182,7 @@ def checkpoint_create(*, thread: Thread, label: str, actor: Any) -> Checkpoint:
     """
     require_role(actor, thread.workspace, Role.OPERATOR)
     with transaction.atomic(durable=True):
-        # of=self: lock the thread row only, never the joined workspace row.
-        locked = (
-            Thread.objects.select_for_update(of=("self",))
-            .select_related("workspace")
-            .get(pk=thread.pk)
-        )
+        locked = thread_lock(thread)
         head = (
             SummaryVersion.objects.get(thread=locked, version=locked.head_version)
             if locked.head_version

@@ -13,9 +13,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from threads.access import require_role
-from threads.domain.errors import Conflict, InvalidEvent
+from threads.domain.errors import Conflict
 from threads.models import Checkpoint, Role, SummaryPhase, SummaryVersion, Thread
-from threads.services.audit import audit_record
+from threads.services.audit import audit_record, reason_clean
 from threads.services.checkpoints import (
     _require_own,
     checkpoint_record,
@@ -23,8 +23,7 @@ from threads.services.checkpoints import (
     restored_version_save,
     summary_versions_replaced,
 )
-
-MAX_REASON = 2000
+from threads.services.threads import thread_lock
 
 
 class CheckpointHasNoSummary(Conflict):
@@ -33,17 +32,6 @@ class CheckpointHasNoSummary(Conflict):
 
 class HeadMoved(Conflict):
     code = "head_moved"
-
-
-def _clean_reason(reason: str) -> str:
-    reason = (reason or "").strip()
-    if not reason:
-        raise InvalidEvent("a reason is required", fields={"reason": "this field is required"})
-    if len(reason) > MAX_REASON:
-        raise InvalidEvent(
-            "reason is too long", fields={"reason": f"must be at most {MAX_REASON} characters"}
-        )
-    return reason
 
 
 def checkpoint_rollback(
@@ -58,15 +46,10 @@ def checkpoint_rollback(
     transaction. Events are untouched.
     """
     require_role(actor, thread.workspace, Role.ADMIN)
-    reason = _clean_reason(reason)
+    reason = reason_clean(reason)
     _require_own(thread, checkpoint)
     with transaction.atomic(durable=True):
-        # of=self: lock the thread row only, never the joined workspace row.
-        locked = (
-            Thread.objects.select_for_update(of=("self",))
-            .select_related("workspace")
-            .get(pk=thread.pk)
-        )
+        locked = thread_lock(thread)
         checkpoint = Checkpoint.objects.select_related("summary_version", "thread").get(
             pk=checkpoint.pk
         )

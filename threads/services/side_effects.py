@@ -31,13 +31,13 @@ from threads.models import (
     SideEffect,
     SideEffectStatus,
     TaskRun,
-    Thread,
     ToolStatusCheck,
 )
-from threads.services.audit import audit_record
+from threads.services.audit import audit_record, required_text_clean
 from threads.services.enqueue import SIDE_EFFECT_STATUS_CHECK, task_run_enqueue
 from threads.services.events import announce_after_commit, server_event_append
 from threads.services.tasks import task_run_tracked
+from threads.services.threads import thread_lock
 
 RESOLUTION_STATUSES = ("succeeded", "failed", "cancelled")
 # Outcomes a person or a check may still settle: no result yet, or a timeout.
@@ -76,13 +76,13 @@ def side_effect_resolve(
             "invalid resolution",
             fields={"status": f"must be one of {', '.join(RESOLUTION_STATUSES)}"},
         )
-    evidence = (evidence or "").strip()
-    if not evidence:
-        raise InvalidEvent("evidence is required", fields={"evidence": "this field is required"})
-    if len(evidence) > MAX_EVIDENCE:
-        raise InvalidEvent(
-            "evidence is too long", fields={"evidence": f"at most {MAX_EVIDENCE} characters"}
-        )
+    evidence = required_text_clean(
+        evidence,
+        field="evidence",
+        limit=MAX_EVIDENCE,
+        missing="evidence is required",
+        hint=f"at most {MAX_EVIDENCE} characters",
+    )
     thread = side_effect.thread
     if actor is not None:
         require_role(actor, thread.workspace, Role.OPERATOR)
@@ -90,12 +90,7 @@ def side_effect_resolve(
     else:
         label = actor_label or STATUS_CHECK_ACTOR
     with transaction.atomic(durable=True):
-        # of=self: lock the thread row only, never the joined workspace row.
-        locked = (
-            Thread.objects.select_for_update(of=("self",))
-            .select_related("workspace")
-            .get(pk=thread.pk)
-        )
+        locked = thread_lock(thread)
         current = SideEffect.objects.get(pk=side_effect.pk)
         moved = SideEffect.objects.filter(pk=side_effect.pk, status__in=RESOLVABLE).update(
             status=status

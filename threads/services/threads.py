@@ -1,4 +1,4 @@
-"""Creating threads."""
+"""Creating threads, and locking one for a write."""
 
 from __future__ import annotations
 
@@ -52,3 +52,12 @@ def _audit_form(settings: dict[str, Any]) -> dict[str, Any]:
         name: str(value.pk) if isinstance(value, models.Model) else value
         for name, value in settings.items()
     }
+
+
+def thread_lock(thread: Thread) -> Thread:
+    """The thread's row read again with its workspace and locked (select_for_update) until the
+    caller's transaction ends; call it inside `transaction.atomic` before numbering anything."""
+    # of=self: lock the thread row only, never the joined workspace row.
+    return (
+        Thread.objects.select_for_update(of=("self",)).select_related("workspace").get(pk=thread.pk)
+    )

@@ -3,8 +3,6 @@ and a required reason (admins), and fork."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import render
@@ -13,7 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from threads import selectors
 from threads.domain.errors import DomainError
-from threads.models import Role
+from threads.models import Checkpoint, Role, Thread
 from threads.services.checkpoints import checkpoint_create
 from threads.services.fork import thread_fork
 from threads.services.rollback import checkpoint_rollback
@@ -32,11 +30,13 @@ SHOWN = 100
 WALK_LIMIT = 5000
 
 
-def _checkpoint_id(value: Any) -> int:
+def _posted_checkpoint(request: HtmxHttpRequest, thread: Thread) -> Checkpoint:
+    """The thread's checkpoint that the form names (404 for none, or another thread's)."""
     try:
-        return int(value)
+        checkpoint_id = int(request.POST.get("checkpoint", ""))
     except (TypeError, ValueError):
-        return 0
+        checkpoint_id = 0
+    return found(selectors.checkpoint_get, thread=thread, id=checkpoint_id)
 
 
 @login_required
@@ -100,9 +100,7 @@ def rollback(request: HtmxHttpRequest, id: str) -> HttpResponse:
     thread = thread_for(request, id)
     require(request, thread.workspace, Role.ADMIN)
     back = reverse("checkpoint-list", args=[thread.pk])
-    target = found(
-        selectors.checkpoint_get, thread=thread, id=_checkpoint_id(request.POST.get("checkpoint"))
-    )
+    target = _posted_checkpoint(request, thread)
     try:
         version = checkpoint_rollback(
             thread=thread,
@@ -121,9 +119,7 @@ def fork(request: HtmxHttpRequest, id: str) -> HttpResponse:
     thread = thread_for(request, id)
     require(request, thread.workspace, Role.REVIEWER)
     back = reverse("checkpoint-list", args=[thread.pk])
-    target = found(
-        selectors.checkpoint_get, thread=thread, id=_checkpoint_id(request.POST.get("checkpoint"))
-    )
+    target = _posted_checkpoint(request, thread)
     try:
         child = thread_fork(
             thread=thread,
