@@ -153,6 +153,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Several enums share a field name ("state"): name these after what they are.
+    "ENUM_NAME_OVERRIDES": {
+        "ImportStateEnum": "threads.models.ImportState",
+        "TaskStateEnum": "threads.models.TaskState",
+    },
 }
 
 # --- Celery ---------------------------------------------------------------------------------
