@@ -28,6 +28,7 @@ from tests import factories
 from tests.runtime.conftest import real_worker, wait_for_task  # noqa: F401 (a fixture)
 from threads.api import imports, tasks
 from threads.models import AuditEntry, Event, TaskState, Thread, TraceImport
+from threads.services.imports import UPLOAD_FORM_OVERHEAD
 
 pytestmark = pytest.mark.django_db
 
@@ -116,11 +117,11 @@ def test_an_upload_answers_202_and_reports_every_conversation(
     assert task["progress"] == {"done": 2, "total": 2}
     assert task["result"]["created"] == 2
     started = AuditEntry.objects.get(action="import.start")
-    assert started.actor_label == "api key default"
-    assert started.after["format"] == "openai-chat"
-    assert (started.after["file_name"], started.after["size"]) == ("chats.json", len(TWO_CHATS))
-    finished = AuditEntry.objects.get(action="import.finish")
-    assert (finished.after["created"], finished.after["events_appended"]) == (2, 5)
+    after: Any = started.after
+    assert started.actor_label == "api key default" and after["format"] == "openai-chat"
+    assert (after["file_name"], after["size"]) == ("chats.json", len(TWO_CHATS))
+    finished: Any = AuditEntry.objects.get(action="import.finish").after
+    assert (finished["created"], finished["events_appended"]) == (2, 5)
 
 
 @pytest.mark.usefixtures("eager", "no_fold_triggers")
@@ -234,7 +235,7 @@ def test_a_file_over_the_limit_is_413(agent: APIClient, settings: Any) -> None:
     assert answer.status_code == 413
     error = answer.json()["error"]
     assert error["code"] == "payload_too_large" and error["fields"]["limit"] == 100
-    huge = upload(agent, b" " * (100 + imports.FORM_OVERHEAD + 1))  # refused by its length
+    huge = upload(agent, b" " * (100 + UPLOAD_FORM_OVERHEAD + 1))  # refused by its length
     assert huge.status_code == 413 and huge.json()["error"]["code"] == "payload_too_large"
     assert upload(agent, b"[]").status_code == 202
     assert TraceImport.objects.count() == 1
@@ -256,7 +257,7 @@ def test_another_workspace_gets_404(
     assert APIClient().get(url).status_code == 401
 
 
-def _with_csrf(client: APIClient) -> dict[str, str]:
+def _with_csrf(client: APIClient) -> dict[str, Any]:
     token = _get_new_csrf_string()
     client.cookies["csrftoken"] = token
     return {"HTTP_X_CSRFTOKEN": token}
@@ -293,7 +294,8 @@ def test_people_need_the_admin_role_and_csrf(
     assert (row.workspace, row.actor_label, row.created_count) == (workspace, "admin-user", 2)
     # An operator of the workspace reads the report; only importing needs the admin role.
     assert operator_client.get(f"{URL}{row.pk}/").status_code == 200
-    assert AuditEntry.objects.get(action="import.start").actor.username == "admin-user"
+    actor: Any = AuditEntry.objects.get(action="import.start").actor
+    assert actor.username == "admin-user"
 
 
 def test_a_person_admin_of_several_workspaces_names_one(workspace: Any) -> None:

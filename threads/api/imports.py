@@ -19,14 +19,14 @@ from rest_framework.views import APIView
 from threads.api.auth import agent_of
 from threads.api.serializers import ErrorSerializer
 from threads.domain.errors import PayloadTooLarge
-from threads.importers import FILE_FORMATS
+from threads.importers import FILE_FORMATS, side_effect_tools_option
 from threads.models import ImportOutcome, ImportState, TaskState
 from threads.selectors.imports import (
     import_workspace_for_member,
     trace_import_get_for_member,
     trace_import_get_for_workspace,
 )
-from threads.services.imports import import_start
+from threads.services.imports import UPLOAD_FORM_OVERHEAD, import_start
 
 ERRORS = {
     400: ErrorSerializer,
@@ -35,18 +35,6 @@ ERRORS = {
     404: ErrorSerializer,
     413: ErrorSerializer,
 }
-# Room for the multipart framing and the other fields around the file.
-FORM_OVERHEAD = 64 * 1024
-
-
-def side_effect_tools_of(value: str | None) -> frozenset[str] | None:
-    """`a,b` → those tools; `none` → no tool; empty → None (the default tools), as the
-    `--side-effect-tools` option of import_trace."""
-    if value is None or not value.strip():
-        return None
-    if value.strip().lower() == "none":
-        return frozenset()
-    return frozenset(t.strip() for t in value.split(",") if t.strip())
 
 
 class ImportCreateApi(APIView):
@@ -88,7 +76,7 @@ class ImportCreateApi(APIView):
     def post(self, request: Request) -> Response:
         limit = settings.CTXADMIN_MAX_IMPORT_BYTES
         # Refuse an announced oversize body before it is read (and spooled to disk).
-        if int(request.META.get("CONTENT_LENGTH") or 0) > limit + FORM_OVERHEAD:
+        if int(request.META.get("CONTENT_LENGTH") or 0) > limit + UPLOAD_FORM_OVERHEAD:
             raise PayloadTooLarge(
                 f"the file is larger than {limit} bytes (CTXADMIN_MAX_IMPORT_BYTES)",
                 fields={"limit": limit},
@@ -117,7 +105,7 @@ class ImportCreateApi(APIView):
             fmt=data["format"],
             file_name=upload.name or "",
             content=upload.read(),
-            side_effect_tools=side_effect_tools_of(data.get("side_effect_tools")),
+            side_effect_tools=side_effect_tools_option(data.get("side_effect_tools")),
         )
         answer = {
             "task_id": trace_import.task_run_id,

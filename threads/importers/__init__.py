@@ -60,6 +60,7 @@ __all__ = [
     "conversation_value",
     "read_conversations",
     "read_uploaded_conversations",
+    "side_effect_tools_option",
 ]
 
 
@@ -72,6 +73,16 @@ class PreparedConversation:
     events: list[dict[str, Any]]
     thread_settings: dict[str, Any]
     skipped: list[str] = field(default_factory=list)
+
+
+def side_effect_tools_option(value: str | None) -> frozenset[str] | None:
+    """The `--side-effect-tools` option (and the upload's field): `a,b` → those tools, `none`
+    → no tool, absent or empty → None (the default tools)."""
+    if value is None or not value.strip():
+        return None
+    if value.strip().lower() == "none":
+        return frozenset()
+    return frozenset(t.strip() for t in value.split(",") if t.strip())
 
 
 def _check_format(fmt: str) -> None:

@@ -51,6 +51,9 @@ CONVERSATION_ERRORS = (ImportFormatError, DomainError, LookupError, TypeError, V
 # The import's row (report and counts) is written at most this often while it runs; the task
 # run's progress after every conversation.
 REPORT_INTERVAL = 0.5
+# Room for the multipart framing and the other fields around an uploaded file: a request
+# announcing more than CTXADMIN_MAX_IMPORT_BYTES plus this is refused before it is read.
+UPLOAD_FORM_OVERHEAD = 64 * 1024
 
 
 @dataclass

@@ -12,6 +12,7 @@ from threads.importers import (
     FORMATS,
     ImportFormatError,
     read_conversations,
+    side_effect_tools_option,
 )
 from threads.models import ImportOutcome, Workspace
 from threads.services.imports import ConversationReport, conversations_import
@@ -41,13 +42,7 @@ class Command(BaseCommand):
         workspace = Workspace.objects.filter(name=options["workspace"]).first()
         if workspace is None:
             raise CommandError(f"no workspace named {options['workspace']!r}")
-        tools_option = options["side_effect_tools"]
-        if tools_option is None:
-            side_effect_tools: frozenset[str] = DEFAULT_SIDE_EFFECT_TOOLS
-        elif tools_option.strip().lower() == "none":
-            side_effect_tools = frozenset()
-        else:
-            side_effect_tools = frozenset(t.strip() for t in tools_option.split(",") if t.strip())
+        side_effect_tools = side_effect_tools_option(options["side_effect_tools"])
         refused: list[ConversationReport] = []
 
         def report(line: ConversationReport) -> None:
@@ -61,7 +56,9 @@ class Command(BaseCommand):
                 workspace=workspace,
                 conversations=conversations,
                 fmt=options["format"],
-                side_effect_tools=side_effect_tools,
+                side_effect_tools=DEFAULT_SIDE_EFFECT_TOOLS
+                if side_effect_tools is None
+                else side_effect_tools,
                 report=report,
             )
         except (ImportFormatError, DomainError, OSError) as exc:
