@@ -17,6 +17,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import trigger_client_event
 
 from threads import selectors
 from threads.domain.errors import DomainError, InvalidEvent, PayloadTooLarge
@@ -134,7 +135,9 @@ def import_upload(request: HtmxHttpRequest) -> HttpResponse:
         return redirect(url, permanent=False)
     trace_import = trace_import_get_for_member(user=request.user, id=trace_import.pk)
     context = _import_context(request, trace_import)
-    return render(request, "threads/import_detail.html#import_status", context)
+    response = render(request, "threads/import_detail.html#import_status", context)
+    # The page's list of recent imports reloads to show this one.
+    return trigger_client_event(response, "import-started", {"import_id": str(trace_import.pk)})
 
 
 @login_required
