@@ -165,8 +165,10 @@ def side_effect_status_check_task(task_id: str | None, side_effect_id: int) -> d
     bind=True,
     acks_late=True,
     reject_on_worker_lost=True,
-    soft_time_limit=3600,
-    time_limit=3660,
+    # Below the Redis broker's default visibility timeout (an hour), past which a running task
+    # would be delivered a second time.
+    soft_time_limit=1800,
+    time_limit=1860,
 )
 @tracked
 def import_trace_task(task_id: str | None, import_id: str) -> dict[str, Any]:

@@ -139,7 +139,8 @@ def test_another_workspace_import_is_404_and_an_operator_403(
     assert operator.get(url).status_code == 403
     assert "chats.json" not in outsider.get("/imports/").content.decode()
     # The outsider cannot aim an upload at acme either.
-    assert post_upload(outsider, workspace).status_code == 400
+    assert post_upload(outsider, workspace).status_code == 404
+    assert TraceImport.objects.count() == 1
     assert admin.get("/imports/not-a-uuid/").status_code == 404
 
 

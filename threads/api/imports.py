@@ -85,11 +85,6 @@ class ImportCreateApi(APIView):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         upload = data["file"]
-        if upload.size is not None and upload.size > limit:
-            raise PayloadTooLarge(
-                f"the file is larger than {limit} bytes (CTXADMIN_MAX_IMPORT_BYTES)",
-                fields={"limit": limit, "size": upload.size},
-            )
         agent = agent_of(request)
         if agent is not None:
             workspace, actor, label = agent.workspace, None, agent.label

@@ -47,7 +47,14 @@ from threads.services.threads import thread_get_or_create
 BATCH_SIZE = 500
 # What a single malformed conversation raises while it is read, converted or appended. Anything
 # else (the database going away, a time limit) stops the whole import instead.
-CONVERSATION_ERRORS = (ImportFormatError, DomainError, LookupError, TypeError, ValueError)
+CONVERSATION_ERRORS = (
+    ImportFormatError,
+    DomainError,
+    LookupError,
+    TypeError,
+    ValueError,
+    RecursionError,  # a conversation nested too deeply to convert or hash
+)
 # The import's row (report and counts) is written at most this often while it runs; the task
 # run's progress after every conversation.
 REPORT_INTERVAL = 0.5

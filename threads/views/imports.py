@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import trigger_client_event
 
 from threads import selectors
-from threads.domain.errors import DomainError, InvalidEvent, PayloadTooLarge
+from threads.domain.errors import DomainError, InvalidEvent, NotFound, PayloadTooLarge
 from threads.importers import (
     DEFAULT_SIDE_EFFECT_TOOLS,
     FILE_FORMATS,
@@ -102,7 +102,10 @@ def import_upload(request: HtmxHttpRequest) -> HttpResponse:
     limit = settings.CTXADMIN_MAX_IMPORT_BYTES
     try:
         if int(request.META.get("CONTENT_LENGTH") or 0) > limit + UPLOAD_FORM_OVERHEAD:
-            raise PayloadTooLarge(f"the file is larger than {limit} bytes", fields={"limit": limit})
+            raise PayloadTooLarge(
+                f"the file is larger than {limit} bytes (CTXADMIN_MAX_IMPORT_BYTES)",
+                fields={"limit": limit},
+            )
         upload = request.FILES.get("file")
         if upload is None:
             raise InvalidEvent("choose a file to import", fields={"file": "required"})
@@ -115,11 +118,11 @@ def import_upload(request: HtmxHttpRequest) -> HttpResponse:
             ),
             None,
         )
+        if workspace is None and workspace_id:
+            raise NotFound("no such workspace")  # another workspace is not there (404)
         if workspace is None:
             raise InvalidEvent("choose a workspace", fields={"workspace": "required"})
         require(request, workspace, Role.ADMIN)
-        if upload.size is not None and upload.size > limit:
-            raise PayloadTooLarge(f"the file is larger than {limit} bytes", fields={"limit": limit})
         trace_import = import_start(
             workspace=workspace,
             actor=request.user,
