@@ -404,10 +404,12 @@ def test_the_tau_bench_file_through_the_real_worker(agent: APIClient) -> None:
         counts = report["counts"]
         assert {k: counts[k] for k in expected} == expected, counts
         assert counts["refused"] == 0 and len(report["report"]) == 200
-        timings.append((answered, time.monotonic() - started, sorted(seen)))
+        # The request did not wait for the import: the task run moved through the middle.
+        assert any(0 < done < 200 for done in seen), sorted(seen)
+        timings.append((answered, time.monotonic() - started, len(seen)))
     print(
         "through the worker: "
         + "; ".join(
-            f"202 in {a:.2f} s, done in {d:.1f} s, progress seen {s}" for a, d, s in timings
+            f"202 in {a:.2f} s, done in {d:.1f} s, {n} progress values" for a, d, n in timings
         )
     )
