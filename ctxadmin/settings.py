@@ -153,6 +153,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Several enums share a field name ("state"): name these after what they are.
+    "ENUM_NAME_OVERRIDES": {
+        "ImportStateEnum": "threads.models.ImportState",
+        "TaskStateEnum": "threads.models.TaskState",
+    },
 }
 
 # --- Celery ---------------------------------------------------------------------------------
@@ -207,6 +212,12 @@ CTXADMIN_PREPARED_STATEMENTS = env.bool("CTXADMIN_PREPARED_STATEMENTS", default=
 CTXADMIN_PREPARED_TIMEOUT = timedelta(seconds=env.int("CTXADMIN_PREPARED_TIMEOUT", default=120))
 # The whole request: a full batch of events at the per-event limit, with some slack.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("CTXADMIN_MAX_REQUEST_BYTES", default=32 * 1024 * 1024)
+# An uploaded trace file (docs/api.md §13), kept in the database until its import has run, and
+# what a gzipped one may unpack to.
+CTXADMIN_MAX_IMPORT_BYTES = env.int("CTXADMIN_MAX_IMPORT_BYTES", default=50 * 1024 * 1024)
+CTXADMIN_MAX_IMPORT_UNPACKED_BYTES = env.int(
+    "CTXADMIN_MAX_IMPORT_UNPACKED_BYTES", default=512 * 1024 * 1024
+)
 
 LOGGING = {
     "version": 1,

@@ -40,3 +40,12 @@ urlpatterns = [
     path("integrity/", oversight.integrity, name="integrity"),
     path("audit/", oversight.audit, name="audit"),
 ]
+
+# Imports of recorded traces (admins).
+from threads.views import imports  # noqa: E402
+
+urlpatterns += [
+    path("imports/", imports.import_list, name="import-list"),
+    path("imports/new/", imports.import_upload, name="import-upload"),
+    path("imports/<str:id>/", imports.import_detail, name="import-detail"),
+]

@@ -82,3 +82,11 @@ urlpatterns += [
         name="approval-decide",
     ),
 ]
+
+# Imports of recorded traces.
+from threads.api import imports  # noqa: E402
+
+urlpatterns += [
+    path("imports/", imports.ImportCreateApi.as_view(), name="imports"),
+    path("imports/<str:id>/", imports.ImportDetailApi.as_view(), name="import-detail"),
+]

@@ -23,6 +23,7 @@ from threads.importers.common import (
     ImportFormatError,
     conversation_of,
     external_id_for,
+    read_bytes,
     read_file,
 )
 
@@ -33,6 +34,8 @@ FORMATS: dict[str, Callable[[Conversation], Converted]] = {
     "jsonl": jsonl.convert,
     "langgraph-postgres": langgraph.convert,
 }
+# The formats a file holds (and so an upload can): langgraph-postgres reads a database.
+FILE_FORMATS = tuple(name for name in FORMATS if name != "langgraph-postgres")
 # tau-bench airline's tools that change a booking: marked side-effecting unless told otherwise.
 DEFAULT_SIDE_EFFECT_TOOLS = frozenset(
     {
@@ -49,12 +52,15 @@ TITLE_LENGTH = 80
 __all__ = [
     "DEFAULT_SIDE_EFFECT_TOOLS",
     "Conversation",
+    "FILE_FORMATS",
     "FORMATS",
     "ImportFormatError",
     "PreparedConversation",
     "conversation_events",
     "conversation_value",
     "read_conversations",
+    "read_uploaded_conversations",
+    "side_effect_tools_option",
 ]
 
 
@@ -69,13 +75,43 @@ class PreparedConversation:
     skipped: list[str] = field(default_factory=list)
 
 
-def read_conversations(source: str, fmt: str) -> list[Any]:
-    """The conversations of a file (or, for langgraph-postgres, of a store at a DSN)."""
+def side_effect_tools_option(value: str | None) -> frozenset[str] | None:
+    """The `--side-effect-tools` option (and the upload's field): `a,b` → those tools, `none`
+    → no tool, absent or empty → None (the default tools)."""
+    if value is None or not value.strip():
+        return None
+    if value.strip().lower() == "none":
+        return frozenset()
+    return frozenset(t.strip() for t in value.split(",") if t.strip())
+
+
+def _check_format(fmt: str) -> None:
     if fmt not in FORMATS:
         raise ImportFormatError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+
+
+def read_conversations(source: str, fmt: str) -> list[Any]:
+    """The conversations of a file (or, for langgraph-postgres, of a store at a DSN)."""
+    _check_format(fmt)
     if fmt == "langgraph-postgres":
         return langgraph.read_postgres(source)
-    values = read_file(source)
+    return _conversations_of_values(read_file(source), fmt)
+
+
+def read_uploaded_conversations(
+    data: bytes, fmt: str, *, name: str, max_unpacked: int | None = None
+) -> list[Any]:
+    """The conversations of an uploaded file's bytes (gzip recognised by its content). Only
+    the FILE_FORMATS: a LangGraph store is read from its database, never uploaded."""
+    _check_format(fmt)
+    if fmt not in FILE_FORMATS:
+        raise ImportFormatError(f"{fmt} reads a database by its DSN, not an uploaded file")
+    return _conversations_of_values(
+        read_bytes(data, where=name or "the upload", max_unpacked=max_unpacked), fmt
+    )
+
+
+def _conversations_of_values(values: list[Any], fmt: str) -> list[Any]:
     if values and all(
         isinstance(v, dict) and ("role" in v or "type" in v) and not set(ITEM_KEYS) & set(v)
         for v in values
@@ -143,7 +179,7 @@ def conversation_events(
     _mark_side_effects(events, external_id, side_effect_tools)
     thread_settings: dict[str, Any] = {"title": _title(events)}
     if conversation.tools:
-        # Tool definitions are part of every request's fixed input (I in docs/design.md §4).
+        # Tool definitions are part of every request's fixed input (I in docs/design.md §4.1).
         thread_settings["fixed_tokens"] = tokens.count_text(
             canonical_json(conversation.tools).decode()
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -64,7 +65,32 @@ def _open(path: Path) -> Iterator[str]:
 def read_file(path: str | Path) -> list[Any]:
     """A JSON array, a single JSON object, or JSONL (one JSON value a line); .gz is unpacked."""
     path = Path(path)
-    text = "".join(_open(path))
+    return parse_text("".join(_open(path)), where=str(path))
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def read_bytes(data: bytes, *, where: str, max_unpacked: int | None = None) -> list[Any]:
+    """The same as read_file for bytes already in memory (an upload): gzip is recognised by
+    its magic number, whatever the name; `max_unpacked` caps what gzip may expand to."""
+    if data[:2] == GZIP_MAGIC:
+        limit = -1 if max_unpacked is None else max_unpacked + 1
+        try:
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as unpacked:
+                data = unpacked.read(limit)
+        except (OSError, EOFError) as exc:
+            raise ImportFormatError(f"{where}: not a readable gzip file: {exc}") from exc
+        if max_unpacked is not None and len(data) > max_unpacked:
+            raise ImportFormatError(f"{where}: unpacks to more than {max_unpacked} bytes")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ImportFormatError(f"{where}: not UTF-8 text: {exc}") from exc
+    return parse_text(text, where=where)
+
+
+def parse_text(text: str, *, where: str) -> list[Any]:
     stripped = text.lstrip()
     if not stripped:
         return []
@@ -77,7 +103,7 @@ def read_file(path: str | Path) -> list[Any]:
                 try:
                     values.append(json.loads(line))
                 except json.JSONDecodeError as exc:
-                    raise ImportFormatError(f"{path}: line {number} is not JSON: {exc}") from exc
+                    raise ImportFormatError(f"{where}: line {number} is not JSON: {exc}") from exc
         return values
     return value if isinstance(value, list) else [value]
 

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from django.http import HttpRequest
 
 from threads import selectors
+from threads.models import Role
 
 
 def memberships(request: HttpRequest) -> dict[str, Any]:
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {}
-    # Lazy: pages that never show the top bar (htmx regions) never run the query.
-    return {"ctx_memberships": lambda: selectors.memberships_for_user(user=user)}
+    # Lazy: pages that never show the top bar (htmx regions) never run the query; cached, so
+    # the nav and the top bar share it.
+    rows = functools.cache(lambda: selectors.memberships_for_user(user=user))
+    return {
+        "ctx_memberships": rows,
+        "ctx_is_admin": lambda: any(m.role == Role.ADMIN for m in rows()),
+    }

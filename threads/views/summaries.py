@@ -10,6 +10,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import trigger_client_event
 
 from threads import selectors
 from threads.domain.diff import diff_versions, label, uncited_important
@@ -194,4 +195,9 @@ def task_progress(request: HtmxHttpRequest, task_id: str) -> HttpResponse:
     back = request.GET.get("back", "")
     if not back.startswith("/") or back.startswith("//"):
         back = ""
-    return render(request, "threads/_task_progress.html#progress", progress_context(run, back))
+    context = progress_context(run, back)
+    response = render(request, "threads/_task_progress.html#progress", context)
+    if context["finished"]:
+        # Regions that show the task's outcome (an import's report) reload on this event.
+        trigger_client_event(response, "task-finished", {"task_id": run.id})
+    return response

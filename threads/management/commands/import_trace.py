@@ -12,9 +12,10 @@ from threads.importers import (
     FORMATS,
     ImportFormatError,
     read_conversations,
+    side_effect_tools_option,
 )
-from threads.models import Workspace
-from threads.services.imports import conversations_import
+from threads.models import ImportOutcome, Workspace
+from threads.services.imports import ConversationReport, conversations_import
 
 
 class Command(BaseCommand):
@@ -41,20 +42,24 @@ class Command(BaseCommand):
         workspace = Workspace.objects.filter(name=options["workspace"]).first()
         if workspace is None:
             raise CommandError(f"no workspace named {options['workspace']!r}")
-        tools_option = options["side_effect_tools"]
-        if tools_option is None:
-            side_effect_tools: frozenset[str] = DEFAULT_SIDE_EFFECT_TOOLS
-        elif tools_option.strip().lower() == "none":
-            side_effect_tools = frozenset()
-        else:
-            side_effect_tools = frozenset(t.strip() for t in tools_option.split(",") if t.strip())
+        side_effect_tools = side_effect_tools_option(options["side_effect_tools"])
+        refused: list[ConversationReport] = []
+
+        def report(line: ConversationReport) -> None:
+            if line.outcome == ImportOutcome.REFUSED:
+                refused.append(line)
+
         try:
             conversations = read_conversations(options["file"], options["format"])
+            # A conversation that cannot be imported is reported; the others still import.
             results = conversations_import(
                 workspace=workspace,
                 conversations=conversations,
                 fmt=options["format"],
-                side_effect_tools=side_effect_tools,
+                side_effect_tools=DEFAULT_SIDE_EFFECT_TOOLS
+                if side_effect_tools is None
+                else side_effect_tools,
+                report=report,
             )
         except (ImportFormatError, DomainError, OSError) as exc:
             raise CommandError(str(exc)) from exc
@@ -70,3 +75,10 @@ class Command(BaseCommand):
         self.stdout.write(
             f"Imported {len(results)} conversations ({created} new events) into {workspace.name}."
         )
+        if refused:
+            for line in refused:
+                self.stderr.write(f"refused conversation {line.index}: {line.reason}")
+            raise CommandError(
+                f"{len(refused)} of {len(conversations)} conversations refused; first: "
+                f"conversation {refused[0].index}: {refused[0].reason}"
+            )
