@@ -15,6 +15,7 @@ from typing import Any
 
 from django.conf import settings
 
+from threads.domain.errors import InvalidTools, PayloadTooLarge
 from threads.domain.events import normalize_event
 from threads.importers import (
     DEFAULT_SIDE_EFFECT_TOOLS,
@@ -28,6 +29,7 @@ from threads.models import Thread, Workspace
 from threads.services.audit import audit_record
 from threads.services.events import event_append_batch
 from threads.services.threads import thread_get_or_create
+from threads.services.tools import thread_tools_set
 
 BATCH_SIZE = 500
 
@@ -57,6 +59,12 @@ def conversation_import(
         workspace=workspace, external_id=prepared.external_id, **prepared.thread_settings
     )
     result = ImportResult(thread=thread, total=len(events), skipped=prepared.skipped)
+    if conversation.tools:
+        # The same tools again (a re-import) write nothing (thread_tools_set is idempotent).
+        try:
+            thread_tools_set(thread=thread, tools=conversation.tools, actor_label="import_trace")
+        except (InvalidTools, PayloadTooLarge) as exc:
+            result.skipped.append(f"tools: {exc.message}")
     max_bytes = settings.CTXADMIN_MAX_EVENT_BYTES
     for start in range(0, len(events), BATCH_SIZE):
         batch = []
