@@ -88,6 +88,9 @@ class Thread(models.Model):
     reasoning_reserve = models.PositiveIntegerField(default=0)
     safety_margin = models.PositiveIntegerField(default=500)
     fixed_tokens = models.PositiveIntegerField(default=0)
+    # Tokens of the thread's tool definitions (ThreadTool), written with them under the row
+    # lock; the fixed input when fixed_tokens is 0 (docs/design.md §4.4).
+    tool_tokens = models.PositiveIntegerField(default=0)
     encoding = models.CharField(max_length=32, default="cl100k_base")
     high_watermark = models.FloatField(default=0.8)
     low_watermark = models.FloatField(default=0.5)
@@ -144,6 +147,27 @@ class Thread(models.Model):
 
     def __str__(self) -> str:
         return self.external_id
+
+
+class ThreadTool(models.Model):
+    """One of a thread's tool definitions, as the agent sent it (docs/design.md §4.4). The set
+    is replaced whole; `position` is its place in the list sent."""
+
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="tools")
+    position = models.PositiveIntegerField()
+    name = models.CharField(max_length=200)
+    definition = models.JSONField()
+    token_count = models.PositiveIntegerField()
+    content_hash = models.CharField(max_length=64)  # SHA-256 of the canonical JSON
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["thread", "position"], name="thread_tool_position"),
+            models.UniqueConstraint(fields=["thread", "name"], name="thread_tool_name_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}:{self.name}"
 
 
 class EventKind(models.TextChoices):

@@ -2,12 +2,14 @@ from django.urls import path  # noqa: F401
 
 from threads.api import events, integrity, tasks
 from threads.api import threads as threads_api
+from threads.api import tools as tools_api
 
 # Threads, events and task status (helper A).
 urlpatterns: list = [
     path("threads/", threads_api.ThreadListCreateApi.as_view(), name="threads"),
     path("threads/<str:id>/", threads_api.ThreadDetailApi.as_view(), name="thread-detail"),
     path("threads/<str:id>/events/", events.ThreadEventsApi.as_view(), name="thread-events"),
+    path("threads/<str:id>/tools/", tools_api.ThreadToolsApi.as_view(), name="thread-tools"),
     path("tasks/<str:task_id>/", tasks.TaskDetailApi.as_view(), name="task-detail"),
 ]
 

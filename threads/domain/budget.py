@@ -83,11 +83,19 @@ class Budget:
 
 def thread_budget(thread: Any, overrides: Mapping[str, Any] | None = None) -> Budget:
     """A thread's budget from its fields (a Thread, or a mapping of its field values), with a
-    request's overrides (CONTEXT_OVERRIDES; None means "the thread's own")."""
+    request's overrides (CONTEXT_OVERRIDES; None means "the thread's own").
+
+    The fixed input I is the agent's own count when it gives one (the request's `fixed_tokens`,
+    else the thread's when not 0); otherwise the tokens of the thread's tool definitions
+    (`tool_tokens`, docs/design.md §4.4)."""
     if isinstance(thread, Mapping):
         settings = {name: thread[field] for name, field in THREAD_BUDGET_FIELDS.items()}
+        tool_tokens = thread.get("tool_tokens", 0)
     else:
         settings = {name: getattr(thread, field) for name, field in THREAD_BUDGET_FIELDS.items()}
+        tool_tokens = getattr(thread, "tool_tokens", 0)
+    if not settings["fixed_tokens"]:
+        settings["fixed_tokens"] = int(tool_tokens or 0)
     settings.update(
         {
             k: int(v)

@@ -54,3 +54,10 @@ class NotFound(DomainError):
 class PermissionDenied(DomainError):
     code = "permission_denied"
     status = 403
+
+
+class InvalidTools(DomainError):
+    """A thread's tool definitions are malformed; `fields` names each bad `tools[i]`."""
+
+    code = "validation_error"
+    status = 400

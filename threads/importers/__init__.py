@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from threads.domain import tokens
-from threads.domain.canonical import canonical_json
 from threads.domain.render import content_text
+from threads.domain.tools import tool_token_counts
 from threads.importers import anthropic, jsonl, langgraph, openai_chat, openai_responses
 from threads.importers.common import (
     ITEM_KEYS,
@@ -179,10 +179,11 @@ def conversation_events(
     _mark_side_effects(events, external_id, side_effect_tools)
     thread_settings: dict[str, Any] = {"title": _title(events)}
     if conversation.tools:
-        # Tool definitions are part of every request's fixed input (I in docs/design.md §4.1).
-        thread_settings["fixed_tokens"] = tokens.count_text(
-            canonical_json(conversation.tools).decode()
-        )
+        # Tool definitions are part of every request's fixed input (I in docs/design.md §4).
+        # threads.services.imports stores them as the thread's tools too; counted the same
+        # way (each definition's canonical JSON, docs/design.md §4.4), the two agree.
+        tools = conversation.tools if isinstance(conversation.tools, list) else [conversation.tools]
+        thread_settings["fixed_tokens"] = sum(tool_token_counts(tools, tokens.DEFAULT_ENCODING))
     return PreparedConversation(
         external_id=external_id,
         events=events,

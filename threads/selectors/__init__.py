@@ -76,9 +76,15 @@ from threads.selectors.threads import (
     threads_in,
     workspaces_for_user,
 )
+from threads.selectors.tools import (
+    REPEAT_WINDOW,
+    content_repeats,
+    thread_tools,
+)
 
 __all__ = [
     "CONTEXT_OVERRIDES",
+    "REPEAT_WINDOW",
     "THREAD_SORTS",
     "active_constraints",
     "api_key_get_active",
@@ -97,6 +103,7 @@ __all__ = [
     "checkpoint_is_safe",
     "checkpoints_for_thread",
     "closing_events_for_calls",
+    "content_repeats",
     "event_dict",
     "event_dicts",
     "event_get",
@@ -125,6 +132,7 @@ __all__ = [
     "thread_get_for_workspace",
     "thread_integrity",
     "thread_list_page",
+    "thread_tools",
     "thread_with_flags",
     "threads_in",
     "threads_integrity_for_member",

@@ -46,6 +46,7 @@ def working_context(*, thread: Thread, overrides: dict[str, Any]) -> dict[str, A
             "last_seq",
             "context_window",
             "fixed_tokens",
+            "tool_tokens",
             "reserved_output",
             "reasoning_reserve",
             "safety_margin",
@@ -81,11 +82,16 @@ def working_context(*, thread: Thread, overrides: dict[str, Any]) -> dict[str, A
         high=head["high_watermark"],
         low=head["low_watermark"],
     )
+    sections = plan.sections
+    if head["tool_tokens"]:
+        # The tool definitions' tokens (docs/design.md §4.4): inside `fixed` unless the agent
+        # gave fixed_tokens itself. Only a thread with tools has the section.
+        sections = {**sections, "tools": head["tool_tokens"]}
     return {
         "summary": summary,
         "events": plan.events,
         "read_until": read_until,
         "trimmed_units": plan.trimmed_units,
-        "budget": {**budget.as_dict(), "used": plan.used, "sections": plan.sections},
+        "budget": {**budget.as_dict(), "used": plan.used, "sections": sections},
         "needs_fold": plan.needs_fold,
     }

@@ -107,7 +107,8 @@ def _with_budget_use(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
             output_field=BigIntegerField(),
         ),
         available_tokens=F("context_window")
-        - F("fixed_tokens")
+        # The fixed input: the agent's own count, else its tools' (domain.budget.thread_budget).
+        - Case(When(fixed_tokens=0, then=F("tool_tokens")), default=F("fixed_tokens"))
         - F("reserved_output")
         - F("reasoning_reserve")
         - F("safety_margin"),

@@ -182,6 +182,7 @@ def _head(thread_id: Any) -> dict[str, Any]:
             "encoding",
             "context_window",
             "fixed_tokens",
+            "tool_tokens",
             "reserved_output",
             "reasoning_reserve",
             "safety_margin",

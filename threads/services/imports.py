@@ -26,7 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from threads.access import require_role
-from threads.domain.errors import DomainError, InvalidEvent, PayloadTooLarge
+from threads.domain.errors import DomainError, InvalidEvent, InvalidTools, PayloadTooLarge
 from threads.domain.events import NewEvent, normalize_event
 from threads.importers import (
     DEFAULT_SIDE_EFFECT_TOOLS,
@@ -43,6 +43,7 @@ from threads.services.audit import audit_record
 from threads.services.enqueue import IMPORT_TRACE, task_run_enqueue
 from threads.services.events import event_append_batch
 from threads.services.threads import thread_get_or_create
+from threads.services.tools import thread_tools_set
 
 BATCH_SIZE = 500
 # What a single malformed conversation raises while it is read, converted or appended. Anything
@@ -162,6 +163,12 @@ def conversation_import(
         thread_created=thread_created,
         thread_was_empty=thread.last_seq == 0,
     )
+    if conversation.tools:
+        # The same tools again (a re-import) write nothing (thread_tools_set is idempotent).
+        try:
+            thread_tools_set(thread=thread, tools=conversation.tools, actor_label="import_trace")
+        except (InvalidTools, PayloadTooLarge) as exc:
+            result.skipped.append(f"tools: {exc.message}")
     for start in range(0, len(normalized), BATCH_SIZE):
         try:
             appended = event_append_batch(

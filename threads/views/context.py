@@ -15,7 +15,7 @@ from threads import selectors
 from threads.domain.errors import BudgetTooSmall
 from threads.models import SummaryPhase, SummaryVersion, Thread
 from threads.views.common import HtmxHttpRequest, thread_for
-from threads.views.present import headline_and_body, is_long
+from threads.views.present import headline_and_body, is_long, repeat_rows, tool_rows
 from threads.views.threads import thread_tabs
 
 CHART_W, CHART_H = 760, 220
@@ -29,8 +29,13 @@ def budget_segments(budget: dict[str, Any], high: float, low: float) -> dict[str
     """
     window = max(int(budget["window"]), 1)
     sections = budget.get("sections", {})
+    fixed = int(budget["fixed"])
+    # The tool definitions are part of the fixed input (docs/design.md §4.4): their own segment,
+    # at most what `fixed` holds (an agent's own fixed_tokens may count them smaller).
+    tools = min(int(sections.get("tools", 0)), fixed)
     parts = [
-        ("fixed", "Fixed input", int(budget["fixed"])),
+        *([("tools", "Tool definitions", tools)] if "tools" in sections else []),
+        ("fixed", "Other fixed input" if "tools" in sections else "Fixed input", fixed - tools),
         ("summary", "Summary", int(sections.get("summary", 0))),
         ("events", "Events", int(sections.get("events", 0))),
     ]
@@ -42,7 +47,13 @@ def budget_segments(budget: dict[str, Any], high: float, low: float) -> dict[str
     ]
     free = max(window - used - sum(n for _, _, n in tail), 0)
     segments = [
-        {"key": key, "label": label, "tokens": n, "width": round(100 * n / window, 3)}
+        {
+            "key": key,
+            "label": label,
+            "tokens": n,
+            "width": round(100 * n / window, 3),
+            "share": n / window,
+        }
         for key, label, n in [*parts, ("free", "Free", free), *tail]
     ]
     available = max(int(budget["available"]), 0)
@@ -52,6 +63,7 @@ def budget_segments(budget: dict[str, Any], high: float, low: float) -> dict[str
 
     return {
         "segments": segments,
+        "tools_share": int(sections.get("tools", 0)) / window,
         "high_at": at(high),
         "low_at": at(low),
         "high_tokens": int(high * available),
@@ -174,6 +186,8 @@ def thread_context(request: HtmxHttpRequest, id: str) -> HttpResponse:
             }
         )
     versions = selectors.summary_versions_for_thread(thread=thread)
+    tools = selectors.thread_tools(thread=thread, definitions=False)
+    repeats = selectors.content_repeats(thread=thread)
     context.update(
         answer=answer,
         budget=budget,
@@ -181,6 +195,9 @@ def thread_context(request: HtmxHttpRequest, id: str) -> HttpResponse:
         events=events,
         use=(budget["used"] / budget["available"]) if budget["available"] > 0 else None,
         chart=token_chart(thread, versions, int(budget["available"])),
+        tools=tool_rows(tools, int(budget["window"])),
+        repeats=repeat_rows(repeats, {event["seq"] for event in answer["events"]}),
+        repeat_window=selectors.REPEAT_WINDOW,
         override_fields=[
             (name, name.replace("_", " "), overrides.get(name, ""))
             for name in selectors.CONTEXT_OVERRIDES

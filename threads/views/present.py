@@ -4,10 +4,12 @@ autoescape. Agent-written content is never marked safe and is rendered inside hx
 from __future__ import annotations
 
 import json
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from threads.domain.render import content_text
-from threads.models import Event
+from threads.domain.repeats import Repeat
+from threads.models import Event, ThreadTool
 
 # Bodies longer than this (or of more lines) are collapsed behind <details>, on every page.
 COLLAPSE_CHARS = 600
@@ -79,4 +81,38 @@ def present(event: Event) -> dict[str, Any]:
         "call_seq": event.data.get("call_seq"),
         "approval_seq": event.data.get("approval_seq"),
         "hash": event.hash,
+    }
+
+
+# Rows of the context page's repeated-content table; the rest are counted, not listed.
+REPEAT_ROWS = 50
+
+
+def tool_rows(tools: Iterable[ThreadTool], window: int) -> list[dict[str, Any]]:
+    """The thread's tools by cost, most expensive first, each with its share of the window."""
+    ordered = sorted(tools, key=lambda t: (-t.token_count, t.position))
+    return [
+        {"name": t.name, "tokens": t.token_count, "share": t.token_count / max(window, 1)}
+        for t in ordered
+    ]
+
+
+def repeat_rows(repeats: Sequence[Repeat], sent: Collection[int]) -> dict[str, Any]:
+    """The repeated-content table (most wasteful first, as given) and its totals; `sent` are
+    the seqs of the working context, where a repeat costs the agent its tokens now."""
+    return {
+        "rows": [
+            {
+                "seq": r.seq,
+                "kind": r.kind,
+                "first_seq": r.first_seq,
+                "tokens": r.tokens,
+                "sent": r.seq in sent,
+            }
+            for r in repeats[:REPEAT_ROWS]
+        ],
+        "count": len(repeats),
+        "more": max(len(repeats) - REPEAT_ROWS, 0),
+        "tokens": sum(r.tokens for r in repeats),
+        "sent_tokens": sum(r.tokens for r in repeats if r.seq in sent),
     }

@@ -90,6 +90,15 @@ def context(thread_id: str, budget: Mapping[str, int | None]) -> Call:
     return Call("GET", thread_path(thread_id, "context"), params=params)
 
 
+def set_tools(thread_id: str, tools: list[Mapping[str, Any]]) -> Call:
+    """PUT the thread's whole set of tool definitions (idempotent: safe to retry)."""
+    return Call("PUT", thread_path(thread_id, "tools"), json=[dict(tool) for tool in tools])
+
+
+def tools(thread_id: str) -> Call:
+    return Call("GET", thread_path(thread_id, "tools"))
+
+
 def events_page(thread_id: str, after: int, limit: int) -> Call:
     return Call("GET", thread_path(thread_id, "events"), params={"after": after, "limit": limit})
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -154,6 +154,18 @@ class AsyncThread:
         return await self._client._run(
             _api.wait_for_decision(self.id, approval_id, timeout, poll_interval)
         )
+
+    async def set_tools(self, tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """Replace the thread's tool definitions (`PUT .../tools/`, docs/api.md §2.4) with
+        `tools`, dicts in OpenAI Chat Completions, OpenAI Responses or Anthropic shape. Returns
+        the stored set: `tools` (each `name`, `token_count`, `definition`), `count`,
+        `token_total`, `encoding` and `changed` (false when the set was this one already)."""
+        return await self._client._call(_api.set_tools(self.id, list(tools)))
+
+    async def tools(self) -> dict[str, Any]:
+        """The thread's tool definitions with their token counts (`GET .../tools/`): `tools`,
+        `count`, `token_total`, `encoding`."""
+        return await self._client._call(_api.tools(self.id))
 
     async def integrity(self) -> dict[str, Any]:
         """The last chain verification's verdict."""

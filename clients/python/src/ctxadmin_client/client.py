@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -187,6 +187,18 @@ class Thread:
         return self._client._run(
             _api.wait_for_decision(self.id, approval_id, timeout, poll_interval)
         )
+
+    def set_tools(self, tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """Replace the thread's tool definitions (`PUT .../tools/`, docs/api.md §2.4) with
+        `tools`, dicts in OpenAI Chat Completions, OpenAI Responses or Anthropic shape. Returns
+        the stored set: `tools` (each `name`, `token_count`, `definition`), `count`,
+        `token_total`, `encoding` and `changed` (false when the set was this one already)."""
+        return self._client._call(_api.set_tools(self.id, list(tools)))
+
+    def tools(self) -> dict[str, Any]:
+        """The thread's tool definitions with their token counts (`GET .../tools/`): `tools`,
+        `count`, `token_total`, `encoding`."""
+        return self._client._call(_api.tools(self.id))
 
     def integrity(self) -> dict[str, Any]:
         """The last chain verification's verdict: `chain_ok`, `first_bad_seq`,
