@@ -58,8 +58,18 @@ def scripted_model() -> ToolFakeChatModel:
                 AIMessage(
                     content="Let me compute both.",
                     tool_calls=[
-                        {"name": "add", "args": {"a": 2, "b": 3}, "id": "call_a1", "type": "tool_call"},
-                        {"name": "add", "args": {"a": 40, "b": 2}, "id": "call_a2", "type": "tool_call"},
+                        {
+                            "name": "add",
+                            "args": {"a": 2, "b": 3},
+                            "id": "call_a1",
+                            "type": "tool_call",
+                        },
+                        {
+                            "name": "add",
+                            "args": {"a": 40, "b": 2},
+                            "id": "call_a2",
+                            "type": "tool_call",
+                        },
                     ],
                 ),
                 AIMessage(content="2+3=5 and 40+2=42."),

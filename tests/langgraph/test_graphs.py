@@ -79,9 +79,7 @@ def test_each_message_is_stored_once_in_the_log(server: Server, saver: CtxadminS
     assert LanggraphMessage.objects.filter(thread=thread).count() == len(messages)
     # 3 tool calls, 3 results, 2 user and 4 assistant messages: nothing appended twice.
     kinds = list(Event.objects.filter(thread=thread).values_list("kind", flat=True))
-    assert sorted(kinds) == sorted(
-        ["message"] * 6 + ["tool_call"] * 3 + ["tool_result"] * 3
-    )
+    assert sorted(kinds) == sorted(["message"] * 6 + ["tool_call"] * 3 + ["tool_result"] * 3)
     # No checkpoint row holds a message's content, and no blob holds the messages channel.
     contents = [str(m.content) for m in messages if len(str(m.content)) > 8]
     assert len(contents) >= 5
