@@ -14,6 +14,7 @@ from typing import Any
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
@@ -123,15 +124,15 @@ def approval_graph(checkpointer: Any) -> Any:
     return graph.compile(checkpointer=checkpointer)
 
 
-def run_script(checkpointer: Any) -> dict[str, tuple[Any, dict[str, Any]]]:
+def run_script(checkpointer: Any) -> dict[str, tuple[Any, RunnableConfig]]:
     """Two agent turns with tool calls; a paused approval resumed. Returns name -> (app,
     config) of each thread."""
     agent = agent_graph(checkpointer)
-    tools = {"configurable": {"thread_id": "tools-" + uuid.uuid4().hex[:8]}}
+    tools: RunnableConfig = {"configurable": {"thread_id": "tools-" + uuid.uuid4().hex[:8]}}
     agent.invoke({"messages": [HumanMessage("What's the weather in Paris?")]}, tools)
     agent.invoke({"messages": [HumanMessage("Compute 2+3 and 40+2")]}, tools)
     approval = approval_graph(checkpointer)
-    paused = {"configurable": {"thread_id": "hitl-" + uuid.uuid4().hex[:8]}}
+    paused: RunnableConfig = {"configurable": {"thread_id": "hitl-" + uuid.uuid4().hex[:8]}}
     approval.invoke({"messages": [HumanMessage("refund my order 42")]}, paused)
     approval.invoke(Command(resume="yes"), paused)
     return {"tools": (agent, tools), "approval": (approval, paused)}
@@ -158,7 +159,7 @@ def values_form(values: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def history(app: Any, config: dict[str, Any]) -> list[dict[str, Any]]:
+def history(app: Any, config: RunnableConfig) -> list[dict[str, Any]]:
     """get_state_history, newest first, with checkpoint ids replaced by their positions."""
     snapshots = list(app.get_state_history(config))
     position = {s.config["configurable"]["checkpoint_id"]: i for i, s in enumerate(snapshots)}

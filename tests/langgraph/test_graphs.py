@@ -4,9 +4,11 @@ messages are stored once, in the event log."""
 from __future__ import annotations
 
 import json
+
 import httpx
 from ctxadmin_client.langgraph import CtxadminSaver
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from tests.langgraph.conftest import Server
@@ -45,10 +47,11 @@ def test_a_paused_thread_shows_its_interrupt_as_in_memory(saver: CtxadminSaver) 
     results = []
     for checkpointer in (InMemorySaver(), saver):
         app = approval_graph(checkpointer)
-        config = {"configurable": {"thread_id": "paused-1"}}
+        config: RunnableConfig = {"configurable": {"thread_id": "paused-1"}}
         app.invoke({"messages": [HumanMessage("refund my order 42")]}, config)
         state = app.get_state(config)
         head = checkpointer.get_tuple(config)
+        assert head is not None and head.pending_writes is not None
         results.append(
             (
                 state.next,
@@ -73,8 +76,8 @@ def test_each_message_is_stored_once_in_the_log(server: Server, saver: CtxadminS
     assert len(messages) == 9 and checkpoints.count() == 10
 
     carrying = Event.objects.filter(thread=thread, metadata__has_key="langchain")
-    assert sorted(carrying.values_list("client_event_id", flat=True)) == sorted(
-        m.id for m in messages
+    assert sorted(str(i) for i in carrying.values_list("client_event_id", flat=True)) == sorted(
+        str(m.id) for m in messages
     )
     assert LanggraphMessage.objects.filter(thread=thread).count() == len(messages)
     # 3 tool calls, 3 results, 2 user and 4 assistant messages: nothing appended twice.

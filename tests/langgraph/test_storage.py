@@ -12,7 +12,8 @@ from ctxadmin_client.langgraph import CtxadminSaver
 from drf_spectacular.drainage import GENERATOR_STATS
 from drf_spectacular.generators import SchemaGenerator
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langgraph.checkpoint.base import empty_checkpoint
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import ChannelVersions, CheckpointMetadata, empty_checkpoint
 
 from tests import factories
 from tests.langgraph.conftest import Server
@@ -44,12 +45,12 @@ class OpaqueSerde:
         return data[1]
 
 
-def _put(saver: CtxadminSaver, thread_id: str, values: dict[str, Any], **kw: Any) -> dict:
+def _put(saver: CtxadminSaver, thread_id: str, values: dict[str, Any], **kw: Any) -> RunnableConfig:
     checkpoint = empty_checkpoint()
     checkpoint["channel_values"] = values
-    versions = {name: saver.get_next_version(None, None) for name in values}
+    versions: ChannelVersions = {name: saver.get_next_version(None, None) for name in values}
     checkpoint["channel_versions"] = versions
-    config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": "", **kw}}
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": "", **kw}}
     return saver.put(config, checkpoint, {"source": "loop", "step": 0, "parents": {}}, versions)
 
 
@@ -106,31 +107,32 @@ def test_people_cannot_use_the_agent_endpoints(server: Server) -> None:
     assert answer.status_code in (401, 403)
 
 
-def _mixed_thread(saver: CtxadminSaver, thread_id: str) -> list[dict]:
+def _mixed_thread(saver: CtxadminSaver, thread_id: str) -> list[RunnableConfig]:
     """Three checkpoints whose messages grow; the middle one with a run_id."""
     messages: list[Any] = [HumanMessage("refund order 7", id="h1")]
     configs = []
     parent: dict[str, Any] = {}
-    for step, added in enumerate(
+    steps: list[list[Any]] = [
+        [],
         [
-            [],
-            [
-                AIMessage(
-                    "",
-                    id="a1",
-                    tool_calls=[{"name": "refund", "args": {"order": 7}, "id": "c1"}],
-                )
-            ],
-            [ToolMessage("refunded", tool_call_id="c1", id="t1")],
-        ]
-    ):
+            AIMessage(
+                "",
+                id="a1",
+                tool_calls=[{"name": "refund", "args": {"order": 7}, "id": "c1"}],
+            )
+        ],
+        [ToolMessage("refunded", tool_call_id="c1", id="t1")],
+    ]
+    for step, added in enumerate(steps):
         messages = messages + added
         checkpoint = empty_checkpoint()
         checkpoint["channel_values"] = {"messages": messages, "count": step}
-        versions = {"messages": f"{step + 1}", "count": f"{step + 1}"}
+        versions: ChannelVersions = {"messages": f"{step + 1}", "count": f"{step + 1}"}
         checkpoint["channel_versions"] = versions
-        config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": "", **parent}}
-        metadata = {"source": "loop", "step": step, "parents": {}}
+        config: RunnableConfig = {
+            "configurable": {"thread_id": thread_id, "checkpoint_ns": "", **parent}
+        }
+        metadata: CheckpointMetadata = {"source": "loop", "step": step, "parents": {}}
         if step == 1:
             metadata["run_id"] = "run-1"
         stored = saver.put(config, checkpoint, metadata, versions)

@@ -81,7 +81,8 @@ class ValueSerializer(serializers.Serializer):
     channel = serializers.CharField(max_length=255)
     version = serializers.CharField(max_length=255, help_text="the channel version, as text")
     type = serializers.CharField(max_length=64, help_text="the serializer's type tag")
-    data = Base64Field()
+    # The stubs type Serializer.data (the rendered answer); here it is the bytes.
+    data = Base64Field()  # type: ignore[assignment]
 
 
 class MessageEntrySerializer(serializers.Serializer):
@@ -106,13 +107,15 @@ class WriteOutputSerializer(serializers.Serializer):
     idx = serializers.IntegerField()
     channel = serializers.CharField()
     type = serializers.CharField()
-    data = Base64Field()
+    # The stubs type Serializer.data (the rendered answer); here it is the bytes.
+    data = Base64Field()  # type: ignore[assignment]
 
 
 class ValueOutputSerializer(serializers.Serializer):
     channel = serializers.CharField()
     type = serializers.CharField()
-    data = Base64Field()
+    # The stubs type Serializer.data (the rendered answer); here it is the bytes.
+    data = Base64Field()  # type: ignore[assignment]
 
 
 class TupleOutputSerializer(serializers.Serializer):
@@ -363,7 +366,7 @@ class ThreadLanggraphWritesApi(APIView):
             idx = serializers.IntegerField(help_text="negative for special channels")
             channel = serializers.CharField(max_length=255)
             type = serializers.CharField(max_length=64)
-            data = Base64Field()
+            data = Base64Field()  # type: ignore[assignment]
 
         checkpoint_ns = serializers.CharField(max_length=255, allow_blank=True, default="")
         checkpoint_id = serializers.CharField(max_length=64)
