@@ -159,7 +159,12 @@ def test_delete_and_prune_keep_the_log_and_audit(server: Server, saver: Ctxadmin
     assert saver.get_tuple(configs[1]) is None and saver.get_tuple(configs[2]) is not None
 
     saver.prune(["keep-log"], strategy="keep_latest")
-    assert [t.config for t in saver.list(configs[0])] == [configs[2]]
+    assert [t.config for t in saver.list({"configurable": {"thread_id": "keep-log"}})] == [
+        configs[2]
+    ]
+    # A config naming a checkpoint lists that one only, as LangGraph's savers do.
+    assert [t.config for t in saver.list(configs[2])] == [configs[2]]
+    assert list(saver.list(configs[0])) == []
     latest = saver.get_tuple({"configurable": {"thread_id": "keep-log"}})
     assert latest is not None
     assert values_form(latest.checkpoint["channel_values"]) == values_form(

@@ -177,6 +177,7 @@ class ListFilterSerializer(serializers.Serializer):
     checkpoint_ns = serializers.CharField(
         required=False, allow_blank=True, help_text="one namespace; all when absent"
     )
+    checkpoint_id = serializers.CharField(required=False, help_text="only this checkpoint")
     before = serializers.CharField(required=False, help_text="checkpoint_ids below this one")
     filter = serializers.CharField(
         required=False, help_text="a JSON object: metadata keys and the values they must equal"
@@ -218,6 +219,7 @@ def _list(request: Request, external_id: str | None) -> Response:
         workspace=agent.workspace,
         external_id=external_id,
         checkpoint_ns=data.get("checkpoint_ns"),
+        checkpoint_id=data.get("checkpoint_id"),
         metadata_filter=data.get("filter"),
         before=data.get("before"),
         after_page=data.get("page_after"),

@@ -75,13 +75,14 @@ def lg_checkpoints_list(
     workspace: Workspace,
     external_id: str | None = None,
     checkpoint_ns: str | None = None,
+    checkpoint_id: str | None = None,
     metadata_filter: Mapping[str, Any] | None = None,
     before: str | None = None,
     after_page: tuple[str, int] | None = None,
     limit: int,
 ) -> list[LanggraphCheckpoint]:
     """Checkpoints newest first (checkpoint_id descending), at most `limit`: of one thread or the
-    whole workspace, one namespace or all, whose metadata has every key of `metadata_filter`
+    whole workspace, one namespace or all, only `checkpoint_id` when given, whose metadata has every key of `metadata_filter`
     equal, with a checkpoint_id below `before`. `after_page` (checkpoint_id, pk) continues a page.
     """
     rows: QuerySet[LanggraphCheckpoint] = LanggraphCheckpoint.objects.filter(
@@ -91,6 +92,8 @@ def lg_checkpoints_list(
         rows = rows.filter(thread__external_id=external_id)
     if checkpoint_ns is not None:
         rows = rows.filter(checkpoint_ns=checkpoint_ns)
+    if checkpoint_id is not None:
+        rows = rows.filter(checkpoint_id=checkpoint_id)
     if before is not None:
         rows = rows.filter(checkpoint_id__lt=before)
     if after_page is not None:

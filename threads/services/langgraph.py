@@ -117,21 +117,15 @@ def _lock(thread: Thread) -> Thread:
     )
 
 
-def _contents_store(values: Iterable[ValueIn]) -> dict[str, str]:
-    """Store each distinct content once; returns the sha256 of each value's bytes by id()."""
-    digests: dict[str, bytes] = {}
-    for value in values:
-        digests.setdefault(hashlib.sha256(value.data).hexdigest(), value.data)
+def _values_store(thread: Thread, checkpoint_ns: str, values: Sequence[ValueIn]) -> None:
+    """Each distinct content once, then a version row per (channel, version) pointing at it;
+    the first row stored for a version wins, as with LangGraph's own savers."""
+    digests = [hashlib.sha256(value.data).hexdigest() for value in values]
+    contents = {digest: value.data for digest, value in zip(digests, values, strict=True)}
     LanggraphContent.objects.bulk_create(
-        [LanggraphContent(sha256=d, data=data, size=len(data)) for d, data in digests.items()],
+        [LanggraphContent(sha256=d, data=data, size=len(data)) for d, data in contents.items()],
         ignore_conflicts=True,
     )
-    return {d: d for d in digests}
-
-
-def _values_store(thread: Thread, checkpoint_ns: str, values: Sequence[ValueIn]) -> None:
-    """A version row per (channel, version); the first one stored wins, as LangGraph's savers do."""
-    _contents_store(values)
     LanggraphChannelVersion.objects.bulk_create(
         [
             LanggraphChannelVersion(
@@ -140,9 +134,9 @@ def _values_store(thread: Thread, checkpoint_ns: str, values: Sequence[ValueIn])
                 channel=value.channel,
                 version=value.version,
                 type=value.type,
-                content_id=hashlib.sha256(value.data).hexdigest(),
+                content_id=digest,
             )
-            for value in values
+            for digest, value in zip(digests, values, strict=True)
         ],
         ignore_conflicts=True,
     )

@@ -351,6 +351,8 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
         params: dict[str, Any] = {"limit": limit, "page_after": page_after}
         if checkpoint_ns is not None:
             params["checkpoint_ns"] = str(checkpoint_ns)
+        if config is not None and get_checkpoint_id(config):
+            params["checkpoint_id"] = get_checkpoint_id(config)
         if before is not None:
             params["before"] = get_checkpoint_id(before)
         if filter:
