@@ -82,9 +82,9 @@ def lg_checkpoints_list(
     limit: int,
 ) -> list[LanggraphCheckpoint]:
     """Checkpoints newest first (checkpoint_id descending), at most `limit`: of one thread or the
-    whole workspace, one namespace or all, only `checkpoint_id` when given, whose metadata has every key of `metadata_filter`
-    equal, with a checkpoint_id below `before`. `after_page` (checkpoint_id, pk) continues a page.
-    """
+    whole workspace, one namespace or all, only `checkpoint_id` when given, whose metadata has
+    every key of `metadata_filter` equal, with a checkpoint_id below `before`. `after_page`
+    (checkpoint_id, pk) continues a page."""
     rows: QuerySet[LanggraphCheckpoint] = LanggraphCheckpoint.objects.filter(
         thread__workspace=workspace
     ).select_related("thread")
