@@ -526,3 +526,127 @@ class TraceImport(models.Model):
 
     def __str__(self) -> str:
         return f"import {self.id} {self.format} {self.state}"
+
+
+# --- LangGraph checkpointer storage (docs/design.md §15) -------------------------------------
+# What ctxadmin_client.langgraph.CtxadminSaver sends, stored as sent: channel values and pending
+# writes are opaque bytes (never decoded here), checkpoint and metadata are JSON. The `messages`
+# channel is not stored here at all: its messages are mirrored into the thread's event log, and
+# a version row refers to them there.
+
+
+class LanggraphContent(models.Model):
+    """The bytes of a channel value, once per content: keyed by their SHA-256."""
+
+    sha256 = models.CharField(max_length=64, primary_key=True)
+    data = models.BinaryField()
+    size = models.PositiveBigIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.sha256[:12]} ({self.size} bytes)"
+
+
+class LanggraphChannelVersion(models.Model):
+    """One version of one channel: serialised bytes (`content`), or for a mirrored `messages`
+    channel a reference to the log — every mirrored message up to `messages_until_seq`, or the
+    explicit `message_seqs` (the seqs of the events carrying each message, in order)."""
+
+    thread = models.ForeignKey(Thread, on_delete=models.PROTECT, related_name="lg_versions")
+    checkpoint_ns = models.CharField(max_length=255, blank=True, default="")
+    channel = models.CharField(max_length=255)
+    version = models.CharField(max_length=255)
+    type = models.CharField(max_length=64)
+    content = models.ForeignKey(
+        LanggraphContent, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    messages_until_seq = models.PositiveBigIntegerField(null=True, blank=True)
+    message_seqs = models.JSONField(null=True, blank=True)
+    cursor = models.PositiveBigIntegerField(default=0)  # the last mirrored seq it refers to
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread", "checkpoint_ns", "channel", "version"],
+                name="lg_version_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id} {self.checkpoint_ns}/{self.channel}@{self.version}"
+
+
+class LanggraphMessage(models.Model):
+    """Where a mirrored LangChain message is in the log: the event carrying it (`seq`) and its
+    last event (`last_seq`, after its tool calls). An index of the log, never a copy."""
+
+    thread = models.ForeignKey(Thread, on_delete=models.PROTECT, related_name="lg_messages")
+    message_id = models.CharField(max_length=200)
+    digest = models.CharField(max_length=64)  # of the message's JSON form
+    seq = models.PositiveBigIntegerField()
+    last_seq = models.PositiveBigIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread", "message_id", "digest"], name="lg_message_unique"
+            ),
+        ]
+        indexes = [models.Index(fields=["thread", "last_seq"])]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id} {self.message_id} @{self.seq}"
+
+
+class LanggraphCheckpoint(models.Model):
+    """A LangGraph checkpoint: its JSON without channel values, its metadata, and the ctxadmin
+    Checkpoint (label `langgraph:<checkpoint_id>`) that lists it among the thread's."""
+
+    thread = models.ForeignKey(Thread, on_delete=models.PROTECT, related_name="lg_checkpoints")
+    checkpoint_ns = models.CharField(max_length=255, blank=True, default="")
+    checkpoint_id = models.CharField(max_length=64)
+    parent_checkpoint_id = models.CharField(max_length=64, blank=True, default="")
+    checkpoint = models.JSONField()
+    metadata = models.JSONField(default=dict)
+    run_id = models.CharField(max_length=200, blank=True, default="", db_index=True)
+    cursor = models.PositiveBigIntegerField(default=0)  # the last mirrored seq it stands on
+    ctxadmin_checkpoint = models.OneToOneField(
+        Checkpoint, on_delete=models.PROTECT, related_name="langgraph"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread", "checkpoint_ns", "checkpoint_id"], name="lg_checkpoint_unique"
+            ),
+        ]
+        indexes = [models.Index(fields=["thread", "checkpoint_ns", "-checkpoint_id"])]
+
+    def __str__(self) -> str:
+        return f"langgraph:{self.checkpoint_id}"
+
+
+class LanggraphWrite(models.Model):
+    """A pending write of a task after checkpoint `checkpoint_id`, as serialised bytes."""
+
+    thread = models.ForeignKey(Thread, on_delete=models.PROTECT, related_name="lg_writes")
+    checkpoint_ns = models.CharField(max_length=255, blank=True, default="")
+    checkpoint_id = models.CharField(max_length=64)
+    task_id = models.CharField(max_length=200)
+    task_path = models.CharField(max_length=500, blank=True, default="")
+    idx = models.IntegerField()
+    channel = models.CharField(max_length=255)
+    type = models.CharField(max_length=64)
+    data = models.BinaryField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
+                name="lg_write_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.checkpoint_id} {self.task_id}[{self.idx}] {self.channel}"

@@ -92,3 +92,45 @@ urlpatterns += [
     path("imports/", imports.ImportCreateApi.as_view(), name="imports"),
     path("imports/<str:id>/", imports.ImportDetailApi.as_view(), name="import-detail"),
 ]
+
+# The LangGraph checkpointer (docs/api.md §14).
+from threads.api import langgraph  # noqa: E402
+
+urlpatterns += [
+    path(
+        "threads/<str:id>/langgraph/",
+        langgraph.ThreadLanggraphApi.as_view(),
+        name="thread-langgraph",
+    ),
+    path(
+        "threads/<str:id>/langgraph/checkpoints/",
+        langgraph.ThreadLanggraphCheckpointsApi.as_view(),
+        name="thread-langgraph-checkpoints",
+    ),
+    path(
+        "threads/<str:id>/langgraph/checkpoints/<str:checkpoint_id>/",
+        langgraph.ThreadLanggraphCheckpointApi.as_view(),
+        name="thread-langgraph-checkpoint",
+    ),
+    path(
+        "threads/<str:id>/langgraph/writes/",
+        langgraph.ThreadLanggraphWritesApi.as_view(),
+        name="thread-langgraph-writes",
+    ),
+    path(
+        "threads/<str:id>/langgraph/copy/",
+        langgraph.ThreadLanggraphCopyApi.as_view(),
+        name="thread-langgraph-copy",
+    ),
+    path(
+        "langgraph/checkpoints/",
+        langgraph.LanggraphCheckpointsApi.as_view(),
+        name="langgraph-checkpoints",
+    ),
+    path("langgraph/prune/", langgraph.LanggraphPruneApi.as_view(), name="langgraph-prune"),
+    path(
+        "langgraph/delete-for-runs/",
+        langgraph.LanggraphDeleteForRunsApi.as_view(),
+        name="langgraph-delete-for-runs",
+    ),
+]

@@ -1,0 +1,544 @@
+"""A LangGraph checkpointer backed by ctxadmin: `CtxadminSaver`.
+
+    from ctxadmin_client.langgraph import CtxadminSaver
+    saver = CtxadminSaver.from_url("https://ctxadmin.example.com", api_key)
+    graph = builder.compile(checkpointer=saver)
+    graph.invoke(inputs, {"configurable": {"thread_id": "order-10086"}})
+
+A LangGraph `thread_id` is the ctxadmin thread's `external_id` (created on the first put).
+Channel values and pending writes are serialised by LangGraph's own serializer (`self.serde`)
+and sent as bytes, which ctxadmin stores and returns unchanged; it never decodes them. The
+`messages` channel of the root graph, when it holds LangChain messages, is sent as their JSON
+forms (`message_to_dict`) instead and mirrored into the thread's event log, each message once:
+a checkpoint refers to the log rather than holding another copy of the list. Only the messages
+the log may not hold yet are sent.
+
+Needs the `langgraph` extra (`pip install "ctxadmin-client[langgraph]"`); importing
+`ctxadmin_client` alone does not import LangGraph.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import random
+import threading
+from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_serializable_checkpoint_metadata,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from ctxadmin_client import _api
+from ctxadmin_client._http import Call
+from ctxadmin_client.async_client import AsyncClient
+from ctxadmin_client.client import Client
+from ctxadmin_client.errors import CtxadminError, NotFoundError
+
+__all__ = ["CtxadminSaver"]
+
+T = TypeVar("T")
+Operation = Generator[Call, Any, T]
+
+MESSAGES_CHANNEL = "messages"
+PAGE = 100  # the server's largest page of checkpoints
+# LangChain message types that have an event form in the log
+MIRRORED_TYPES = ("human", "system", "ai", "AIMessageChunk", "tool", "chat")
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _digest(form: Mapping[str, Any]) -> str:
+    """SHA-256 of a message's JSON form, keys sorted: what the server computes too."""
+    text = json.dumps(form, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _mirrorable(value: Any) -> list[tuple[str, str, dict[str, Any]]] | None:
+    """(id, digest, JSON form) of each message when `value` is a list of LangChain messages the
+    log can hold (each with an id, every tool message answering an earlier call once); None
+    otherwise, and the channel is stored as bytes."""
+    if not isinstance(value, list):
+        return None
+    entries = []
+    calls: set[str] = set()
+    answered: set[str] = set()
+    for message in value:
+        if not isinstance(message, BaseMessage) or not message.id:
+            return None
+        if message.type not in MIRRORED_TYPES:
+            return None
+        if message.type in ("ai", "AIMessageChunk"):
+            calls.update(str(call.get("id")) for call in getattr(message, "tool_calls", []))
+        elif message.type == "tool":
+            call_id = str(getattr(message, "tool_call_id", ""))
+            if call_id not in calls or call_id in answered:
+                return None
+            answered.add(call_id)
+        form = message_to_dict(message)
+        try:
+            entries.append((str(message.id), _digest(form), form))
+        except (TypeError, ValueError):
+            return None
+    return entries
+
+
+def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+class CtxadminSaver(BaseCheckpointSaver[str]):
+    """LangGraph's `BaseCheckpointSaver` over ctxadmin's REST API, sync and async.
+
+    Args:
+        client: a `Client` (the sync methods use it; the async ones run it in a worker thread
+            unless an `AsyncClient` is also at hand) or an `AsyncClient` (the async methods use
+            it; the sync ones a `Client` made with the same URL and key).
+        serde: LangGraph's serializer for channel values and writes (its default when None).
+
+    `CtxadminSaver.from_url(base_url, api_key, **kw)` makes both clients (`kw`: `timeout`,
+    `retries`).
+    """
+
+    def __init__(
+        self, client: Client | AsyncClient, *, serde: SerializerProtocol | None = None
+    ) -> None:
+        super().__init__(serde=serde)
+        self._client: Client | None = client if isinstance(client, Client) else None
+        self._async_client: AsyncClient | None = client if isinstance(client, AsyncClient) else None
+        # thread_id -> {message id: digest} of the messages its log is known to hold
+        self._mirrored: dict[str, dict[str, str]] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_url(cls, base_url: str, api_key: str, **kw: Any) -> CtxadminSaver:
+        saver = cls(Client(base_url, api_key, **kw))
+        saver._async_client = AsyncClient(base_url, api_key, **kw)
+        return saver
+
+    # --- transport -------------------------------------------------------------------------
+
+    def _sync_client(self) -> Client:
+        if self._client is None:
+            assert self._async_client is not None
+            http = self._async_client._http.client
+            key = http.headers["Authorization"].partition(" ")[2]
+            self._client = Client(str(http.base_url), key)
+        return self._client
+
+    def _run(self, operation: Operation[T]) -> T:
+        """Drive an operation with blocking requests; an error answer is raised inside it, so
+        that it may answer with another request."""
+        http = self._sync_client()._http
+        step = next(operation)
+        while True:
+            try:
+                answer = http.request(step)
+            except CtxadminError as exc:
+                try:
+                    step = operation.throw(exc)
+                except StopIteration as done:
+                    return done.value
+                continue
+            try:
+                step = operation.send(answer)
+            except StopIteration as done:
+                return done.value
+
+    async def _arun(self, operation: Operation[T]) -> T:
+        if self._async_client is None:
+            return await asyncio.to_thread(self._run, operation)
+        http = self._async_client._http
+        step = next(operation)
+        while True:
+            try:
+                answer = await http.request(step)
+            except CtxadminError as exc:
+                try:
+                    step = operation.throw(exc)
+                except StopIteration as done:
+                    return done.value
+                continue
+            try:
+                step = operation.send(answer)
+            except StopIteration as done:
+                return done.value
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+    async def aclose(self) -> None:
+        if self._async_client is not None:
+            await self._async_client.close()
+        self.close()
+
+    # --- operations, written once for both ---------------------------------------------------
+
+    def _put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Operation[RunnableConfig]:
+        configurable = config["configurable"]
+        thread_id = str(configurable["thread_id"])
+        checkpoint_ns = str(configurable.get("checkpoint_ns") or "")
+        values = checkpoint["channel_values"]
+        blobs: list[dict[str, Any]] = []
+        mirrored: tuple[str, str, Any, list[tuple[str, str, dict[str, Any]]]] | None = None
+        for channel, version in new_versions.items():
+            if channel not in values:
+                blobs.append(
+                    {"channel": channel, "version": str(version), "type": "empty", "data": ""}
+                )
+                continue
+            entries = (
+                _mirrorable(values[channel])
+                if channel == MESSAGES_CHANNEL and checkpoint_ns == ""
+                else None
+            )
+            if entries is not None:
+                mirrored = (channel, str(version), values[channel], entries)
+            else:
+                blobs.append(self._blob(channel, version, values[channel]))
+        body: dict[str, Any] = {
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint["id"],
+            "parent_checkpoint_id": configurable.get("checkpoint_id") or "",
+            "checkpoint": {k: v for k, v in checkpoint.items() if k != "channel_values"},
+            "metadata": get_serializable_checkpoint_metadata(config, metadata),
+        }
+        path = _api.thread_path(thread_id, "langgraph", "checkpoints")
+        # "known": leave out the forms the log holds; "all": send every form; "bytes": the
+        # server cannot mirror these messages, store the channel as bytes.
+        mode = "known" if mirrored is not None else "bytes"
+        while True:
+            body["values"] = list(blobs)
+            body["messages"] = None
+            if mirrored is not None:
+                channel, version, value, entries = mirrored
+                if mode == "bytes":
+                    body["values"].append(self._blob(channel, version, value))
+                else:
+                    body["messages"] = {
+                        "channel": channel,
+                        "version": version,
+                        "entries": self._entries(thread_id, entries, everything=mode == "all"),
+                    }
+            try:
+                yield Call("POST", path, json=body)
+            except CtxadminError as exc:
+                if mode == "known" and exc.code == "messages_missing":
+                    mode = "all"
+                    continue
+                if mode != "bytes" and exc.code == "messages_not_mirrored":
+                    mode = "bytes"
+                    continue
+                raise
+            break
+        if mirrored is not None and mode != "bytes":
+            with self._lock:
+                known = self._mirrored.setdefault(thread_id, {})
+                known.update((message_id, digest) for message_id, digest, _ in mirrored[3])
+        return _config(thread_id, checkpoint_ns, checkpoint["id"])
+
+    def _blob(self, channel: str, version: Any, value: Any) -> dict[str, Any]:
+        type_, data = self.serde.dumps_typed(value)
+        return {"channel": channel, "version": str(version), "type": type_, "data": _b64(data)}
+
+    def _entries(
+        self, thread_id: str, entries: list[tuple[str, str, dict[str, Any]]], *, everything: bool
+    ) -> list[dict[str, Any]]:
+        with self._lock:
+            known = dict(self._mirrored.get(thread_id, {}))
+        return [
+            {"id": message_id, "digest": digest}
+            if not everything and known.get(message_id) == digest
+            else {"id": message_id, "digest": digest, "message": form}
+            for message_id, digest, form in entries
+        ]
+
+    def _put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+    ) -> Operation[None]:
+        configurable = config["configurable"]
+        body_writes = []
+        for idx, (channel, value) in enumerate(writes):
+            type_, data = self.serde.dumps_typed(value)
+            body_writes.append(
+                {
+                    # Special channels (error, interrupt, resume...) have fixed negative indexes.
+                    "idx": WRITES_IDX_MAP.get(channel, idx),
+                    "channel": channel,
+                    "type": type_,
+                    "data": _b64(data),
+                }
+            )
+        yield Call(
+            "POST",
+            _api.thread_path(str(configurable["thread_id"]), "langgraph", "writes"),
+            json={
+                "checkpoint_ns": str(configurable.get("checkpoint_ns") or ""),
+                "checkpoint_id": configurable["checkpoint_id"],
+                "task_id": task_id,
+                "task_path": task_path,
+                "writes": body_writes,
+            },
+        )
+
+    def _get_tuple(self, config: RunnableConfig) -> Operation[CheckpointTuple | None]:
+        configurable = config["configurable"]
+        checkpoint_id = get_checkpoint_id(config) or "latest"
+        try:
+            answer = yield Call(
+                "GET",
+                _api.thread_path(
+                    str(configurable["thread_id"]),
+                    "langgraph",
+                    "checkpoints",
+                    quote(str(checkpoint_id), safe=""),
+                ),
+                params={"checkpoint_ns": str(configurable.get("checkpoint_ns") or "")},
+            )
+        except NotFoundError:
+            return None
+        return self._tuple(answer)
+
+    def _page(
+        self,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int,
+        page_after: str | None,
+    ) -> Call:
+        configurable = (config or {}).get("configurable", {})
+        thread_id = configurable.get("thread_id")
+        path = (
+            _api.thread_path(str(thread_id), "langgraph", "checkpoints")
+            if thread_id is not None
+            else f"{_api.API}/langgraph/checkpoints/"
+        )
+        checkpoint_ns = configurable.get("checkpoint_ns")
+        params: dict[str, Any] = {"limit": limit, "page_after": page_after}
+        if checkpoint_ns is not None:
+            params["checkpoint_ns"] = str(checkpoint_ns)
+        if config is not None and get_checkpoint_id(config):
+            params["checkpoint_id"] = get_checkpoint_id(config)
+        if before is not None:
+            params["before"] = get_checkpoint_id(before)
+        if filter:
+            params["filter"] = json.dumps(filter)
+        return Call("GET", path, params=params)
+
+    def _tuple(self, answer: Mapping[str, Any]) -> CheckpointTuple:
+        values: dict[str, Any] = {}
+        for value in answer["values"]:
+            if value["type"] != "empty":
+                values[value["channel"]] = self.serde.loads_typed(
+                    (value["type"], base64.b64decode(value["data"]))
+                )
+        for channel, forms in answer["messages"].items():
+            values[channel] = messages_from_dict(forms)
+        checkpoint: Any = {**answer["checkpoint"], "channel_values": values}
+        thread_id, checkpoint_ns = answer["thread_id"], answer["checkpoint_ns"]
+        parent = answer.get("parent_checkpoint_id")
+        return CheckpointTuple(
+            config=_config(thread_id, checkpoint_ns, answer["checkpoint_id"]),
+            checkpoint=checkpoint,
+            metadata=answer["metadata"],
+            parent_config=_config(thread_id, checkpoint_ns, parent) if parent else None,
+            pending_writes=[
+                (
+                    write["task_id"],
+                    write["channel"],
+                    self.serde.loads_typed((write["type"], base64.b64decode(write["data"]))),
+                )
+                for write in answer["writes"]
+            ],
+        )
+
+    @staticmethod
+    def _call(call: Call) -> Operation[Any]:
+        return (yield call)
+
+    def _copy(self, source_thread_id: str, target_thread_id: str) -> Call:
+        return Call(
+            "POST",
+            _api.thread_path(str(source_thread_id), "langgraph", "copy"),
+            json={"target_thread_id": str(target_thread_id)},
+        )
+
+    @staticmethod
+    def _prune(thread_ids: Sequence[str], strategy: str) -> Call:
+        return Call(
+            "POST",
+            f"{_api.API}/langgraph/prune/",
+            json={"thread_ids": [str(t) for t in thread_ids], "strategy": strategy},
+        )
+
+    @staticmethod
+    def _delete_for_runs(run_ids: Sequence[str]) -> Call:
+        return Call(
+            "POST", f"{_api.API}/langgraph/delete-for-runs/", json={"run_ids": list(run_ids)}
+        )
+
+    @staticmethod
+    def _delete_thread(thread_id: str) -> Call:
+        return Call("DELETE", _api.thread_path(str(thread_id), "langgraph"))
+
+    # --- BaseCheckpointSaver, sync -----------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._run(self._get_tuple(config))
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        left, page_after = limit, None
+        while left is None or left > 0:
+            size = PAGE if left is None else min(PAGE, left)
+            answer = self._run(self._call(self._page(config, filter, before, size, page_after)))
+            for item in answer["checkpoints"]:
+                yield self._tuple(item)
+            if left is not None:
+                left -= len(answer["checkpoints"])
+            page_after = answer["next"]
+            if page_after is None:
+                return
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return self._run(self._put(config, checkpoint, metadata, new_versions))
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        self._run(self._put_writes(config, writes, task_id, task_path))
+
+    def delete_thread(self, thread_id: str) -> None:
+        self._run(self._call(self._delete_thread(thread_id)))
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self._run(self._call(self._copy(source_thread_id, target_thread_id)))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        if thread_ids:
+            self._run(self._call(self._prune(thread_ids, strategy)))
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        if run_ids:
+            self._run(self._call(self._delete_for_runs(run_ids)))
+
+    # --- BaseCheckpointSaver, async ----------------------------------------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await self._arun(self._get_tuple(config))
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        left, page_after = limit, None
+        while left is None or left > 0:
+            size = PAGE if left is None else min(PAGE, left)
+            call = self._page(config, filter, before, size, page_after)
+            answer = await self._arun(self._call(call))
+            for item in answer["checkpoints"]:
+                yield self._tuple(item)
+            if left is not None:
+                left -= len(answer["checkpoints"])
+            page_after = answer["next"]
+            if page_after is None:
+                return
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await self._arun(self._put(config, checkpoint, metadata, new_versions))
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await self._arun(self._put_writes(config, writes, task_id, task_path))
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await self._arun(self._call(self._delete_thread(thread_id)))
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await self._arun(self._call(self._copy(source_thread_id, target_thread_id)))
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        if thread_ids:
+            await self._arun(self._call(self._prune(thread_ids, strategy)))
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        if run_ids:
+            await self._arun(self._call(self._delete_for_runs(run_ids)))
+
+    # --- versions ------------------------------------------------------------------------
+
+    def get_next_version(self, current: str | int | float | None, channel: None) -> str:
+        """`<counter, 32 digits>.<random>`: the counter orders versions, the random part keeps
+        two writers' versions apart, as LangGraph's own savers do."""
+        if current is None:
+            counter = 0
+        elif isinstance(current, int | float):
+            counter = int(current)
+        else:
+            counter = int(str(current).split(".")[0])
+        return f"{counter + 1:032}.{random.random():016}"

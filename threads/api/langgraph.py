@@ -1,0 +1,523 @@
+"""The LangGraph checkpointer's endpoints (docs/api.md §14), called by
+`ctxadmin_client.langgraph.CtxadminSaver` with a workspace's agent key.
+
+A LangGraph `thread_id` is the thread's `external_id` (the `{id}` of these routes; never its
+UUID). Channel values and writes travel as base64 of the bytes LangGraph serialised, and come
+back byte-identical: nothing here decodes them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from threads.api.auth import require_agent
+from threads.api.serializers import ErrorSerializer
+from threads.domain.errors import NotFound
+from threads.selectors.langgraph import (
+    LanggraphTuple,
+    lg_checkpoint_get,
+    lg_checkpoints_list,
+    lg_thread_get,
+    lg_tuple,
+)
+from threads.services.langgraph import (
+    PRUNE_STRATEGIES,
+    MessageIn,
+    MessagesIn,
+    ValueIn,
+    WriteIn,
+    langgraph_checkpoint_put,
+    langgraph_runs_delete,
+    langgraph_thread_copy,
+    langgraph_thread_delete,
+    langgraph_threads_prune,
+    langgraph_writes_put,
+)
+
+MAX_PAGE = 100
+ERRORS = {
+    400: ErrorSerializer,
+    401: ErrorSerializer,
+    403: ErrorSerializer,
+    404: ErrorSerializer,
+    409: ErrorSerializer,
+    422: ErrorSerializer,
+}
+THREAD_ID = OpenApiParameter(
+    "id",
+    str,
+    OpenApiParameter.PATH,
+    description="the LangGraph thread_id: the thread's external_id",
+)
+
+
+@extend_schema_field(OpenApiTypes.BYTE)
+class Base64Field(serializers.Field):
+    """Bytes as standard base64 text."""
+
+    def to_internal_value(self, data: Any) -> bytes:
+        if not isinstance(data, str):
+            raise serializers.ValidationError("must be a base64 string")
+        try:
+            return base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise serializers.ValidationError("is not valid base64") from exc
+
+    def to_representation(self, value: bytes) -> str:
+        return base64.b64encode(value).decode("ascii")
+
+
+class ValueSerializer(serializers.Serializer):
+    channel = serializers.CharField(max_length=255)
+    version = serializers.CharField(max_length=255, help_text="the channel version, as text")
+    type = serializers.CharField(max_length=64, help_text="the serializer's type tag")
+    # The stubs type Serializer.data (the rendered answer); here it is the bytes.
+    data = Base64Field()  # type: ignore[assignment]
+
+
+class MessageEntrySerializer(serializers.Serializer):
+    id = serializers.CharField(max_length=180, help_text="the LangChain message id")
+    digest = serializers.RegexField(r"^[0-9a-f]{64}$", help_text="SHA-256 of its JSON form")
+    message = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="`message_to_dict` form; may be left out when the log holds it already",
+    )
+
+
+class MessagesSerializer(serializers.Serializer):
+    channel = serializers.CharField(max_length=255)
+    version = serializers.CharField(max_length=255)
+    entries = MessageEntrySerializer(many=True)
+
+
+class WriteOutputSerializer(serializers.Serializer):
+    task_id = serializers.CharField()
+    task_path = serializers.CharField()
+    idx = serializers.IntegerField()
+    channel = serializers.CharField()
+    type = serializers.CharField()
+    # The stubs type Serializer.data (the rendered answer); here it is the bytes.
+    data = Base64Field()  # type: ignore[assignment]
+
+
+class ValueOutputSerializer(serializers.Serializer):
+    channel = serializers.CharField()
+    type = serializers.CharField()
+    # The stubs type Serializer.data (the rendered answer); here it is the bytes.
+    data = Base64Field()  # type: ignore[assignment]
+
+
+class TupleOutputSerializer(serializers.Serializer):
+    """A checkpoint as the saver rebuilds its CheckpointTuple."""
+
+    class Meta:
+        ref_name = "LanggraphTuple"
+
+    thread_id = serializers.CharField()
+    checkpoint_ns = serializers.CharField(allow_blank=True)
+    checkpoint_id = serializers.CharField()
+    parent_checkpoint_id = serializers.CharField(allow_null=True)
+    checkpoint = serializers.DictField(help_text="the checkpoint without channel_values")
+    metadata = serializers.DictField()
+    values = ValueOutputSerializer(many=True)
+    messages = serializers.DictField(
+        child=serializers.ListField(child=serializers.DictField()),
+        help_text="channel -> the JSON forms of its messages, read from the log",
+    )
+    writes = WriteOutputSerializer(many=True)
+    cursor = serializers.IntegerField(help_text="the last mirrored seq it stands on")
+    ctxadmin_checkpoint = serializers.IntegerField(help_text="its ctxadmin checkpoint's id")
+
+
+def _tuple_json(found: LanggraphTuple) -> dict[str, Any]:
+    row = found.row
+    return {
+        "thread_id": found.external_id,
+        "checkpoint_ns": row.checkpoint_ns,
+        "checkpoint_id": row.checkpoint_id,
+        "parent_checkpoint_id": row.parent_checkpoint_id or None,
+        "checkpoint": row.checkpoint,
+        "metadata": row.metadata,
+        "values": [
+            {"channel": c, "type": t, "data": base64.b64encode(d).decode("ascii")}
+            for c, t, d in found.values
+        ],
+        "messages": found.messages,
+        "writes": [
+            {
+                "task_id": w.task_id,
+                "task_path": w.task_path,
+                "idx": w.idx,
+                "channel": w.channel,
+                "type": w.type,
+                "data": base64.b64encode(bytes(w.data)).decode("ascii"),
+            }
+            for w in found.writes
+        ],
+        "cursor": row.cursor,
+        "ctxadmin_checkpoint": row.ctxadmin_checkpoint_id,
+    }
+
+
+class ListFilterSerializer(serializers.Serializer):
+    class Meta:
+        ref_name = "LanggraphListFilter"
+
+    checkpoint_ns = serializers.CharField(
+        required=False, allow_blank=True, help_text="one namespace; all when absent"
+    )
+    checkpoint_id = serializers.CharField(required=False, help_text="only this checkpoint")
+    before = serializers.CharField(required=False, help_text="checkpoint_ids below this one")
+    filter = serializers.CharField(
+        required=False, help_text="a JSON object: metadata keys and the values they must equal"
+    )
+    limit = serializers.IntegerField(min_value=1, max_value=MAX_PAGE, default=MAX_PAGE)
+    page_after = serializers.CharField(required=False, help_text="the `next` of the previous page")
+
+    def validate_filter(self, value: str) -> dict[str, Any]:
+        try:
+            parsed = json.loads(value)
+        except ValueError as exc:
+            raise serializers.ValidationError("must be a JSON object") from exc
+        if not isinstance(parsed, dict):
+            raise serializers.ValidationError("must be a JSON object")
+        return parsed
+
+    def validate_page_after(self, value: str) -> tuple[str, int]:
+        checkpoint_id, _, pk = value.rpartition(":")
+        if not checkpoint_id or not pk.isdigit():
+            raise serializers.ValidationError("must be the `next` of a previous page")
+        return checkpoint_id, int(pk)
+
+
+class PageOutputSerializer(serializers.Serializer):
+    class Meta:
+        ref_name = "LanggraphPage"
+
+    checkpoints = TupleOutputSerializer(many=True)
+    next = serializers.CharField(allow_null=True, help_text="pass as `page_after`; null at the end")
+
+
+def _list(request: Request, external_id: str | None) -> Response:
+    agent = require_agent(request, "read LangGraph checkpoints")
+    query = ListFilterSerializer(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    data = query.validated_data
+    limit = data["limit"]
+    rows = lg_checkpoints_list(
+        workspace=agent.workspace,
+        external_id=external_id,
+        checkpoint_ns=data.get("checkpoint_ns"),
+        checkpoint_id=data.get("checkpoint_id"),
+        metadata_filter=data.get("filter"),
+        before=data.get("before"),
+        after_page=data.get("page_after"),
+        limit=limit + 1,
+    )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return Response(
+        {
+            "checkpoints": [_tuple_json(lg_tuple(row)) for row in rows],
+            "next": f"{rows[-1].checkpoint_id}:{rows[-1].pk}" if more else None,
+        }
+    )
+
+
+class ThreadLanggraphCheckpointsApi(APIView):
+    """`/api/v1/threads/{id}/langgraph/checkpoints/`: POST puts a checkpoint, GET lists them."""
+
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "LanggraphPutInput"
+
+        checkpoint_ns = serializers.CharField(max_length=255, allow_blank=True, default="")
+        checkpoint_id = serializers.CharField(max_length=64)
+        parent_checkpoint_id = serializers.CharField(
+            max_length=64, allow_blank=True, allow_null=True, default=""
+        )
+        checkpoint = serializers.DictField(help_text="the checkpoint without channel_values")
+        metadata = serializers.DictField(default=dict)
+        values = ValueSerializer(many=True, default=list)
+        messages = MessagesSerializer(required=False, allow_null=True, default=None)
+
+    class OutputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "LanggraphPutOutput"
+
+        thread_id = serializers.CharField()
+        checkpoint_ns = serializers.CharField(allow_blank=True)
+        checkpoint_id = serializers.CharField()
+        cursor = serializers.IntegerField()
+        ctxadmin_checkpoint = serializers.IntegerField()
+
+    @extend_schema(
+        operation_id="langgraph_checkpoint_put",
+        parameters=[THREAD_ID],
+        request=InputSerializer,
+        responses={201: OutputSerializer, **ERRORS},
+        description=(
+            "Store a LangGraph checkpoint (the thread is created on first put). `values` are the "
+            "channel versions that changed, as the saver serialised them; `messages` lists the "
+            "mirrored channel's messages by id and digest, with the JSON forms of those the log "
+            "may not hold. 409 `messages_missing` (fields.missing): send those forms. 422 "
+            "`messages_not_mirrored`: store that channel in `values` instead."
+        ),
+    )
+    def post(self, request: Request, id: str) -> Response:
+        agent = require_agent(request, "put LangGraph checkpoints")
+        body = self.InputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        messages = data.get("messages")
+        row = langgraph_checkpoint_put(
+            workspace=agent.workspace,
+            external_id=id,
+            checkpoint_ns=data["checkpoint_ns"],
+            checkpoint_id=data["checkpoint_id"],
+            parent_checkpoint_id=data.get("parent_checkpoint_id") or "",
+            checkpoint=data["checkpoint"],
+            metadata=data["metadata"],
+            values=[ValueIn(**value) for value in data["values"]],
+            messages=None
+            if messages is None
+            else MessagesIn(
+                channel=messages["channel"],
+                version=messages["version"],
+                entries=[
+                    MessageIn(id=e["id"], digest=e["digest"], message=e.get("message"))
+                    for e in messages["entries"]
+                ],
+            ),
+            actor_label=agent.label,
+        )
+        return Response(
+            {
+                "thread_id": id,
+                "checkpoint_ns": row.checkpoint_ns,
+                "checkpoint_id": row.checkpoint_id,
+                "cursor": row.cursor,
+                "ctxadmin_checkpoint": row.ctxadmin_checkpoint_id,
+            },
+            status=status.HTTP_201_CREATED,
+        )
+
+    @extend_schema(
+        operation_id="langgraph_thread_checkpoints_list",
+        parameters=[THREAD_ID, ListFilterSerializer],
+        responses={200: PageOutputSerializer, **ERRORS},
+        description="The thread's checkpoints newest first, a page at a time.",
+    )
+    def get(self, request: Request, id: str) -> Response:
+        return _list(request, id)
+
+
+class ThreadLanggraphCheckpointApi(APIView):
+    """`/api/v1/threads/{id}/langgraph/checkpoints/{checkpoint_id}/` (or `latest`)."""
+
+    class QuerySerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "LanggraphTupleQuery"
+
+        checkpoint_ns = serializers.CharField(required=False, allow_blank=True, default="")
+
+    @extend_schema(
+        operation_id="langgraph_checkpoint_get",
+        parameters=[THREAD_ID, QuerySerializer],
+        responses={200: TupleOutputSerializer, **ERRORS},
+        description="One checkpoint with its values, messages and pending writes; `latest` for "
+        "the namespace's newest. 404 when there is none.",
+    )
+    def get(self, request: Request, id: str, checkpoint_id: str) -> Response:
+        agent = require_agent(request, "read LangGraph checkpoints")
+        query = self.QuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        thread = lg_thread_get(workspace=agent.workspace, external_id=id)
+        row = None
+        if thread is not None:
+            row = lg_checkpoint_get(
+                thread=thread,
+                checkpoint_ns=query.validated_data["checkpoint_ns"],
+                checkpoint_id=None if checkpoint_id == "latest" else checkpoint_id,
+            )
+        if row is None:
+            raise NotFound("checkpoint not found")
+        return Response(_tuple_json(lg_tuple(row)))
+
+
+class ThreadLanggraphWritesApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "LanggraphWritesInput"
+
+        class WriteSerializer(serializers.Serializer):
+            class Meta:
+                ref_name = "LanggraphWriteInput"
+
+            idx = serializers.IntegerField(help_text="negative for special channels")
+            channel = serializers.CharField(max_length=255)
+            type = serializers.CharField(max_length=64)
+            data = Base64Field()  # type: ignore[assignment]
+
+        checkpoint_ns = serializers.CharField(max_length=255, allow_blank=True, default="")
+        checkpoint_id = serializers.CharField(max_length=64)
+        task_id = serializers.CharField(max_length=200)
+        task_path = serializers.CharField(max_length=500, allow_blank=True, default="")
+        writes = WriteSerializer(many=True)
+
+    @extend_schema(
+        operation_id="langgraph_writes_put",
+        parameters=[THREAD_ID],
+        request=InputSerializer,
+        responses={204: None, **ERRORS},
+        description="Store a task's pending writes after a checkpoint.",
+    )
+    def post(self, request: Request, id: str) -> Response:
+        agent = require_agent(request, "put LangGraph writes")
+        body = self.InputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        langgraph_writes_put(
+            workspace=agent.workspace,
+            external_id=id,
+            checkpoint_ns=data["checkpoint_ns"],
+            checkpoint_id=data["checkpoint_id"],
+            task_id=data["task_id"],
+            task_path=data["task_path"],
+            writes=[WriteIn(**w) for w in data["writes"]],
+            actor_label=agent.label,
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class CountOutputSerializer(serializers.Serializer):
+    class Meta:
+        ref_name = "LanggraphCount"
+
+    checkpoints = serializers.IntegerField(help_text="how many checkpoints it deleted or copied")
+
+
+class ThreadLanggraphApi(APIView):
+    @extend_schema(
+        operation_id="langgraph_thread_delete",
+        parameters=[THREAD_ID],
+        responses={200: CountOutputSerializer, **ERRORS},
+        description="Delete the thread's LangGraph checkpoints, versions and writes; the event "
+        "log stays. Audited.",
+    )
+    def delete(self, request: Request, id: str) -> Response:
+        agent = require_agent(request, "delete LangGraph checkpoints")
+        count = langgraph_thread_delete(
+            workspace=agent.workspace, external_id=id, actor_label=agent.label
+        )
+        return Response({"checkpoints": count})
+
+
+class ThreadLanggraphCopyApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "LanggraphCopyInput"
+
+        target_thread_id = serializers.CharField(max_length=200)
+
+    @extend_schema(
+        operation_id="langgraph_thread_copy",
+        parameters=[THREAD_ID],
+        request=InputSerializer,
+        responses={200: CountOutputSerializer, **ERRORS},
+        description="Copy the thread's checkpoints, versions and writes to `target_thread_id` "
+        "(created if needed; its messages are mirrored into its own log). Audited.",
+    )
+    def post(self, request: Request, id: str) -> Response:
+        agent = require_agent(request, "copy LangGraph threads")
+        body = self.InputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        count = langgraph_thread_copy(
+            workspace=agent.workspace,
+            source_external_id=id,
+            target_external_id=body.validated_data["target_thread_id"],
+            actor_label=agent.label,
+        )
+        return Response({"checkpoints": count})
+
+
+class LanggraphCheckpointsApi(APIView):
+    """`/api/v1/langgraph/checkpoints/`: the workspace's checkpoints, every thread."""
+
+    @extend_schema(
+        operation_id="langgraph_checkpoints_list",
+        parameters=[ListFilterSerializer],
+        responses={200: PageOutputSerializer, **ERRORS},
+        description="Every thread's checkpoints newest first, a page at a time.",
+    )
+    def get(self, request: Request) -> Response:
+        return _list(request, None)
+
+
+class LanggraphPruneApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "LanggraphPruneInput"
+
+        thread_ids = serializers.ListField(
+            child=serializers.CharField(max_length=200), allow_empty=True, max_length=1000
+        )
+        strategy = serializers.ChoiceField(choices=PRUNE_STRATEGIES, default="keep_latest")
+
+    @extend_schema(
+        operation_id="langgraph_prune",
+        request=InputSerializer,
+        responses={200: CountOutputSerializer, **ERRORS},
+        description="`keep_latest`: keep each namespace's newest checkpoint; `delete`: delete "
+        "all. The event logs stay. Audited per thread.",
+    )
+    def post(self, request: Request) -> Response:
+        agent = require_agent(request, "prune LangGraph checkpoints")
+        body = self.InputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        count = langgraph_threads_prune(
+            workspace=agent.workspace,
+            external_ids=body.validated_data["thread_ids"],
+            strategy=body.validated_data["strategy"],
+            actor_label=agent.label,
+        )
+        return Response({"checkpoints": count})
+
+
+class LanggraphDeleteForRunsApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "LanggraphDeleteForRunsInput"
+
+        run_ids = serializers.ListField(
+            child=serializers.CharField(max_length=200), allow_empty=True, max_length=1000
+        )
+
+    @extend_schema(
+        operation_id="langgraph_delete_for_runs",
+        request=InputSerializer,
+        responses={200: CountOutputSerializer, **ERRORS},
+        description="Delete the checkpoints (and writes) whose metadata `run_id` is listed. "
+        "Audited per thread.",
+    )
+    def post(self, request: Request) -> Response:
+        agent = require_agent(request, "delete LangGraph runs")
+        body = self.InputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        count = langgraph_runs_delete(
+            workspace=agent.workspace,
+            run_ids=body.validated_data["run_ids"],
+            actor_label=agent.label,
+        )
+        return Response({"checkpoints": count})

@@ -1,0 +1,684 @@
+"""The LangGraph checkpointer's writes (docs/design.md §15, docs/api.md §14).
+
+What `ctxadmin_client.langgraph.CtxadminSaver` sends is stored as sent: channel values and
+pending writes are bytes that ctxadmin never decodes (a channel version row points at its bytes
+in a content table keyed by SHA-256, so equal values are stored once), the checkpoint and its
+metadata are JSON. The `messages` channel's LangChain messages arrive as JSON forms and are
+mirrored into the thread's event log through the ordinary append path, once each (the LangChain
+id is the client_event_id); its version row refers to the log instead of holding a copy.
+
+Every LangGraph checkpoint gets a ctxadmin Checkpoint (label `langgraph:<checkpoint_id>`,
+cursor = the last mirrored seq it stands on). Deleting or pruning removes checkpoints, versions
+and writes, never the log; the ctxadmin Checkpoints they leave are marked unsafe, and an audit
+entry names the key that did it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from threads.domain.errors import (
+    Conflict,
+    DomainError,
+    IdempotencyConflict,
+    InvalidEvent,
+    NoOpenToolCall,
+    PayloadTooLarge,
+)
+from threads.domain.events import normalize_event
+from threads.domain.langgraph import message_digest, message_event_bodies
+from threads.models import (
+    Checkpoint,
+    LanggraphChannelVersion,
+    LanggraphCheckpoint,
+    LanggraphContent,
+    LanggraphMessage,
+    LanggraphWrite,
+    Thread,
+    Workspace,
+)
+from threads.selectors.langgraph import (
+    lg_message_index,
+    lg_messages_at,
+    lg_messages_count_until,
+    lg_thread_get,
+    lg_threads_get,
+)
+from threads.services.audit import audit_record
+from threads.services.checkpoints import checkpoint_record
+from threads.services.events import Appended, event_append_batch
+from threads.services.integrity import chain_hash_at
+from threads.services.threads import thread_get_or_create
+
+PRUNE_STRATEGIES = ("keep_latest", "delete")
+
+
+class MessagesMissing(Conflict):
+    """The saver named messages by id and digest that the log does not hold: it must send their
+    JSON forms."""
+
+    code = "messages_missing"
+
+
+class MessagesNotMirrored(DomainError):
+    """The messages have no event form the log accepts (a tool result with no call, an event
+    over the size limit...): the saver stores the channel as bytes instead."""
+
+    code = "messages_not_mirrored"
+    status = 422
+
+
+@dataclass(frozen=True)
+class ValueIn:
+    """One channel version as the saver serialised it."""
+
+    channel: str
+    version: str
+    type: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class MessageIn:
+    """One message of a mirrored channel: its LangChain id, the digest of its JSON form, and the
+    JSON form itself unless the saver knows the log holds it."""
+
+    id: str
+    digest: str
+    message: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class MessagesIn:
+    channel: str
+    version: str
+    entries: Sequence[MessageIn]
+
+
+@dataclass(frozen=True)
+class WriteIn:
+    idx: int
+    channel: str
+    type: str
+    data: bytes
+
+
+def _lock(thread: Thread) -> Thread:
+    # of=self: lock the thread row only, never the joined workspace row.
+    return (
+        Thread.objects.select_for_update(of=("self",)).select_related("workspace").get(pk=thread.pk)
+    )
+
+
+def _values_store(thread: Thread, checkpoint_ns: str, values: Sequence[ValueIn]) -> None:
+    """Each distinct content once, then a version row per (channel, version) pointing at it;
+    the first row stored for a version wins, as with LangGraph's own savers."""
+    digests = [hashlib.sha256(value.data).hexdigest() for value in values]
+    contents = {digest: value.data for digest, value in zip(digests, values, strict=True)}
+    LanggraphContent.objects.bulk_create(
+        [LanggraphContent(sha256=d, data=data, size=len(data)) for d, data in contents.items()],
+        ignore_conflicts=True,
+    )
+    LanggraphChannelVersion.objects.bulk_create(
+        [
+            LanggraphChannelVersion(
+                thread=thread,
+                checkpoint_ns=checkpoint_ns,
+                channel=value.channel,
+                version=value.version,
+                type=value.type,
+                content_id=digest,
+            )
+            for digest, value in zip(digests, values, strict=True)
+        ],
+        ignore_conflicts=True,
+    )
+
+
+def _appended_seq(appended: Appended) -> int:
+    return appended.row.seq if appended.row is not None else appended.event.seq
+
+
+def _messages_append(
+    thread: Thread, items: Sequence[tuple[str, str, dict[str, Any], str]]
+) -> dict[tuple[str, str], LanggraphMessage]:
+    """Append the events of each (message_id, digest, JSON form, key) through the ordinary
+    append path (validation, chain, idempotency by client_event_id) and index them. Runs in the
+    caller's transaction, which holds the thread's lock."""
+    if not items:
+        return {}
+    max_bytes = settings.CTXADMIN_MAX_EVENT_BYTES
+    try:
+        bodies = [message_event_bodies(message, key) for _, _, message, key in items]
+        new_events = [
+            normalize_event(body, max_bytes=max_bytes) for group in bodies for body in group
+        ]
+        appended = event_append_batch(thread=thread, new_events=new_events, lock=False)
+    except (InvalidEvent, PayloadTooLarge, NoOpenToolCall, IdempotencyConflict) as exc:
+        raise MessagesNotMirrored(
+            f"the messages cannot be mirrored into the log: {exc.message}", fields=exc.fields
+        ) from exc
+    rows: dict[tuple[str, str], LanggraphMessage] = {}
+    position = 0
+    for (message_id, digest, _, _), group in zip(items, bodies, strict=True):
+        events = appended[position : position + len(group)]
+        position += len(group)
+        rows[(message_id, digest)] = LanggraphMessage(
+            thread=thread,
+            message_id=message_id,
+            digest=digest,
+            seq=_appended_seq(events[0]),
+            last_seq=max(_appended_seq(e) for e in events),
+        )
+    LanggraphMessage.objects.bulk_create(list(rows.values()))
+    return rows
+
+
+def _reference(
+    thread: Thread, refs: Sequence[LanggraphMessage]
+) -> tuple[int | None, list[int] | None, int]:
+    """How a version refers to its messages in the log: (messages_until_seq, None, cursor) when
+    the list is, in order, every mirrored message up to the last one's events (the append-only
+    case); otherwise (None, the seqs of the carrying events in order, cursor)."""
+    if not refs:
+        return 0, None, 0
+    seqs = [ref.seq for ref in refs]
+    cursor = max(ref.last_seq for ref in refs)
+    increasing = all(a < b for a, b in zip(seqs, seqs[1:], strict=False))
+    if increasing and lg_messages_count_until(thread, refs[-1].last_seq) == len(refs):
+        return refs[-1].last_seq, None, cursor
+    return None, seqs, cursor
+
+
+def _messages_mirror(thread: Thread, checkpoint_ns: str, messages: MessagesIn) -> None:
+    """Mirror the messages the log does not hold yet, then store the version's reference."""
+    entries = list(messages.entries)
+    known = {(m.message_id, m.digest): m for m in lg_message_index(thread, {e.id for e in entries})}
+    missing = sorted({e.id for e in entries if (e.id, e.digest) not in known and e.message is None})
+    if missing:
+        raise MessagesMissing(
+            f"{len(missing)} messages are not in the log: send their JSON forms",
+            fields={"missing": missing},
+        )
+    used = {key[0] for key in known}
+    planned: list[tuple[str, str, dict[str, Any], str]] = []
+    seen: set[tuple[str, str]] = set()
+    for entry in entries:
+        pair = (entry.id, entry.digest)
+        if pair in known or pair in seen:
+            continue
+        assert entry.message is not None
+        if message_digest(entry.message) != entry.digest:
+            raise InvalidEvent(
+                f"message {entry.id!r}: the digest is not the SHA-256 of its JSON form",
+                fields={"messages": entry.id},
+            )
+        # An edited message (same id, another body) gets a key of its own: the log keeps both.
+        key = entry.id if entry.id not in used else f"{entry.id}#{entry.digest[:16]}"
+        used.add(entry.id)
+        seen.add(pair)
+        planned.append((entry.id, entry.digest, entry.message, key))
+    known.update(_messages_append(thread, planned))
+    until, seqs, cursor = _reference(thread, [known[(e.id, e.digest)] for e in entries])
+    LanggraphChannelVersion.objects.get_or_create(
+        thread=thread,
+        checkpoint_ns=checkpoint_ns,
+        channel=messages.channel,
+        version=messages.version,
+        defaults={
+            "type": "",
+            "messages_until_seq": until,
+            "message_seqs": seqs,
+            "cursor": cursor,
+        },
+    )
+
+
+def _mirrored_cursor(thread: Thread, checkpoint_ns: str, checkpoint: dict[str, Any]) -> int:
+    """The last mirrored seq the checkpoint's channels refer to (0 when none is mirrored)."""
+    versions = {str(c): str(v) for c, v in (checkpoint.get("channel_versions") or {}).items()}
+    rows = LanggraphChannelVersion.objects.filter(
+        thread=thread,
+        checkpoint_ns=checkpoint_ns,
+        channel__in=list(versions),
+        version__in=set(versions.values()),
+        content__isnull=True,
+    ).values_list("channel", "version", "cursor")
+    return max((cursor for c, v, cursor in rows if versions.get(c) == v), default=0)
+
+
+def _checkpoint_save(
+    thread: Thread,
+    *,
+    checkpoint_ns: str,
+    checkpoint_id: str,
+    parent_checkpoint_id: str,
+    checkpoint: dict[str, Any],
+    metadata: dict[str, Any],
+    cursor: int,
+    created_by: Any = None,
+) -> LanggraphCheckpoint:
+    """Insert the checkpoint with its ctxadmin Checkpoint, or replace the JSON of the one with the
+    same id (its ctxadmin Checkpoint stays). Runs under the thread's lock."""
+    run_id = str(metadata.get("run_id") or "")[:200]
+    existing = LanggraphCheckpoint.objects.filter(
+        thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
+    ).first()
+    if existing is not None:
+        existing.parent_checkpoint_id = parent_checkpoint_id
+        existing.checkpoint, existing.metadata, existing.run_id = checkpoint, metadata, run_id
+        existing.save(update_fields=["parent_checkpoint_id", "checkpoint", "metadata", "run_id"])
+        return existing
+    chain_hash = chain_hash_at(thread, cursor)
+    assert chain_hash is not None  # cursor is a mirrored seq of this thread's log
+    ctxadmin_checkpoint = checkpoint_record(
+        thread=thread,
+        version=None,
+        cursor=cursor,
+        chain_hash=chain_hash,
+        summary_checksum="",
+        label=f"langgraph:{checkpoint_id}",
+        created_by=created_by,
+    )
+    return LanggraphCheckpoint.objects.create(
+        thread=thread,
+        checkpoint_ns=checkpoint_ns,
+        checkpoint_id=checkpoint_id,
+        parent_checkpoint_id=parent_checkpoint_id,
+        checkpoint=checkpoint,
+        metadata=metadata,
+        run_id=run_id,
+        cursor=cursor,
+        ctxadmin_checkpoint=ctxadmin_checkpoint,
+    )
+
+
+def langgraph_checkpoint_put_locked(
+    *,
+    thread: Thread,
+    checkpoint_ns: str,
+    checkpoint_id: str,
+    parent_checkpoint_id: str,
+    checkpoint: dict[str, Any],
+    metadata: dict[str, Any],
+    values: Sequence[ValueIn] = (),
+    messages: MessagesIn | None = None,
+    created_by: Any = None,
+) -> LanggraphCheckpoint:
+    """`langgraph_checkpoint_put` inside the caller's transaction, which holds the thread's lock
+    (a repair that writes a LangGraph checkpoint along with its own changes)."""
+    _values_store(thread, checkpoint_ns, values)
+    if messages is not None:
+        _messages_mirror(thread, checkpoint_ns, messages)
+    return _checkpoint_save(
+        thread,
+        checkpoint_ns=checkpoint_ns,
+        checkpoint_id=checkpoint_id,
+        parent_checkpoint_id=parent_checkpoint_id,
+        checkpoint=checkpoint,
+        metadata=metadata,
+        cursor=_mirrored_cursor(thread, checkpoint_ns, checkpoint),
+        created_by=created_by,
+    )
+
+
+def langgraph_checkpoint_put(
+    *,
+    workspace: Workspace,
+    external_id: str,
+    checkpoint_ns: str,
+    checkpoint_id: str,
+    parent_checkpoint_id: str,
+    checkpoint: dict[str, Any],
+    metadata: dict[str, Any],
+    values: Sequence[ValueIn] = (),
+    messages: MessagesIn | None = None,
+    actor_label: str = "",
+    created_by: Any = None,
+) -> LanggraphCheckpoint:
+    """Store a LangGraph checkpoint of the thread `external_id` (created on first put): its
+    channel versions, its mirrored messages, the checkpoint row and its ctxadmin Checkpoint.
+
+    Locks the thread row (select_for_update) before the messages are numbered. Raises
+    MessagesMissing (409) when a message named by id and digest is not in the log and its JSON
+    form was not sent, MessagesNotMirrored (422) when the messages have no event form.
+    """
+    thread, _ = thread_get_or_create(
+        workspace=workspace, external_id=external_id, actor_label=actor_label
+    )
+    with transaction.atomic(durable=True):
+        return langgraph_checkpoint_put_locked(
+            thread=_lock(thread),
+            checkpoint_ns=checkpoint_ns,
+            checkpoint_id=checkpoint_id,
+            parent_checkpoint_id=parent_checkpoint_id,
+            checkpoint=checkpoint,
+            metadata=metadata,
+            values=values,
+            messages=messages,
+            created_by=created_by,
+        )
+
+
+def langgraph_writes_put(
+    *,
+    workspace: Workspace,
+    external_id: str,
+    checkpoint_ns: str,
+    checkpoint_id: str,
+    task_id: str,
+    task_path: str,
+    writes: Sequence[WriteIn],
+    actor_label: str = "",
+) -> None:
+    """Store a task's pending writes after `checkpoint_id`. A write with idx >= 0 is stored once
+    (a repeat is ignored); a special channel's (negative idx: error, interrupt, resume...)
+    replaces the earlier one, as LangGraph's savers do. Numbers nothing, so takes no lock."""
+    thread, _ = thread_get_or_create(
+        workspace=workspace, external_id=external_id, actor_label=actor_label
+    )
+    where = {
+        "thread": thread,
+        "checkpoint_ns": checkpoint_ns,
+        "checkpoint_id": checkpoint_id,
+        "task_id": task_id,
+    }
+    with transaction.atomic(durable=True):
+        special = [w.idx for w in writes if w.idx < 0]
+        if special:
+            LanggraphWrite.objects.filter(**where, idx__in=special).delete()
+        LanggraphWrite.objects.bulk_create(
+            [
+                LanggraphWrite(
+                    **where,
+                    task_path=task_path,
+                    idx=w.idx,
+                    channel=w.channel,
+                    type=w.type,
+                    data=w.data,
+                )
+                for w in writes
+            ],
+            ignore_conflicts=True,
+        )
+
+
+def _versions_collect(thread: Thread, keep: Sequence[LanggraphCheckpoint]) -> int:
+    """Delete the thread's channel versions that no checkpoint in `keep` refers to, then the
+    contents no version refers to any more. Returns the number of versions deleted."""
+    wanted = {
+        (row.checkpoint_ns, str(channel), str(version))
+        for row in keep
+        for channel, version in (row.checkpoint.get("channel_versions") or {}).items()
+    }
+    drop = [
+        (pk, content)
+        for pk, ns, channel, version, content in LanggraphChannelVersion.objects.filter(
+            thread=thread
+        ).values_list("pk", "checkpoint_ns", "channel", "version", "content_id")
+        if (ns, channel, version) not in wanted
+    ]
+    LanggraphChannelVersion.objects.filter(pk__in=[pk for pk, _ in drop]).delete()
+    candidates = {content for _, content in drop if content is not None}
+    if candidates:
+        still_used = LanggraphChannelVersion.objects.filter(content__in=candidates).values(
+            "content"
+        )
+        LanggraphContent.objects.filter(sha256__in=candidates).exclude(
+            sha256__in=still_used
+        ).delete()
+    return len(drop)
+
+
+def _checkpoints_delete(thread: Thread, rows: Sequence[LanggraphCheckpoint], why: str) -> int:
+    """Delete checkpoints and their writes; their ctxadmin Checkpoints stay, marked unsafe."""
+    if not rows:
+        return 0
+    by_ns: dict[str, list[str]] = defaultdict(list)
+    for row in rows:
+        by_ns[row.checkpoint_ns].append(row.checkpoint_id)
+    for ns, ids in by_ns.items():
+        LanggraphWrite.objects.filter(
+            thread=thread, checkpoint_ns=ns, checkpoint_id__in=ids
+        ).delete()
+    ctxadmin_ids = [row.ctxadmin_checkpoint_id for row in rows]
+    LanggraphCheckpoint.objects.filter(pk__in=[row.pk for row in rows]).delete()
+    Checkpoint.objects.filter(pk__in=ctxadmin_ids).update(
+        safe=False, unsafe_reason=f"its LangGraph checkpoint was deleted ({why})"
+    )
+    return len(rows)
+
+
+def _thread_checkpoints(thread: Thread) -> list[LanggraphCheckpoint]:
+    return list(
+        LanggraphCheckpoint.objects.filter(thread=thread).order_by(
+            "checkpoint_ns", "-checkpoint_id", "-pk"
+        )
+    )
+
+
+def _audit(thread: Thread, action: str, actor_label: str, before: Any, after: Any) -> None:
+    audit_record(
+        workspace=thread.workspace,
+        actor=None,
+        actor_label=actor_label or "system",
+        action=action,
+        target_type="thread",
+        target_id=thread.pk,
+        thread=thread,
+        before=before,
+        after=after,
+    )
+
+
+def langgraph_threads_prune(
+    *, workspace: Workspace, external_ids: Sequence[str], strategy: str, actor_label: str = ""
+) -> int:
+    """Prune the threads' LangGraph checkpoints: `keep_latest` keeps the newest of each
+    namespace (and its writes), `delete` removes every one. Channel versions no remaining
+    checkpoint refers to go too; the event log stays. One audit entry per thread. Locks each
+    thread row (select_for_update). Returns the number of checkpoints deleted."""
+    if strategy not in PRUNE_STRATEGIES:
+        raise InvalidEvent(
+            f"unknown strategy {strategy!r}",
+            fields={"strategy": f"must be one of {', '.join(PRUNE_STRATEGIES)}"},
+        )
+    deleted = 0
+    with transaction.atomic(durable=True):
+        for found in lg_threads_get(workspace=workspace, external_ids=set(external_ids)):
+            thread = _lock(found)
+            rows = _thread_checkpoints(thread)
+            keep: list[LanggraphCheckpoint] = []
+            if strategy == "keep_latest":
+                latest: dict[str, LanggraphCheckpoint] = {}
+                for row in rows:
+                    latest.setdefault(row.checkpoint_ns, row)
+                keep = list(latest.values())
+            kept = {row.pk for row in keep}
+            gone = [row for row in rows if row.pk not in kept]
+            count = _checkpoints_delete(thread, gone, f"langgraph.prune {strategy}")
+            versions = _versions_collect(thread, keep)
+            deleted += count
+            _audit(
+                thread,
+                "langgraph.prune",
+                actor_label,
+                {"checkpoints": len(rows)},
+                {
+                    "strategy": strategy,
+                    "deleted": [row.checkpoint_id for row in gone],
+                    "kept": [row.checkpoint_id for row in keep],
+                    "versions_deleted": versions,
+                },
+            )
+    return deleted
+
+
+def langgraph_thread_delete(
+    *, workspace: Workspace, external_id: str, actor_label: str = ""
+) -> int:
+    """Delete every LangGraph checkpoint, channel version and write of the thread; the event
+    log and its chain stay, and so do its mirrored messages. Audited. Locks the thread row
+    (select_for_update). Returns the number of checkpoints deleted (0 for no such thread)."""
+    found = lg_thread_get(workspace=workspace, external_id=external_id)
+    if found is None:
+        return 0
+    with transaction.atomic(durable=True):
+        thread = _lock(found)
+        rows = _thread_checkpoints(thread)
+        count = _checkpoints_delete(thread, rows, "langgraph.delete_thread")
+        # Writes of checkpoints never stored (put_writes before put) go too.
+        LanggraphWrite.objects.filter(thread=thread).delete()
+        versions = _versions_collect(thread, [])
+        _audit(
+            thread,
+            "langgraph.delete_thread",
+            actor_label,
+            {"checkpoints": len(rows)},
+            {"deleted": [row.checkpoint_id for row in rows], "versions_deleted": versions},
+        )
+    return count
+
+
+def langgraph_runs_delete(
+    *, workspace: Workspace, run_ids: Sequence[str], actor_label: str = ""
+) -> int:
+    """Delete the workspace's checkpoints whose metadata names one of `run_ids`, and their
+    writes. Channel versions stay (a later checkpoint may refer to them). Audited per thread;
+    locks each thread row (select_for_update). Returns the number deleted."""
+    ids = sorted({str(run_id) for run_id in run_ids if run_id})
+    if not ids:
+        return 0
+    deleted = 0
+    with transaction.atomic(durable=True):
+        threads = Thread.objects.filter(
+            workspace=workspace, lg_checkpoints__run_id__in=ids
+        ).distinct()
+        for found in threads.order_by("pk"):
+            thread = _lock(found)
+            rows = list(LanggraphCheckpoint.objects.filter(thread=thread, run_id__in=ids))
+            deleted += _checkpoints_delete(thread, rows, "langgraph.delete_for_runs")
+            _audit(
+                thread,
+                "langgraph.delete_for_runs",
+                actor_label,
+                {"run_ids": ids},
+                {"deleted": [row.checkpoint_id for row in rows]},
+            )
+    return deleted
+
+
+def _copy_messages(source: Thread, target: Thread) -> dict[int, LanggraphMessage]:
+    """Mirror the source's messages into the target's log, in the source's order, with the same
+    keys (a new log with its own chain). Returns source carrying seq -> target message."""
+    rows = list(LanggraphMessage.objects.filter(thread=source).order_by("seq"))
+    if not rows:
+        return {}
+    forms = lg_messages_at(source, [row.seq for row in rows])
+    keys = dict(
+        source.events.filter(seq__in=[row.seq for row in rows]).values_list(
+            "seq", "client_event_id"
+        )
+    )
+    known = {
+        (m.message_id, m.digest): m for m in lg_message_index(target, {r.message_id for r in rows})
+    }
+    planned = [
+        (row.message_id, row.digest, form, keys[row.seq] or row.message_id)
+        for row, form in zip(rows, forms, strict=True)
+        if (row.message_id, row.digest) not in known
+    ]
+    known.update(_messages_append(target, planned))
+    return {row.seq: known[(row.message_id, row.digest)] for row in rows}
+
+
+def langgraph_thread_copy(
+    *, workspace: Workspace, source_external_id: str, target_external_id: str, actor_label: str = ""
+) -> int:
+    """Copy every LangGraph checkpoint, channel version and write of one thread to the thread
+    `target_external_id` (created if needed). The target's messages are mirrored into its own
+    log. Audited. Locks both thread rows (select_for_update, in key order). Returns the number
+    of checkpoints copied (0 when the source has none)."""
+    source = lg_thread_get(workspace=workspace, external_id=source_external_id)
+    if source is None or not source.lg_checkpoints.exists():
+        return 0
+    target, _ = thread_get_or_create(
+        workspace=workspace, external_id=target_external_id, actor_label=actor_label
+    )
+    with transaction.atomic(durable=True):
+        locked = {t.pk: _lock(t) for t in sorted((source, target), key=lambda t: str(t.pk))}
+        source, target = locked[source.pk], locked[target.pk]
+        moved = _copy_messages(source, target)
+        ends = sorted((row.last_seq, seq) for seq, row in moved.items())
+
+        def translated(until: int) -> list[LanggraphMessage]:
+            return [moved[seq] for last, seq in ends if last <= until]
+
+        versions = []
+        for version in LanggraphChannelVersion.objects.filter(thread=source):
+            copy = LanggraphChannelVersion(
+                thread=target,
+                checkpoint_ns=version.checkpoint_ns,
+                channel=version.channel,
+                version=version.version,
+                type=version.type,
+                content_id=version.content_id,
+            )
+            if version.messages_until_seq is not None or version.message_seqs is not None:
+                refs = (
+                    [moved[int(seq)] for seq in version.message_seqs]
+                    if version.message_seqs is not None
+                    else translated(version.messages_until_seq or 0)
+                )
+                copy.messages_until_seq, copy.message_seqs, copy.cursor = _reference(target, refs)
+            versions.append(copy)
+        LanggraphChannelVersion.objects.bulk_create(versions, ignore_conflicts=True)
+        copied = 0
+        for row in LanggraphCheckpoint.objects.filter(thread=source).order_by("pk"):
+            exists = LanggraphCheckpoint.objects.filter(
+                thread=target, checkpoint_ns=row.checkpoint_ns, checkpoint_id=row.checkpoint_id
+            ).exists()
+            if exists:
+                continue
+            _checkpoint_save(
+                target,
+                checkpoint_ns=row.checkpoint_ns,
+                checkpoint_id=row.checkpoint_id,
+                parent_checkpoint_id=row.parent_checkpoint_id,
+                checkpoint=row.checkpoint,
+                metadata=row.metadata,
+                cursor=_mirrored_cursor(target, row.checkpoint_ns, row.checkpoint),
+            )
+            copied += 1
+        LanggraphWrite.objects.bulk_create(
+            [
+                LanggraphWrite(
+                    thread=target,
+                    checkpoint_ns=w.checkpoint_ns,
+                    checkpoint_id=w.checkpoint_id,
+                    task_id=w.task_id,
+                    task_path=w.task_path,
+                    idx=w.idx,
+                    channel=w.channel,
+                    type=w.type,
+                    data=w.data,
+                )
+                for w in LanggraphWrite.objects.filter(thread=source)
+            ],
+            ignore_conflicts=True,
+        )
+        _audit(
+            target,
+            "langgraph.copy_thread",
+            actor_label,
+            None,
+            {"source": source.external_id, "source_thread": str(source.pk), "checkpoints": copied},
+        )
+    return copied
