@@ -29,3 +29,15 @@ def require_role(user: Any, workspace: Workspace, needed: Role) -> str:
         raise PermissionDenied(f"this needs the {needed.value} role in {workspace.name}")
     assert role is not None
     return role
+
+
+# The session key holding the workspace a person chose in the dashboard's switcher: their
+# current workspace, where an external_id resolves (threads.selectors.thread_get_for_member).
+CURRENT_WORKSPACE_SESSION_KEY = "ctx_workspace"
+
+
+def chosen_workspace_id(request: Any) -> int | None:
+    """The workspace id the person chose, from the session (None: no choice yet)."""
+    session = getattr(request, "session", None)
+    value = session.get(CURRENT_WORKSPACE_SESSION_KEY) if session is not None else None
+    return value if isinstance(value, int) else None

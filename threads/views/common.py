@@ -16,7 +16,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from threads import selectors
-from threads.access import has_role
+from threads.access import chosen_workspace_id, has_role
 from threads.domain.errors import DomainError, NotFound
 from threads.models import Role, TaskRun, TaskState, Thread, Workspace
 
@@ -47,9 +47,12 @@ def require(request: HttpRequest, workspace: Workspace | int, needed: Role) -> N
 
 
 def thread_for(request: HttpRequest, id: str) -> Thread:
-    """A thread of the person's workspaces; any other thread does not exist (404)."""
+    """A thread of the person's workspaces, an external_id in their current one; any other
+    thread does not exist (404)."""
     try:
-        return selectors.thread_get_for_member(user=request.user, id=id)
+        return selectors.thread_get_for_member(
+            user=request.user, id=id, workspace_id=chosen_workspace_id(request)
+        )
     except NotFound as exc:
         raise Http404(str(exc)) from exc
 
