@@ -22,7 +22,11 @@ from rest_framework.views import APIView
 
 from threads.api.auth import thread_for_request
 from threads.api.permissions import IsPerson, IsPersonForWrites
-from threads.api.serializers import ErrorSerializer, ThreadOutputSerializer
+from threads.api.serializers import (
+    ErrorSerializer,
+    ThreadOutputSerializer,
+    external_id_validated,
+)
 from threads.api.summaries import SummaryOutputSerializer
 from threads.models import Checkpoint
 from threads.selectors import (
@@ -186,6 +190,9 @@ class ThreadForkApi(APIView):
 
         checkpoint = serializers.IntegerField(min_value=1)
         external_id = serializers.CharField(max_length=200)
+
+        def validate_external_id(self, value: str) -> str:
+            return external_id_validated(value)
 
     @extend_schema(
         request=InputSerializer,

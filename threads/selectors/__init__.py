@@ -70,11 +70,11 @@ from threads.selectors.threads import (
     member_workspace_ids,
     memberships_for_user,
     thread_get_for_member,
-    workspace_current_for_member,
     thread_get_for_workspace,
     thread_list_page,
     thread_with_flags,
     threads_in,
+    workspace_current_for_member,
     workspaces_for_user,
 )
 
