@@ -12,6 +12,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page, Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
@@ -55,6 +56,19 @@ def thread_for(request: HttpRequest, id: str) -> Thread:
         )
     except NotFound as exc:
         raise Http404(str(exc)) from exc
+
+
+def local_url(request: HttpRequest, url: str, default: str = "") -> str:
+    """`url` (a `back` or `next` parameter) if it is a path on this site, else `default`.
+
+    Django's own check, not a prefix test: browsers read `/\\host` as `//host`, and strip
+    tabs and newlines before they parse a URL.
+    """
+    if url.startswith("/") and url_has_allowed_host_and_scheme(
+        url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return url
+    return default
 
 
 def found(getter: Callable[..., Any], **kwargs: Any) -> Any:

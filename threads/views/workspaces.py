@@ -7,11 +7,10 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from threads.access import CURRENT_WORKSPACE_SESSION_KEY
-from threads.views.common import HtmxHttpRequest, roles
+from threads.views.common import HtmxHttpRequest, local_url, roles
 
 
 @login_required
@@ -25,9 +24,4 @@ def workspace_switch(request: HtmxHttpRequest) -> HttpResponse:
     if workspace_id not in roles(request):
         raise Http404("no such workspace")
     request.session[CURRENT_WORKSPACE_SESSION_KEY] = workspace_id
-    next_url = request.POST.get("next", "")
-    if not url_has_allowed_host_and_scheme(
-        next_url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-    ):
-        next_url = reverse("thread-list")
-    return redirect(next_url)
+    return redirect(local_url(request, request.POST.get("next", ""), reverse("thread-list")))
