@@ -120,6 +120,7 @@ STORAGES = {
 # --- Security (check --deploy clean with DJANGO_DEBUG=0) ------------------------------------
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
+CSRF_FAILURE_VIEW = "threads.api.errors.csrf_failure"  # JSON under /api/, the page elsewhere
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
