@@ -34,9 +34,7 @@ def test_unsafe_request_to_an_unknown_api_path_without_a_session(method: str, pa
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_unsafe_request_to_an_unknown_api_path_with_a_session(
-    workspace: Any, method: str
-) -> None:
+def test_unsafe_request_to_an_unknown_api_path_with_a_session(workspace: Any, method: str) -> None:
     client = Client(enforce_csrf_checks=True)
     client.force_login(f.make_person(workspace, "ops", "operator"))
     answer = getattr(client, method)("/api/v1/nope/", data="{}", content_type="application/json")
