@@ -220,6 +220,11 @@ CTXADMIN_CHAIN_KEY = env.str("CTXADMIN_CHAIN_KEY", default="")
 CTXADMIN_MAX_EVENT_BYTES = env.int("CTXADMIN_MAX_EVENT_BYTES", default=1024 * 1024)
 CTXADMIN_MAX_BATCH_EVENTS = 1000
 CTXADMIN_MAX_JSON_DEPTH = env.int("CTXADMIN_MAX_JSON_DEPTH", default=64)
+# Every thread's chain is walked from genesis once per this period by the integrity sweep
+# (seconds; default a day): the incremental checks never re-read an event they verified.
+CTXADMIN_FULL_VERIFY_PERIOD = timedelta(
+    seconds=env.int("CTXADMIN_FULL_VERIFY_PERIOD", default=24 * 3600)
+)
 CTXADMIN_LLM_BASE_URL = env.str("CTXADMIN_LLM_BASE_URL", default="")
 CTXADMIN_LLM_MODEL = env.str("CTXADMIN_LLM_MODEL", default="")
 CTXADMIN_LLM_API_KEY = env.str("CTXADMIN_LLM_API_KEY", default="")

@@ -42,6 +42,7 @@ from threads.selectors.integrity import (
     stored_events,
     summary_checksum,
     thread_integrity,
+    threads_due_full_verify,
     threads_integrity_for_member,
     unsafe_checkpoints_for_member,
 )
@@ -126,6 +127,7 @@ __all__ = [
     "workspace_current_for_member",
     "thread_get_for_workspace",
     "thread_integrity",
+    "threads_due_full_verify",
     "thread_list_page",
     "thread_with_flags",
     "threads_in",
