@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_htmx",
     "template_partials",
+    "axes",
     "threads",
 ]
 
@@ -48,7 +49,30 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# Login throttling (django-axes; docs/design.md §8): failed logins are counted per username
+# and client address; at the limit that pair is locked, the right password included, until the
+# cool-off has passed. The axes backend comes first so a locked-out pair never reaches the
+# password check.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+CTXADMIN_LOGIN_FAILURE_LIMIT = env.int("CTXADMIN_LOGIN_FAILURE_LIMIT", default=5)
+CTXADMIN_LOGIN_COOLOFF_MINUTES = env.int("CTXADMIN_LOGIN_COOLOFF_MINUTES", default=15)
+# How many proxies in front of ctxadmin append to X-Forwarded-For; 0 (the default) ignores
+# the header, which a client can set to anything, and counts by REMOTE_ADDR.
+CTXADMIN_TRUSTED_PROXIES = env.int("CTXADMIN_TRUSTED_PROXIES", default=0)
+AXES_FAILURE_LIMIT = CTXADMIN_LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(minutes=CTXADMIN_LOGIN_COOLOFF_MINUTES)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "threads.login_throttle.client_ip"
+AXES_LOCKOUT_CALLABLE = "threads.login_throttle.locked_out"
+AXES_VERBOSE = False
 
 ROOT_URLCONF = "ctxadmin.urls"
 WSGI_APPLICATION = "ctxadmin.wsgi.application"
@@ -120,6 +144,7 @@ STORAGES = {
 # --- Security (check --deploy clean with DJANGO_DEBUG=0) ------------------------------------
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
+CSRF_FAILURE_VIEW = "threads.api.errors.csrf_failure"  # JSON under /api/, the page elsewhere
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
@@ -200,6 +225,11 @@ CTXADMIN_CHAIN_KEY = env.str("CTXADMIN_CHAIN_KEY", default="")
 CTXADMIN_MAX_EVENT_BYTES = env.int("CTXADMIN_MAX_EVENT_BYTES", default=1024 * 1024)
 CTXADMIN_MAX_BATCH_EVENTS = 1000
 CTXADMIN_MAX_JSON_DEPTH = env.int("CTXADMIN_MAX_JSON_DEPTH", default=64)
+# Every thread's chain is walked from genesis once per this period by the integrity sweep
+# (seconds; default a day): the incremental checks never re-read an event they verified.
+CTXADMIN_FULL_VERIFY_PERIOD = timedelta(
+    seconds=env.int("CTXADMIN_FULL_VERIFY_PERIOD", default=24 * 3600)
+)
 CTXADMIN_LLM_BASE_URL = env.str("CTXADMIN_LLM_BASE_URL", default="")
 CTXADMIN_LLM_MODEL = env.str("CTXADMIN_LLM_MODEL", default="")
 CTXADMIN_LLM_API_KEY = env.str("CTXADMIN_LLM_API_KEY", default="")

@@ -113,6 +113,9 @@ class Thread(models.Model):
     verified_until = models.PositiveBigIntegerField(default=0)
     verified_hash = models.CharField(max_length=64, blank=True, default="")
     verified_at = models.DateTimeField(null=True, blank=True)
+    # When a check last walked the whole chain from genesis (the sweep does so for every thread
+    # within CTXADMIN_FULL_VERIFY_PERIOD): only such a walk sees an edit below verified_until.
+    fully_verified_at = models.DateTimeField(null=True, blank=True)
     # Lineage of a fork: it names its parent and never writes to it.
     parent_thread = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="forks"

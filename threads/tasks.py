@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Callable
-from typing import Any
+from datetime import timedelta
+from typing import Any, cast
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
+from django.utils import timezone
 
 from threads.models import SummaryVersion, Thread
-from threads.selectors import thread_integrity
+from threads.selectors import thread_integrity, threads_due_full_verify
 from threads.services.folding import fold_run, recover_prepared
 from threads.services.imports import import_run
 from threads.services.integrity import integrity_check
@@ -26,6 +29,12 @@ from threads.services.side_effects import side_effect_status_check
 from threads.services.tasks import task_run_progress, task_run_tracked
 
 logger = logging.getLogger(__name__)
+
+# The integrity sweep: how often beat starts it, its soft time limit (seconds), and the share
+# of that limit its walks from genesis may take.
+SWEEP_INTERVAL = cast(timedelta, settings.CELERY_BEAT_SCHEDULE["integrity-sweep"]["schedule"])
+SWEEP_SOFT_TIME_LIMIT = 540
+FULL_VERIFY_SHARE = 0.5
 
 
 def tracked(body: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
@@ -65,22 +74,34 @@ def verify_thread_task(task_id: str | None, thread_id: str) -> dict[str, Any]:
     name="ctxadmin.integrity_sweep",
     acks_late=True,
     reject_on_worker_lost=True,
-    soft_time_limit=540,
+    soft_time_limit=SWEEP_SOFT_TIME_LIMIT,
     time_limit=600,
 )
 def integrity_sweep_task() -> dict[str, Any]:
-    """Incremental chain check of every thread (beat, every 10 minutes).
+    """Chain check of every thread (beat, every SWEEP_INTERVAL).
 
-    Each thread's check resumes where the last one stopped (verified_until), so a sweep cut
-    short by its time limit loses nothing: the next sweep carries on.
+    Most checks are incremental: they resume where the last one stopped (verified_until), so
+    a sweep cut short by its time limit loses nothing. An incremental check never re-reads an
+    event it verified once, so each sweep also walks a bounded share of the threads from
+    genesis, the longest unverified first (threads_due_full_verify): over
+    CTXADMIN_FULL_VERIFY_PERIOD every thread gets one, and an in-place edit of a verified
+    event is caught. Those walks go first and stop at FULL_VERIFY_SHARE of the time limit;
+    the threads left over are checked incrementally and stay due for the next sweep.
     """
     checked, broken = 0, []
-    thread_ids = list(Thread.objects.order_by("pk").values_list("pk", flat=True))
+    full_ids = threads_due_full_verify(
+        now=timezone.now(), period=settings.CTXADMIN_FULL_VERIFY_PERIOD, interval=SWEEP_INTERVAL
+    )
+    full_until = time.monotonic() + FULL_VERIFY_SHARE * SWEEP_SOFT_TIME_LIMIT
+    chosen = set(full_ids)
+    rest = Thread.objects.order_by("pk").values_list("pk", flat=True)
+    thread_ids = [*full_ids, *(pk for pk in rest if pk not in chosen)]
     try:
         for thread_id in thread_ids:
+            full = thread_id in chosen and time.monotonic() < full_until
             try:
                 thread = Thread.objects.select_related("workspace").get(pk=thread_id)
-                verdict = integrity_check(thread=thread, full=False)
+                verdict = integrity_check(thread=thread, full=full)
             except SoftTimeLimitExceeded:
                 raise
             except Exception:

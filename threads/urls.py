@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from threads.views import checkpoints, context, oversight, queues, summaries, threads
+from threads.views import checkpoints, context, oversight, queues, summaries, threads, workspaces
 
 urlpatterns = [
     path("", threads.home, name="home"),
@@ -39,6 +39,7 @@ urlpatterns = [
     path("approvals/<int:pk>/decide/", queues.approval_decide_view, name="approval-decide"),
     path("integrity/", oversight.integrity, name="integrity"),
     path("audit/", oversight.audit, name="audit"),
+    path("workspace/", workspaces.workspace_switch, name="workspace-switch"),
 ]
 
 # Imports of recorded traces (admins).

@@ -10,6 +10,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
+from threads.access import chosen_workspace_id
 from threads.models import ApiKey, Thread, Workspace
 from threads.selectors import api_key_get_active, thread_get_for_member, thread_get_for_workspace
 from threads.services.workspaces import api_key_digest
@@ -71,11 +72,14 @@ def require_agent(request: Request, action: str) -> AgentPrincipal:
 
 def thread_for_request(request: Request, id: str) -> Thread:
     """The thread by UUID or external_id as the caller may see it: an agent within its workspace,
-    a person within their workspaces. Anything else is 404, never 403 (docs/design.md §8)."""
+    a person within their workspaces (an external_id in their current one, as on the
+    dashboard). Anything else is 404, never 403 (docs/design.md §8)."""
     agent = agent_of(request)
     if agent is not None:
         return thread_get_for_workspace(workspace=agent.workspace, id=id)
-    return thread_get_for_member(user=request.user, id=id)
+    return thread_get_for_member(
+        user=request.user, id=id, workspace_id=chosen_workspace_id(request)
+    )
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):

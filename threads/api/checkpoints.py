@@ -2,7 +2,7 @@
 
 - `GET /api/v1/threads/{id}/checkpoints/`: agents and people of the workspace.
 - `POST /api/v1/threads/{id}/checkpoints/` `{"label"}`: an on-demand checkpoint (operator+).
-- `GET /api/v1/threads/{id}/checkpoints/{cp}/preview/`: what a rollback would do.
+- `GET /api/v1/threads/{id}/checkpoints/{cp}/preview/`: what a rollback would do (admin).
 - `POST /api/v1/threads/{id}/rollback/` `{"checkpoint", "reason"}` (admin) → 200 the new head.
 - `POST /api/v1/threads/{id}/fork/` `{"checkpoint", "external_id"}` (reviewer+) → 201 the fork.
 
@@ -20,9 +20,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from threads.access import require_rollback_role
 from threads.api.auth import thread_for_request
 from threads.api.permissions import IsPerson, IsPersonForWrites
-from threads.api.serializers import ErrorSerializer, ThreadOutputSerializer
+from threads.api.serializers import (
+    ErrorSerializer,
+    ThreadOutputSerializer,
+    external_id_validated,
+)
 from threads.api.summaries import SummaryOutputSerializer
 from threads.models import Checkpoint
 from threads.selectors import (
@@ -115,7 +120,10 @@ class ThreadCheckpointsApi(APIView):
 
 
 class CheckpointPreviewApi(APIView):
-    permission_classes = [IsPersonForWrites]
+    """The first step of a rollback: people who may roll back (admins) only, as on the
+    dashboard; agent keys get 403."""
+
+    permission_classes = [IsPerson]
 
     class OutputSerializer(serializers.Serializer):
         class Meta:
@@ -136,6 +144,7 @@ class CheckpointPreviewApi(APIView):
     )
     def get(self, request: Request, id: str, checkpoint_id: int) -> Response:
         thread = thread_for_request(request, id)
+        require_rollback_role(request.user, thread.workspace)
         checkpoint = checkpoint_get(thread=thread, id=checkpoint_id)
         preview: dict[str, Any] = rollback_preview(thread=thread, checkpoint=checkpoint)
         return Response(self.OutputSerializer(preview).data)
@@ -186,6 +195,9 @@ class ThreadForkApi(APIView):
 
         checkpoint = serializers.IntegerField(min_value=1)
         external_id = serializers.CharField(max_length=200)
+
+        def validate_external_id(self, value: str) -> str:
+            return external_id_validated(value)
 
     @extend_schema(
         request=InputSerializer,

@@ -44,6 +44,15 @@ class ContextBudgetSerializer(serializers.Serializer):
     sections = serializers.DictField(child=serializers.IntegerField())
 
 
+class ContextIntegritySerializer(serializers.Serializer):
+    """The thread's chain verdict as the last integrity check recorded it: a context served
+    from a broken chain says so (docs/api.md §4)."""
+
+    chain_ok = serializers.BooleanField()
+    first_bad_seq = serializers.IntegerField(allow_null=True)
+    verified_until = serializers.IntegerField()
+
+
 class ThreadContextApi(APIView):
     class InputSerializer(serializers.Serializer):
         window = serializers.IntegerField(min_value=1, required=False)
@@ -62,6 +71,7 @@ class ThreadContextApi(APIView):
         trimmed_units = TrimmedUnitSerializer(many=True)
         budget = ContextBudgetSerializer()
         needs_fold = serializers.BooleanField()
+        integrity = ContextIntegritySerializer()
 
     @extend_schema(
         parameters=[InputSerializer],
@@ -75,4 +85,9 @@ class ThreadContextApi(APIView):
         answer = working_context(thread=thread, overrides=dict(params.validated_data))
         # The answer is plain values already (OutputSerializer documents it); running it through
         # the serializer again would cost more than the read itself on a large window.
+        answer["integrity"] = {
+            "chain_ok": thread.chain_ok,
+            "first_bad_seq": thread.first_bad_seq,
+            "verified_until": thread.verified_until,
+        }
         return Response(answer)

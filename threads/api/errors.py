@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -90,8 +91,12 @@ def _is_api(request: Any) -> bool:
     return str(getattr(request, "path", "")).startswith("/api/")
 
 
+# Exempt: it changes nothing, and without it an unsafe request to an unknown path would meet
+# the CSRF middleware first and answer its HTML 403 instead of this 404.
+@csrf_exempt
 def api_not_found(request: Any, *args: Any, **kwargs: Any) -> JsonResponse:
-    """Any unknown path under /api/: a JSON 404 whatever DEBUG says (mounted in ctxadmin/urls)."""
+    """Any unknown path under /api/, any method: a JSON 404 whatever DEBUG says (mounted in
+    ctxadmin/urls)."""
     message = f"no API route {request.path}"
     if not request.path.endswith("/"):
         message += " (API routes end with a slash)"
@@ -114,3 +119,14 @@ def handler500(request: Any) -> Any:
     from django.views.defaults import server_error
 
     return server_error(request)
+
+
+def csrf_failure(request: Any, reason: str = "") -> Any:
+    """CSRF_FAILURE_VIEW: the contract's 403 under /api/, Django's page elsewhere."""
+    if _is_api(request):
+        return JsonResponse(
+            error_body("permission_denied", f"CSRF Failed: {reason}".strip()), status=403
+        )
+    from django.views.csrf import csrf_failure as django_csrf_failure
+
+    return django_csrf_failure(request, reason=reason)

@@ -61,6 +61,9 @@ class ThreadIntegrityApi(APIView):
         first_bad_seq = serializers.IntegerField(allow_null=True)
         verified_until = serializers.IntegerField()
         verified_at = serializers.CharField(allow_null=True)
+        fully_verified_at = serializers.CharField(
+            allow_null=True, help_text="when a check last walked the whole chain from genesis"
+        )
         last_seq = serializers.IntegerField()
         last_safe_checkpoint = CheckpointRefSerializer(allow_null=True)
 

@@ -1,7 +1,8 @@
 """A JSON parser that refuses what ctxadmin cannot store faithfully: NUL characters (PostgreSQL's
 jsonb rejects them), lone UTF-16 surrogates (no UTF-8 form, so no canonical form to hash),
-NaN/Infinity (including number literals that overflow to infinity), over-deep nesting, malformed
-bodies, and bodies larger than DATA_UPLOAD_MAX_MEMORY_SIZE."""
+NaN/Infinity (including number literals that overflow to infinity), numbers a double cannot hold
+(they would be silently rounded), over-deep nesting, malformed bodies, and bodies larger than
+DATA_UPLOAD_MAX_MEMORY_SIZE."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
-from threads.domain.errors import PayloadTooLarge
+from threads.domain.errors import DomainError, PayloadTooLarge
 
 # A \\uD800-\\uDFFF escape; only then can a parsed string hold a lone surrogate (raw UTF-8 cannot).
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -24,6 +26,54 @@ _NUL_ESCAPE = re.compile(r"\\u0000")
 
 class JSONBodyError(ParseError):
     default_code = "invalid_json"
+
+
+class NumberNotRepresentable(DomainError):
+    code = "number_not_representable"
+    status = 400
+
+
+class _Unrepresentable:
+    """Stands in, while parsing, for a number literal a double cannot hold."""
+
+    __slots__ = ("literal",)
+
+    def __init__(self, literal: str) -> None:
+        self.literal = literal
+
+
+def _parse_float(literal: str) -> Any:
+    """A number literal with a fraction or an exponent, as the double it names, when the double
+    says what the literal says: printed back with as many significant digits as the literal
+    has, it is the same number. `0.1`, `1e10` and `0.10000000000000001` (0.1 printed with 17
+    digits) pass; `2.000…0001` with 5,000 digits (2.0 as a double) and `1e-400` (0.0) do not:
+    storing them would change what the agent sent. Integers never come here: Python keeps
+    them exact, and so do canonical JSON, SQLite's JSON text and PostgreSQL's jsonb."""
+    value = float(literal)
+    if not math.isfinite(value):
+        return value  # check_json_value refuses it: it has no JSON form at all
+    exact = Decimal(literal)
+    digits = len(exact.normalize().as_tuple().digits)
+    if Decimal(format(value, f".{digits}g")) == exact:
+        return value
+    return _Unrepresentable(literal)
+
+
+def _unrepresentable_path(data: Any) -> tuple[str, str]:
+    """The path (`events[1].metadata.x`) and literal of the first unrepresentable number."""
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, _Unrepresentable):
+            return path or "(body)", item.literal
+        if isinstance(item, dict):
+            children = [(v, f"{path}.{k}" if path else str(k)) for k, v in item.items()]
+        elif isinstance(item, list):
+            children = [(v, f"{path}[{i}]") for i, v in enumerate(item)]
+        else:
+            continue
+        stack.extend(reversed(children))
+    raise AssertionError("no unrepresentable number in the body")
 
 
 def _reject_constant(name: str) -> Any:
@@ -94,12 +144,28 @@ class StrictJSONParser(JSONParser):
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise JSONBodyError("request body is not UTF-8") from exc
+        unrepresentable: list[str] = []
+
+        def parse_float(literal: str) -> Any:
+            value = _parse_float(literal)
+            if isinstance(value, _Unrepresentable):
+                unrepresentable.append(literal)
+            return value
+
         try:
-            data = json.loads(text, parse_constant=_reject_constant)
+            data = json.loads(text, parse_constant=_reject_constant, parse_float=parse_float)
         except RecursionError as exc:
             raise JSONBodyError("JSON nested too deeply") from exc
         except ValueError as exc:
             raise JSONBodyError(f"malformed JSON: {exc}") from exc
+        if unrepresentable:
+            path, literal = _unrepresentable_path(data)
+            shown = literal if len(literal) <= 40 else f"{literal[:20]}…{literal[-10:]}"
+            raise NumberNotRepresentable(
+                f"the number at {path} cannot be stored exactly as a double (it would be "
+                "rounded); send it as a string, or with at most 17 significant digits",
+                fields={path: f"not representable as a double: {shown} ({len(literal)} chars)"},
+            )
         surrogates = _SURROGATE_ESCAPE.search(text) is not None
         try:
             check_json_value(

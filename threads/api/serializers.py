@@ -20,7 +20,16 @@ from threads.domain.events import (
     RESULT_STATUSES,
     ROLES,
 )
+from threads.domain.external_ids import external_id_problem
 from threads.models import Thread
+
+
+def external_id_validated(value: str) -> str:
+    """A serializer field's check for an external_id: the rule create and fork share."""
+    problem = external_id_problem(value)
+    if problem is not None:
+        raise serializers.ValidationError(problem)
+    return value
 
 
 class ErrorDetailSerializer(serializers.Serializer):

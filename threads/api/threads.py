@@ -13,7 +13,11 @@ from rest_framework.views import APIView
 
 from threads.api.auth import require_agent, thread_for_request
 from threads.api.permissions import workspace_ids_for_request
-from threads.api.serializers import ErrorSerializer, ThreadOutputSerializer
+from threads.api.serializers import (
+    ErrorSerializer,
+    ThreadOutputSerializer,
+    external_id_validated,
+)
 from threads.domain.tokens import SUPPORTED_ENCODINGS
 from threads.models import SummarizerBackend, Thread, ThreadStatus
 from threads.selectors import thread_with_flags, threads_in
@@ -66,10 +70,7 @@ class ThreadListCreateApi(APIView):
         summarizer = serializers.ChoiceField(choices=SummarizerBackend.choices, required=False)
 
         def validate_external_id(self, value: str) -> str:
-            # `{id}` in every thread URL is one path segment.
-            if "/" in value:
-                raise serializers.ValidationError("must not contain '/'")
-            return value
+            return external_id_validated(value)
 
         def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
             unknown = sorted(set(self.initial_data) - set(self.fields))

@@ -42,6 +42,7 @@ from threads.selectors.integrity import (
     stored_events,
     summary_checksum,
     thread_integrity,
+    threads_due_full_verify,
     threads_integrity_for_member,
     unsafe_checkpoints_for_member,
 )
@@ -74,6 +75,7 @@ from threads.selectors.threads import (
     thread_list_page,
     thread_with_flags,
     threads_in,
+    workspace_current_for_member,
     workspaces_for_user,
 )
 from threads.selectors.tools import (
@@ -129,8 +131,10 @@ __all__ = [
     "task_run_get_in",
     "task_runs_in_flight",
     "thread_get_for_member",
+    "workspace_current_for_member",
     "thread_get_for_workspace",
     "thread_integrity",
+    "threads_due_full_verify",
     "thread_list_page",
     "thread_tools",
     "thread_with_flags",

@@ -9,7 +9,9 @@ model instances, one query per chunk), so a thread of any length verifies in bou
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -17,6 +19,7 @@ from django.db.models import (
     Exists,
     F,
     OuterRef,
+    Q,
     QuerySet,
     Subquery,
     Window,
@@ -263,6 +266,7 @@ def threads_integrity_for_member(*, user: Any) -> QuerySet[Thread]:
             "first_bad_seq",
             "verified_until",
             "verified_at",
+            "fully_verified_at",
             "last_seq",
         )
         .order_by("chain_ok", F("verified_at").asc(nulls_first=True), "pk")
@@ -278,6 +282,23 @@ def unsafe_checkpoints_for_member(*, user: Any) -> QuerySet[Checkpoint]:
     )
 
 
+def threads_due_full_verify(*, now: datetime, period: timedelta, interval: timedelta) -> list[Any]:
+    """The threads this sweep re-verifies from genesis: a bounded share, oldest first.
+
+    The sweep runs every `interval` and every thread must be walked from genesis once per
+    `period`, so each sweep takes ceil(threads × interval / period) of them — enough that
+    over one period every thread gets its walk, and spread so no sweep does them all. Due are
+    those never fully verified and those whose last full walk will be a period old before the
+    next sweep; the longest unverified go first.
+    """
+    total = Thread.objects.count()
+    share = math.ceil(total * (interval / period)) if period > timedelta(0) else total
+    due = Thread.objects.filter(
+        Q(fully_verified_at__isnull=True) | Q(fully_verified_at__lte=now - period + interval)
+    ).order_by(F("fully_verified_at").asc(nulls_first=True), "pk")
+    return list(due.values_list("pk", flat=True)[:share])
+
+
 def thread_integrity(*, thread: Thread) -> dict[str, Any]:
     """The integrity answer (docs/api.md §7.2), from the verdict the last check recorded on the
     thread, as plain JSON values: the API answers it and the verify task stores it as its result.
@@ -290,6 +311,9 @@ def thread_integrity(*, thread: Thread) -> dict[str, Any]:
         "first_bad_seq": thread.first_bad_seq,
         "verified_until": thread.verified_until,
         "verified_at": thread.verified_at.isoformat() if thread.verified_at else None,
+        "fully_verified_at": (
+            thread.fully_verified_at.isoformat() if thread.fully_verified_at else None
+        ),
         "last_seq": thread.last_seq,
         "last_safe_checkpoint": None
         if checkpoint is None

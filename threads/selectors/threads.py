@@ -60,12 +60,40 @@ def thread_get_for_workspace(*, workspace: Workspace, id: str) -> Thread:
     )
 
 
-def thread_get_for_member(*, user: Any, id: str) -> Thread:
-    """A thread by UUID or external_id in any workspace the person belongs to."""
+def thread_get_for_member(*, user: Any, id: str, workspace_id: int | None = None) -> Thread:
+    """A thread by UUID or external_id among the workspaces the person belongs to.
+
+    A UUID is unique: it resolves in any of them. An external_id is unique only within a
+    workspace (two workspaces may both hold "order-1"), so it resolves in the person's current
+    workspace, `workspace_id` (the one chosen in the dashboard's switcher); with no choice (or a
+    stale one), in the first of their workspaces by name that holds it. Never in whichever row
+    happens to sort first (docs/design.md §8).
+    """
     workspace_ids = Membership.objects.filter(user_id=user.pk).values("workspace_id")
-    return _by_id_or_external_id(
-        Thread.objects.select_related("workspace").filter(workspace_id__in=workspace_ids), id
-    )
+    threads = Thread.objects.select_related("workspace").filter(workspace_id__in=workspace_ids)
+    try:
+        uid = uuid.UUID(str(id))
+    except ValueError:
+        uid = None
+    thread = threads.filter(pk=uid).first() if uid is not None else None
+    if thread is None:
+        if (
+            workspace_id is not None
+            and Membership.objects.filter(user_id=user.pk, workspace_id=workspace_id).exists()
+        ):
+            threads = threads.filter(workspace_id=workspace_id)
+        thread = threads.filter(external_id=id).order_by("workspace__name", "workspace_id").first()
+    if thread is None:
+        raise NotFound("thread not found")
+    return thread
+
+
+def workspace_current_for_member(*, user: Any, workspace_id: int | None) -> Workspace | None:
+    """The person's current workspace: the one they chose, if they still belong to it, else
+    their first by name (None for a person in no workspace)."""
+    workspaces = workspaces_for_user(user)
+    chosen = workspaces.filter(pk=workspace_id).first() if workspace_id is not None else None
+    return chosen or workspaces.first()
 
 
 def member_workspace_ids(user: Any) -> QuerySet[Membership, Any]:

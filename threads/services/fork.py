@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from threads.access import require_role
 from threads.chainkey import thread_genesis
-from threads.domain.errors import Conflict, InvalidEvent
+from threads.domain.errors import Conflict
 from threads.domain.events import NewEvent
 from threads.domain.ledger import call_status_after
 from threads.models import (
@@ -33,9 +33,9 @@ from threads.services.checkpoints import (
     restored_version_save,
 )
 from threads.services.events import event_append_batch
+from threads.services.threads import external_id_require_valid
 
 FORK_CHUNK = 1000  # events copied per append batch (the API's batch limit)
-MAX_EXTERNAL_ID = 200
 
 
 class ExternalIdTaken(Conflict):
@@ -110,11 +110,7 @@ def thread_fork(*, thread: Thread, checkpoint: Checkpoint, external_id: str, act
     require_role(actor, thread.workspace, Role.REVIEWER)
     _require_own(thread, checkpoint)
     external_id = (external_id or "").strip()
-    if not external_id or len(external_id) > MAX_EXTERNAL_ID:
-        raise InvalidEvent(
-            "external_id is required",
-            fields={"external_id": f"must be a non-empty string of at most {MAX_EXTERNAL_ID}"},
-        )
+    external_id_require_valid(external_id)
     checkpoint = Checkpoint.objects.select_related("summary_version", "thread").get(
         pk=checkpoint.pk
     )

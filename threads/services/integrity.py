@@ -99,7 +99,8 @@ def integrity_check(
     """Recompute a thread's chain and record the verdict on the thread.
 
     Incremental from thread.verified_until/verified_hash (or the last safe checkpoint) unless
-    `full`. On a break, every checkpoint with cursor >= first_bad_seq is marked unsafe.
+    `full`; a walk that starts at genesis (full, or nothing vouched for yet) records
+    fully_verified_at. On a break, every checkpoint with cursor >= first_bad_seq is marked unsafe.
     Checks the log up to the thread's head as read at the start; later appends are left to
     the next check.
     """
@@ -123,19 +124,22 @@ def integrity_check(
             verdict.head,
             "the thread's chain head does not match its last event",
         )
-    _record(thread, verdict)
+    _record(thread, verdict, from_genesis=start_seq == 0)
     return verdict
 
 
-def _record(thread: Thread, verdict: ChainVerdict) -> None:
+def _record(thread: Thread, verdict: ChainVerdict, *, from_genesis: bool) -> None:
     now = timezone.now()
-    fields = {
+    fields: dict[str, Any] = {
         "chain_ok": verdict.ok,
         "first_bad_seq": verdict.first_bad_seq,
         "verified_until": verdict.verified_until,
         "verified_hash": verdict.head,
         "verified_at": now,
     }
+    if from_genesis:
+        # A walk from genesis re-read every stored event, the verified ones included.
+        fields["fully_verified_at"] = now
     with transaction.atomic(durable=True):
         Thread.objects.filter(pk=thread.pk).update(**fields)
         if verdict.first_bad_seq is not None:

@@ -12,9 +12,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from threads.access import require_role
+from threads.access import require_rollback_role
 from threads.domain.errors import Conflict
-from threads.models import Checkpoint, Role, SummaryPhase, SummaryVersion, Thread
+from threads.models import Checkpoint, SummaryPhase, SummaryVersion, Thread
 from threads.services.audit import audit_record, reason_clean
 from threads.services.checkpoints import (
     _require_own,
@@ -45,7 +45,7 @@ def checkpoint_rollback(
     versions it supersedes rolled_back, checkpoints the new head and audits it, all in one
     transaction. Events are untouched.
     """
-    require_role(actor, thread.workspace, Role.ADMIN)
+    require_rollback_role(actor, thread.workspace)
     reason = reason_clean(reason)
     _require_own(thread, checkpoint)
     with transaction.atomic(durable=True):

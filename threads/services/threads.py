@@ -7,6 +7,8 @@ from typing import Any
 from django.db import IntegrityError, models, transaction
 
 from threads.chainkey import thread_genesis
+from threads.domain.errors import InvalidEvent
+from threads.domain.external_ids import external_id_problem
 from threads.models import Thread, Workspace
 from threads.services.audit import audit_record
 
@@ -16,8 +18,10 @@ def thread_get_or_create(
 ) -> tuple[Thread, bool]:
     """Create a thread, or return the existing one with that external_id (created=False).
 
-    A creation is audited (actor_label names an agent's key; empty means the system).
+    A creation is audited (actor_label names an agent's key; empty means the system). An
+    external_id that could not name the thread in a URL is refused (InvalidEvent).
     """
+    external_id_require_valid(external_id)
     existing = Thread.objects.filter(workspace=workspace, external_id=external_id).first()
     if existing is not None:
         return existing, False
@@ -44,6 +48,13 @@ def thread_get_or_create(
             raise
         return winner, False
     return thread, True
+
+
+def external_id_require_valid(external_id: str) -> None:
+    """Raise InvalidEvent (400 validation_error) unless external_id can name a thread."""
+    problem = external_id_problem(external_id)
+    if problem is not None:
+        raise InvalidEvent(f"invalid external_id: {problem}", fields={"external_id": problem})
 
 
 def _audit_form(settings: dict[str, Any]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from threads import selectors
+from threads.access import ROLLBACK_ROLE
 from threads.domain.errors import DomainError
 from threads.models import Checkpoint, Role, Thread
 from threads.services.checkpoints import checkpoint_create
@@ -84,7 +85,7 @@ def checkpoint_new(request: HtmxHttpRequest, id: str) -> HttpResponse:
 @require_GET
 def rollback_preview_view(request: HtmxHttpRequest, id: str, checkpoint: int) -> HttpResponse:
     thread = thread_for(request, id)
-    require(request, thread.workspace, Role.ADMIN)
+    require(request, thread.workspace, ROLLBACK_ROLE)
     target = found(selectors.checkpoint_get, thread=thread, id=checkpoint)
     try:
         preview = selectors.rollback_preview(thread=thread, checkpoint=target)
@@ -98,7 +99,7 @@ def rollback_preview_view(request: HtmxHttpRequest, id: str, checkpoint: int) ->
 @require_POST
 def rollback(request: HtmxHttpRequest, id: str) -> HttpResponse:
     thread = thread_for(request, id)
-    require(request, thread.workspace, Role.ADMIN)
+    require(request, thread.workspace, ROLLBACK_ROLE)
     back = reverse("checkpoint-list", args=[thread.pk])
     target = _posted_checkpoint(request, thread)
     try:

@@ -12,11 +12,12 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page, Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from threads import selectors
-from threads.access import has_role
+from threads.access import chosen_workspace_id, has_role
 from threads.domain.errors import DomainError, NotFound
 from threads.models import Role, TaskRun, TaskState, Thread, Workspace
 
@@ -47,11 +48,27 @@ def require(request: HttpRequest, workspace: Workspace | int, needed: Role) -> N
 
 
 def thread_for(request: HttpRequest, id: str) -> Thread:
-    """A thread of the person's workspaces; any other thread does not exist (404)."""
+    """A thread of the person's workspaces, an external_id in their current one; any other
+    thread does not exist (404)."""
     try:
-        return selectors.thread_get_for_member(user=request.user, id=id)
+        return selectors.thread_get_for_member(
+            user=request.user, id=id, workspace_id=chosen_workspace_id(request)
+        )
     except NotFound as exc:
         raise Http404(str(exc)) from exc
+
+
+def local_url(request: HttpRequest, url: str, default: str = "") -> str:
+    """`url` (a `back` or `next` parameter) if it is a path on this site, else `default`.
+
+    Django's own check, not a prefix test: browsers read `/\\host` as `//host`, and strip
+    tabs and newlines before they parse a URL.
+    """
+    if url.startswith("/") and url_has_allowed_host_and_scheme(
+        url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return url
+    return default
 
 
 def found(getter: Callable[..., Any], **kwargs: Any) -> Any:

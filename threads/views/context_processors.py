@@ -1,4 +1,4 @@
-"""The top bar's workspaces and roles, on every dashboard page."""
+"""The top bar's workspaces, roles and current workspace, on every dashboard page."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 from django.http import HttpRequest
 
 from threads import selectors
+from threads.access import chosen_workspace_id
 from threads.models import Role
 
 
@@ -21,4 +22,7 @@ def memberships(request: HttpRequest) -> dict[str, Any]:
     return {
         "ctx_memberships": rows,
         "ctx_is_admin": lambda: any(m.role == Role.ADMIN for m in rows()),
+        "ctx_current_workspace": lambda: selectors.workspace_current_for_member(
+            user=user, workspace_id=chosen_workspace_id(request)
+        ),
     }

@@ -21,6 +21,7 @@ from threads.services.folding import fold_request
 from threads.views.common import (
     HtmxHttpRequest,
     found,
+    local_url,
     problem,
     progress_context,
     progress_started,
@@ -192,9 +193,7 @@ def task_progress(request: HtmxHttpRequest, task_id: str) -> HttpResponse:
         workspace_ids=selectors.member_workspace_ids(request.user),
         id=task_id,
     )
-    back = request.GET.get("back", "")
-    if not back.startswith("/") or back.startswith("//"):
-        back = ""
+    back = local_url(request, request.GET.get("back", ""))
     context = progress_context(run, back)
     response = render(request, "threads/_task_progress.html#progress", context)
     if context["finished"]:

@@ -139,7 +139,8 @@ class Thread:
         fixed_tokens: int | None = None,
     ) -> dict[str, Any]:
         """The working context that fits the budget: `summary`, `events`, `read_until`,
-        `trimmed_units`, `budget`, `needs_fold`. Each argument overrides the thread's setting
+        `trimmed_units`, `budget`, `needs_fold`, `integrity` (the chain verdict: `chain_ok`,
+        `first_bad_seq`, `verified_until`). Each argument overrides the thread's setting
         for this read (`window` is the thread's `context_window`)."""
         budget = {
             "window": window,

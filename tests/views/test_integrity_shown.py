@@ -1,0 +1,79 @@
+"""A thread whose chain is broken says so wherever its history is served: the API's working
+context carries the integrity verdict, and every thread page shows a banner
+(docs/api.md §4, docs/design.md §6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+from rest_framework.test import APIClient
+
+from tests import factories as f
+from tests.services.test_checkpoints import two_versions
+from threads.models import Event, Thread
+from threads.services.integrity import integrity_check
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def broken(thread: Thread) -> Thread:
+    """Checkpoints on the thread, its chain verified, then event 6 edited in place and the
+    break recorded by the integrity check."""
+    two_versions(thread)
+    f.append(thread, f.user("one more"))
+    integrity_check(thread=thread, full=True)
+    f.tamper(Event.objects.get(thread=thread, seq=6), tool_name="refund_everything")
+    verdict = integrity_check(thread=thread, full=True)
+    assert not verdict.ok and verdict.first_bad_seq == 6
+    thread.refresh_from_db()
+    return thread
+
+
+def test_the_working_context_carries_a_broken_chain(agent: APIClient, broken: Thread) -> None:
+    answer = agent.get(f"/api/v1/threads/{broken.pk}/context/")
+    assert answer.status_code == 200
+    assert answer.json()["integrity"] == {
+        "chain_ok": False,
+        "first_bad_seq": 6,
+        "verified_until": 5,
+    }
+
+
+def test_the_working_context_of_a_sound_chain(agent: APIClient, thread: Thread) -> None:
+    f.append(thread, f.user("hello"))
+    integrity_check(thread=thread)
+    integrity = agent.get(f"/api/v1/threads/{thread.pk}/context/").json()["integrity"]
+    assert integrity == {"chain_ok": True, "first_bad_seq": None, "verified_until": 1}
+
+
+def test_the_schema_documents_the_integrity_of_the_context(client: Client, db: Any) -> None:
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    context = schema["components"]["schemas"]["WorkingContext"]
+    assert "integrity" in context["required"]
+    prop = context["properties"]["integrity"]
+    ref = (prop.get("$ref") or prop["allOf"][0]["$ref"]).rsplit("/", 1)[-1]
+    assert set(schema["components"]["schemas"][ref]["properties"]) == {
+        "chain_ok",
+        "first_bad_seq",
+        "verified_until",
+    }
+
+
+@pytest.mark.parametrize("tail", ["", "context/", "summaries/", "summaries/1/", "checkpoints/"])
+def test_every_thread_page_shows_a_broken_chain_banner(
+    operator: Client, broken: Thread, tail: str
+) -> None:
+    page = operator.get(f"/threads/{broken.pk}/{tail}")
+    assert page.status_code == 200
+    body = page.content.decode()
+    assert 'class="alert alert-bad chain-broken" role="alert"' in body
+    assert "chain is broken at event" in body and f"/threads/{broken.pk}/?seq=6" in body
+
+
+def test_a_sound_chain_shows_no_banner(operator: Client, thread: Thread) -> None:
+    f.append(thread, f.user("hello"))
+    integrity_check(thread=thread)
+    assert "chain-broken" not in operator.get(f"/threads/{thread.pk}/").content.decode()

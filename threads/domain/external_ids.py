@@ -1,0 +1,24 @@
+"""The one rule for a thread's external_id, for create and fork (docs/api.md §2.1).
+
+`{id}` in every thread URL is one path segment, so an external_id must be one: no "/", and not
+"." or ".." (which clients and browsers resolve away as dot segments). A thread whose
+external_id breaks the rule could be stored but never found by it.
+"""
+
+from __future__ import annotations
+
+MAX_EXTERNAL_ID = 200
+
+
+def external_id_problem(value: str) -> str | None:
+    """Why `value` (already stripped of surrounding whitespace) cannot be an external_id, or
+    None when it can."""
+    if not value:
+        return "must not be empty"
+    if len(value) > MAX_EXTERNAL_ID:
+        return f"must be at most {MAX_EXTERNAL_ID} characters"
+    if "/" in value:
+        return "must not contain '/'"
+    if value in (".", ".."):
+        return "must not be '.' or '..'"
+    return None
