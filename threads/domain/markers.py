@@ -29,7 +29,11 @@ def is_marker(event: Mapping[str, Any]) -> bool:
 
 def retraction_targets(events: Iterable[Mapping[str, Any]]) -> dict[int, int]:
     """target seq -> seq of the retraction that names it."""
-    return {e["retracts"]: e["seq"] for e in events if e["kind"] == RETRACTION}
+    return {
+        e["retracts"]: e["seq"]
+        for e in events
+        if e["kind"] == RETRACTION and isinstance(e.get("retracts"), int)
+    }
 
 
 def last_reset(events: Iterable[Mapping[str, Any]]) -> int | None:
@@ -46,18 +50,17 @@ class Withdrawn:
     """What leaves the working context among a window of events."""
 
     seqs: set[int] = field(default_factory=set)  # every event of the window left out
-    retracted: set[int] = field(default_factory=set)  # targets of retractions (any seq)
+    retracted: set[int] = field(default_factory=set)  # retracted_items of the window
     reset_at: int | None = None  # the last reset in the window
 
 
-def withdrawn(events: Sequence[Mapping[str, Any]]) -> Withdrawn:
-    """The events of `events` (in seq order, a window of the log) that leave the working
-    context: markers, retracted items with the other side of their call, and everything up to
-    the last reset — with the results and resolutions of calls made before it, so that the
-    context never holds half a call. Linear in the window."""
+def retracted_items(events: Sequence[Mapping[str, Any]]) -> set[int]:
+    """Seqs among `events` that retractions among them take out, with the other side of a
+    retracted call: the call of a retracted result, the result and any resolution of a
+    retracted call. A tool call and its result are one item. Linear in the events."""
     targets = retraction_targets(events)
-    reset_at = last_reset(events)
-    # Calls whose pair leaves: retracted calls, and the calls of retracted results.
+    if not targets:
+        return set()
     calls: set[int] = set()
     for event in events:
         if event["seq"] not in targets:
@@ -66,17 +69,31 @@ def withdrawn(events: Sequence[Mapping[str, Any]]) -> Withdrawn:
             calls.add(event["seq"])
         elif event["kind"] == "tool_result" and isinstance(event.get("call_seq"), int):
             calls.add(event["call_seq"])
-    out = Withdrawn(retracted=set(targets), reset_at=reset_at)
+    out = set(targets)
+    for event in events:
+        if event["seq"] in calls or (
+            event["kind"] in _CALL_ANSWERS and event.get("call_seq") in calls
+        ):
+            out.add(event["seq"])
+    return out
+
+
+def withdrawn(events: Sequence[Mapping[str, Any]]) -> Withdrawn:
+    """The events of `events` (in seq order, a window of the log) that leave the working
+    context: markers, retracted items with the other side of their call (`retracted_items`),
+    and everything up to the last reset — with the results and resolutions of calls made
+    before it, so that the context never holds half a call. Linear in the window."""
+    reset_at = last_reset(events)
+    retracted = retracted_items(events)
+    out = Withdrawn(retracted=retracted, reset_at=reset_at)
     for event in events:
         seq = event["seq"]
         call_seq = event.get("call_seq") if event["kind"] in _CALL_ANSWERS else None
         if (
             is_marker(event)
-            or seq in targets
-            or seq in calls
+            or seq in retracted
             or (reset_at is not None and seq <= reset_at)
-            or (call_seq is not None and call_seq in calls)
-            or (call_seq is not None and reset_at is not None and call_seq <= reset_at)
+            or (reset_at is not None and isinstance(call_seq, int) and call_seq <= reset_at)
         ):
             out.seqs.add(seq)
     return out

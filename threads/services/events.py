@@ -34,6 +34,7 @@ from threads.models import (
     Thread,
     Workspace,
 )
+from threads.selectors.events import retractions_by_target
 from threads.services.event_rows import (
     NewRow,
     insert_events_and_head,
@@ -123,14 +124,7 @@ def _retraction_lookups(
     if not targets:
         return {}, {}
     kinds = dict(Event.objects.filter(thread=thread, seq__in=targets).values_list("seq", "kind"))
-    retracted = {
-        target: seq
-        for seq, target in Event.objects.filter(
-            thread=thread, seq__gt=min(targets), kind=EventKind.RETRACTION
-        ).values_list("seq", "data__retracts")
-        if target in targets
-    }
-    return kinds, retracted
+    return kinds, retractions_by_target(thread=thread, targets=targets)
 
 
 def _check_retraction(
