@@ -182,3 +182,13 @@ def test_the_chain_verifies_and_exports_with_both_kinds(
     out = io.StringIO()
     call_command("verify_export", str(path), stdout=out, stderr=io.StringIO())
     assert "5" in out.getvalue()
+
+
+def test_the_schema_names_both_kinds_and_the_new_fields(agent: APIClient) -> None:
+    schema = agent.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    components = schema["components"]["schemas"]
+    event = components["EventInput"]["properties"]
+    kinds = components[event["kind"]["$ref"].rsplit("/", 1)[-1]]["enum"]
+    assert {"retraction", "reset"} <= set(kinds)
+    assert event["retracts"]["type"] == "integer"
+    assert "reset_at" in components["WorkingContext"]["properties"]

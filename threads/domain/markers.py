@@ -50,7 +50,6 @@ class Withdrawn:
     """What leaves the working context among a window of events."""
 
     seqs: set[int] = field(default_factory=set)  # every event of the window left out
-    retracted: set[int] = field(default_factory=set)  # retracted_items of the window
     reset_at: int | None = None  # the last reset in the window
 
 
@@ -85,7 +84,7 @@ def withdrawn(events: Sequence[Mapping[str, Any]]) -> Withdrawn:
     before it, so that the context never holds half a call. Linear in the window."""
     reset_at = last_reset(events)
     retracted = retracted_items(events)
-    out = Withdrawn(retracted=retracted, reset_at=reset_at)
+    out = Withdrawn(reset_at=reset_at)
     for event in events:
         seq = event["seq"]
         call_seq = event.get("call_seq") if event["kind"] in _CALL_ANSWERS else None
