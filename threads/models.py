@@ -181,6 +181,8 @@ class EventKind(models.TextChoices):
     APPROVAL_REQUEST = "approval_request"
     APPROVAL_DECISION = "approval_decision"
     SIDE_EFFECT_RESOLUTION = "side_effect_resolution"
+    RETRACTION = "retraction"
+    RESET = "reset"
 
 
 class Event(models.Model):

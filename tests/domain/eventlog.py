@@ -141,5 +141,11 @@ class Log:
             side_effect_id=call_seq,
         )
 
+    def retract(self, seq: int) -> dict[str, Any]:
+        return self.add("retraction", retracts=seq, token_count=0)
+
+    def reset(self) -> dict[str, Any]:
+        return self.add("reset", token_count=0)
+
     def hash_at(self, seq: int) -> str:
         return self.events[seq - 1]["hash"]

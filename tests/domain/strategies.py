@@ -8,6 +8,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from tests.domain.eventlog import Log
+from threads.domain.markers import RETRACTABLE_KINDS
 
 KEYS = ("order.total", "order.status", "customer.email")
 VALUES = (10, 20, "paid", "open", None)
@@ -35,9 +36,17 @@ OPS = (
 
 
 @st.composite
-def logs(draw: st.DrawFn, *, min_ops: int = 1, max_ops: int = 40, close_all: bool = False) -> Log:
+def logs(
+    draw: st.DrawFn,
+    *,
+    min_ops: int = 1,
+    max_ops: int = 40,
+    close_all: bool = False,
+    markers: bool = False,
+) -> Log:
     """A log built op by op so that it always obeys the append rules. With `close_all`, every
-    call still open at the end gets a result (the log is one closed prefix)."""
+    call still open at the end gets a result (the log is one closed prefix). With `markers`,
+    retractions (of any retractable item not retracted yet) and resets are mixed in."""
     log = Log()
     open_calls: list[str] = []
     unknown_side_effects: list[int] = []
@@ -57,8 +66,10 @@ def logs(draw: st.DrawFn, *, min_ops: int = 1, max_ops: int = 40, close_all: boo
         if status == "timeout" and call["side_effect"]:
             unknown_side_effects.append(call["seq"])
 
+    ops = (*OPS, "retract", "retract", "reset") if markers else OPS
+    retracted: set[int] = set()
     for _ in range(draw(st.integers(min_value=min_ops, max_value=max_ops))):
-        op = draw(st.sampled_from(OPS))
+        op = draw(st.sampled_from(ops))
         if op == "user":
             log.user(draw(st.sampled_from(("refund it", "stop", "x" * 30))), token_count=tokens())
         elif op == "assistant":
@@ -111,6 +122,18 @@ def logs(draw: st.DrawFn, *, min_ops: int = 1, max_ops: int = 40, close_all: boo
             undecided.append(log.approval(f"action {counter}", token_count=tokens())["seq"])
         elif op == "decide" and undecided:
             log.decide(undecided.pop(0), draw(st.sampled_from(("approve", "reject"))))
+        elif op == "retract":
+            targets = [
+                e["seq"]
+                for e in log.events
+                if e["kind"] in RETRACTABLE_KINDS and e["seq"] not in retracted
+            ]
+            if targets:
+                target = draw(st.sampled_from(targets))
+                retracted.add(target)
+                log.retract(target)
+        elif op == "reset":
+            log.reset()
     if close_all:
         while open_calls:
             result(open_calls.pop(0))

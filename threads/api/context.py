@@ -66,6 +66,11 @@ class ThreadContextApi(APIView):
             ref_name = "WorkingContext"
 
         summary = ContextSummarySerializer(allow_null=True)
+        reset_at = serializers.IntegerField(
+            allow_null=True,
+            help_text="the last reset after the head summary: the summary and every event up "
+            "to it are left out (summary is null)",
+        )
         events = serializers.ListField(child=serializers.JSONField())
         read_until = serializers.IntegerField()
         trimmed_units = TrimmedUnitSerializer(many=True)

@@ -145,6 +145,11 @@ class EventInputSerializer(serializers.Serializer):
     )
     action = serializers.CharField(required=False, help_text="approval_request")
     expires_at = serializers.DateTimeField(required=False, help_text="approval_request")
+    retracts = serializers.IntegerField(
+        min_value=1,
+        required=False,
+        help_text="retraction: the seq of the item that leaves the working context",
+    )
 
 
 class EventBatchInputSerializer(serializers.Serializer):

@@ -6,6 +6,9 @@ exceeds `B`, whole closed interaction units are trimmed, oldest first, never spl
 call from its result (units linked by a late result form one group and go together). Pinned,
 never trimmed: open units, the last unit (the current turn) and units holding a side effect
 whose outcome is unknown. If pinned content alone exceeds `B`, BudgetTooSmall names the numbers.
+Before any of this, retracted items (with the other side of their call), the markers and
+everything up to the last reset leave the window (threads.domain.markers); a reset in the window
+leaves the summary out too.
 
 Everything here is linear in the number of events passed in (the window after the summary).
 """
@@ -17,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from threads.domain.errors import BudgetTooSmall
+from threads.domain.markers import visible_events
 from threads.domain.units import Unit, split_units, unit_groups
 
 DEFAULT_HIGH = 0.8
@@ -116,6 +120,8 @@ class ContextPlan:
     history: int = 0  # H before trimming
     available: int = 0
     pinned_units: list[dict[str, Any]] = field(default_factory=list)  # {"from_seq","to_seq","why"}
+    # The last reset in the window: the summary and every event up to it are left out.
+    reset_at: int | None = None
 
 
 def _unknown_side_effect_calls(events: list[dict[str, Any]]) -> set[int]:
@@ -166,13 +172,18 @@ def plan_context(
 
     `events` are every event after the summary's `covered_until`, in seq order, each with its
     stored `token_count`. `closed_calls` names calls inside `events` closed by something outside
-    it. Trims whole closed groups of units (see `units.unit_groups`), oldest first, until the
-    history fits `budget.available`; each trimmed unit gets its own entry with the reason.
+    it. Retracted items, markers and what a reset clears are left out first (see
+    `markers.withdrawn`; a reset also drops the summary: `reset_at`). Trims whole closed groups
+    of units (see `units.unit_groups`), oldest first, until the history fits
+    `budget.available`; each trimmed unit gets its own entry with the reason.
     Raises BudgetTooSmall when the summary plus pinned units alone exceed `available`.
     `low` is unused for trimming (a fold aims there, see `fold_target`) but kept so callers
     pass one watermark pair everywhere.
     """
     available = budget.available
+    events, gone = visible_events(events)
+    if gone.reset_at is not None:
+        summary_tokens = 0
     units = split_units(events, closed_calls=set(closed_calls))
     groups = unit_groups(units)
     event_tokens = sum(unit.tokens for unit in units)
@@ -245,6 +256,7 @@ def plan_context(
         history=history,
         available=available,
         pinned_units=pinned_units,
+        reset_at=gone.reset_at,
     )
 
 

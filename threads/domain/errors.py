@@ -36,6 +36,14 @@ class NoOpenToolCall(DomainError):
     status = 422
 
 
+class InvalidRetraction(DomainError):
+    """A retraction whose `retracts` names no retractable, not yet retracted, earlier event of
+    the thread (docs/api.md §3.1)."""
+
+    code = "invalid_retraction"
+    status = 422
+
+
 class BudgetTooSmall(DomainError):
     code = "budget_too_small"
     status = 422

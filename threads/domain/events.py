@@ -13,12 +13,13 @@ from typing import Any
 
 from threads.domain.canonical import canonical_text, format_time, join_canonical
 from threads.domain.errors import InvalidEvent, PayloadTooLarge
+from threads.domain.markers import MARKER_KINDS, RETRACTABLE_KINDS
 
 ROLES = ("system", "developer", "user", "assistant")
 RESULT_STATUSES = ("succeeded", "failed", "timeout", "cancelled")
 ANNOTATION_TYPES = ("goal", "constraint", "fact", "correction", "decision", "question")
 AUTHORITIES = ("user", "tool", "model", "operator")
-AGENT_KINDS = ("message", "tool_call", "tool_result", "annotation", "approval_request")
+AGENT_KINDS = (*RETRACTABLE_KINDS, *MARKER_KINDS)
 SERVER_KINDS = ("approval_decision", "side_effect_resolution")
 COMMON_FIELDS = ("client_event_id", "kind", "created_at", "metadata")
 MAX_ID_LENGTH = 200
@@ -33,6 +34,10 @@ KIND_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "tool_result": (("tool_call_id", "status"), ("result", "verified_facts", "request_id")),
     "annotation": (("type", "authority", "payload"), ("refers_to",)),
     "approval_request": (("action", "arguments"), ("tool_name", "expires_at")),
+    # Markers (threads.domain.markers): whether `retracts` names a retractable event of the
+    # thread is checked by the append, under the thread's lock.
+    "retraction": (("retracts",), ()),
+    "reset": ((), ()),
 }
 
 _ALLOWED_FIELDS = {
@@ -193,6 +198,12 @@ def _validate_kind(kind: str, body: dict[str, Any], errors: dict[str, str]) -> N
                 parse_time(body["expires_at"])
             except ValueError as exc:
                 errors["expires_at"] = str(exc)
+    elif kind == "retraction":
+        target = body.get("retracts")
+        if target is None:
+            errors["retracts"] = "this field is required"
+        elif not isinstance(target, int) or isinstance(target, bool) or target < 1:
+            errors["retracts"] = "must be a positive seq number"
 
 
 def normalize_event(body: Any, *, max_bytes: int) -> NewEvent:

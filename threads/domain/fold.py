@@ -25,6 +25,12 @@ Rules: tool state comes from calls, results and side_effect_resolution events (a
 of a key wins and the replaced entry stays in the list as `superseded`, its value carried as the
 new entry's `previous_value`; a model-authority fact never overrides a confirmed one: the guess
 goes to `open_questions` with its source. Every entry cites `source_event_ids` (event seqs).
+
+Retractions and resets (threads.domain.markers): a retracted item (with the other side of its
+call) is never folded as content, and a reset starts the content — requests, constraints,
+facts, decisions, completed actions, open questions, last replies, the goal — afresh. Tool
+state and pending approvals and side effects are facts about the world: they come from every
+call, result, resolution, request and decision, retracted or not, before a reset or after.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from threads.domain.ledger import (
     previous_approvals,
     task_status,
 )
+from threads.domain.markers import RESET, retracted_items
 from threads.domain.render import content_text
 
 SCHEMA_VERSION = 1
@@ -169,6 +176,12 @@ class _Facts:
             self.superseded.append(old)
         self.active[key] = entry
 
+    def clear(self) -> None:
+        """Forget every fact (a reset); the questions list is cleared by its owner."""
+        self.active.clear()
+        self.superseded.clear()
+        self.corrections.clear()
+
     def cites_correction(self, entry: Mapping[str, Any]) -> bool:
         return any(s in self.corrections for s in entry.get("source_event_ids") or ())
 
@@ -225,11 +238,25 @@ def fold_structured(
     goal_from_annotation = bool(task.get("goal_from_annotation"))
     last_activity: str | None = task.get("last_activity")
     unit_seq = int(task.get("unit_seq") or 0)  # the user message that opened the current unit
+    retracted = retracted_items(events)
 
     for event in events:
         seq = event["seq"]
         kind = event["kind"]
         counts["events_folded"] = counts.get("events_folded", 0) + 1
+        if kind == RESET:
+            # The content starts afresh; tool state and pending approvals (the world) stay.
+            for section in (requests, constraints, completed, decisions, replies, questions):
+                section.clear()
+            facts.clear()
+            goal, goal_sources, goal_from_annotation = None, [], False
+            continue
+        if seq in retracted:
+            if kind in ("tool_call", "tool_result", "side_effect_resolution"):
+                apply_tool_event(tools, event)  # what the tool did is not retracted
+            elif kind == "approval_request":
+                approvals[seq] = approval_entry(event)  # nor is the approval queue
+            continue
         if kind == "message":
             role = event.get("role")
             text = content_text(event.get("content"))
@@ -363,6 +390,21 @@ def fold_structured(
         "open_questions": questions,
         "last_replies": replies,
         "counts": dict(sorted(counts.items())),
+    }
+
+
+def world_state(previous: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """What of a summary's content is about the world rather than the conversation: its tool
+    state and pending approvals (and where it starts). A fold that rebuilds the content from a
+    reset starts from this, so that side effects and approvals made before the reset are not
+    forgotten (docs/design.md §5.2)."""
+    if previous is None:
+        return None
+    return {
+        "schema_version": previous.get("schema_version", SCHEMA_VERSION),
+        "covered": dict(previous.get("covered") or {}),
+        "tool_state": copy_entries(previous, "tool_state"),
+        "pending": [p for p in copy_entries(previous, "pending") if p.get("kind") == "approval"],
     }
 
 

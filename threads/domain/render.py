@@ -55,4 +55,8 @@ def render_event(event: dict[str, Any], texts: Mapping[str, str] | None = None) 
             f"side effect #{event['tool_call_id']} resolved {event['status']}: "
             f"{event.get('evidence', '')}"
         )
+    if kind == "retraction":
+        return f"retracts #{event['retracts']}"
+    if kind == "reset":
+        return "reset"
     return canonical_text(event)

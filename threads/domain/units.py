@@ -3,6 +3,10 @@
 A unit starts at a user message and holds everything the agent did in answer to it, up to the
 next user message. Events before the first user message (system prompt, setup) form a leading
 unit of their own. A unit is closed when every tool call in it has a result or a resolution.
+Retraction and reset markers (threads.domain.markers) sit in the unit they fall in and neither
+open nor close one; a retracted user message does not start a unit. A retracted call still
+keeps its unit open until it has a result: retraction changes what the agent sees, not what
+the tool did.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from threads.domain.markers import retraction_targets
 
 
 @dataclass
@@ -45,8 +51,10 @@ def split_units(
     units: list[Unit] = []
     call_unit: dict[int, Unit] = {}
     closed = set(closed_calls or ())
+    events = list(events)
+    retracted = retraction_targets(events)
     for event in events:
-        if not units or _is_user_message(event):
+        if not units or (_is_user_message(event) and event["seq"] not in retracted):
             units.append(Unit(from_seq=event["seq"], to_seq=event["seq"]))
         unit = units[-1]
         unit.events.append(event)

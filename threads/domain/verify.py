@@ -21,6 +21,7 @@ from threads.domain.fold import (
     TASK_STATUSES,
 )
 from threads.domain.ledger import TOOL_STATUSES, tool_state_from_log
+from threads.domain.markers import last_reset, retracted_items
 
 CHECK_NAMES = (
     "schema",
@@ -250,6 +251,8 @@ def check_sources_in_range(candidate: Mapping[str, Any], boundary: int) -> Check
 def check_side_effects_cited(
     candidate: Mapping[str, Any], events: Sequence[Mapping[str, Any]]
 ) -> Check:
+    """Retracted or before a reset, a side-effecting call is still cited: tool state reports
+    what the tool did, whatever the agent sees (docs/design.md §5.4)."""
     cited = _cited_seqs(candidate)
     problems = [
         f"side-effecting call #{e['seq']} {e.get('tool_name')}#{e.get('tool_call_id')} "
@@ -263,13 +266,19 @@ def check_side_effects_cited(
 def check_constraints_cited(
     candidate: Mapping[str, Any], events: Sequence[Mapping[str, Any]]
 ) -> Check:
+    """A constraint or correction that a retraction in the range took back, or that a reset
+    in the range left behind, is no longer content: it need not be cited."""
     cited = _cited_seqs(candidate)
+    retracted = retracted_items(events)
+    reset_at = last_reset(events) or 0
     problems = [
         f"{e.get('type')} #{e['seq']} is cited by no entry"
         for e in events
         if e["kind"] == "annotation"
         and e.get("type") in ("constraint", "correction")
         and e["seq"] not in cited
+        and e["seq"] not in retracted
+        and e["seq"] > reset_at
     ]
     return _result("constraints_cited", problems, "every constraint and correction is cited")
 
@@ -309,8 +318,16 @@ def check_tool_status(
 def _confirmed_keys(
     previous: Mapping[str, Any] | None, events: Sequence[Mapping[str, Any]]
 ) -> dict[str, int]:
-    """Keys with a confirmed observation → the seq of the latest one."""
+    """Keys with a confirmed observation → the seq of the latest one. A retracted observation,
+    or one a reset in the range left behind (with the previous summary's facts), no longer
+    holds: a model guess may stand after it, as the fold lets it."""
     keys: dict[str, int] = {}
+    retracted = retracted_items(events)
+    reset_at = last_reset(events)
+    if reset_at is not None:
+        previous = None
+        events = [e for e in events if e["seq"] > reset_at]
+    events = [e for e in events if e["seq"] not in retracted]
     for entry in _entries(previous or {}, "facts"):
         if entry.get("authority") in CONFIRMED_AUTHORITIES and isinstance(entry.get("key"), str):
             seqs = [s for s in entry.get("source_event_ids") or [] if _is_int(s)]

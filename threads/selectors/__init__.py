@@ -30,6 +30,8 @@ from threads.selectors.events import (
     event_token_buckets,
     event_window,
     events_by_seqs,
+    last_reset_at,
+    retractions_by_target,
     side_effects_for_calls,
 )
 from threads.selectors.integrity import (
@@ -112,6 +114,8 @@ __all__ = [
     "event_token_buckets",
     "event_window",
     "events_by_seqs",
+    "last_reset_at",
+    "retractions_by_target",
     "last_safe_checkpoint",
     "last_safe_checkpoints",
     "member_roles",

@@ -33,7 +33,8 @@ def working_context(*, thread: Thread, overrides: dict[str, Any]) -> dict[str, A
       (covered_until, read_until] are exactly the log as it stood at that read; later appends
       are beyond read_until and left to the next call.
     Reads only events after covered_until, with their stored token counts: two queries
-    whatever the length of the thread.
+    whatever the length of the thread. A reset after covered_until leaves the summary out
+    (`summary` null, `reset_at` its seq; docs/api.md §4).
     """
     head = (
         Thread.objects.filter(pk=thread.pk)
@@ -88,7 +89,8 @@ def working_context(*, thread: Thread, overrides: dict[str, Any]) -> dict[str, A
         # gave fixed_tokens itself. Only a thread with tools has the section.
         sections = {**sections, "tools": head["tool_tokens"]}
     return {
-        "summary": summary,
+        "summary": None if plan.reset_at is not None else summary,
+        "reset_at": plan.reset_at,
         "events": plan.events,
         "read_until": read_until,
         "trimmed_units": plan.trimmed_units,

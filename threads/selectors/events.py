@@ -61,6 +61,28 @@ def closing_events_for_calls(
     return [(seq, kind, call_seq) for seq, kind, call_seq in rows]
 
 
+def last_reset_at(*, thread: Thread, until: int) -> int:
+    """Seq of the last reset at or before `until`, 0 when there is none."""
+    seq = (
+        Event.objects.filter(thread=thread, kind=EventKind.RESET, seq__lte=until)
+        .order_by("-seq")
+        .values_list("seq", flat=True)
+        .first()
+    )
+    return seq or 0
+
+
+def retractions_by_target(*, thread: Thread, targets: set[int]) -> dict[int, int]:
+    """target seq -> seq of the retraction that names it, for these targets (a retraction
+    always comes after its target, so only the log after the lowest one is read)."""
+    if not targets:
+        return {}
+    rows = Event.objects.filter(
+        thread=thread, seq__gt=min(targets), kind=EventKind.RETRACTION
+    ).values_list("seq", "data__retracts")
+    return {target: seq for seq, target in rows if target in targets}
+
+
 def side_effects_for_calls(*, thread: Thread, call_seqs: list[int]) -> dict[int, SideEffect]:
     return {s.call_seq: s for s in SideEffect.objects.filter(thread=thread, call_seq__in=call_seqs)}
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from threads.domain import tokens
 from threads.domain.events import NewEvent
+from threads.domain.markers import MARKER_KINDS
 from threads.domain.render import render_event
 
 
@@ -23,9 +24,14 @@ def event_token_counts(
 ) -> list[int]:
     """Tokens of each event as a model reads it, from one call into tiktoken. Each event is
     (its stored form, or kind and fields; the canonical texts of its fields when known, see
-    render_event)."""
+    render_event). A retraction or a reset counts 0: markers are never shown to a model
+    (docs/design.md §2.5)."""
     texts = [render_event(event, known) for event, known in events]
-    return [n + tokens.MESSAGE_OVERHEAD_TOKENS for n in tokens.count_texts(texts, encoding)]
+    counts = tokens.count_texts(texts, encoding)
+    return [
+        0 if event["kind"] in MARKER_KINDS else n + tokens.MESSAGE_OVERHEAD_TOKENS
+        for (event, _), n in zip(events, counts, strict=True)
+    ]
 
 
 def event_token_count(

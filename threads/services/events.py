@@ -19,14 +19,22 @@ from django.utils import timezone
 from threads.chainkey import chain_key
 from threads.domain import chain
 from threads.domain.canonical import format_time, join_canonical
-from threads.domain.errors import IdempotencyConflict, InvalidEvent, NoOpenToolCall, NotFound
+from threads.domain.errors import (
+    IdempotencyConflict,
+    InvalidEvent,
+    InvalidRetraction,
+    NoOpenToolCall,
+    NotFound,
+)
 from threads.domain.events import NewEvent, stored_members
+from threads.domain.markers import RETRACTABLE_KINDS, RETRACTION
 from threads.models import (
     Event,
     EventKind,
     Thread,
     Workspace,
 )
+from threads.selectors.events import retractions_by_target
 from threads.services.event_rows import (
     NewRow,
     insert_events_and_head,
@@ -102,6 +110,40 @@ def _open_calls(thread: Thread, tool_call_ids: set[str]) -> tuple[dict[str, list
         if seq not in answered:
             calls.setdefault(call_id, []).append(seq)
     return calls, side_effects - answered
+
+
+def _retraction_lookups(
+    thread: Thread, new_events: Sequence[NewEvent]
+) -> tuple[dict[int, str], dict[int, int]]:
+    """For the seqs the batch's retractions name: the kind of each that is in the log, and the
+    retraction already naming it (target -> its seq). Read under the thread's lock, so that no
+    other append can retract the same event in between. Retractions come after their target,
+    so only events after the lowest target are read: a short range of the (thread, seq) index
+    when agents pop recent items."""
+    targets = {new.data["retracts"] for new in new_events if new.kind == RETRACTION}
+    if not targets:
+        return {}, {}
+    kinds = dict(Event.objects.filter(thread=thread, seq__in=targets).values_list("seq", "kind"))
+    return kinds, retractions_by_target(thread=thread, targets=targets)
+
+
+def _check_retraction(
+    target: int, seq: int, kind: str | None, retracted_by: int | None, where: str
+) -> None:
+    """A retraction at `seq` may name only an earlier agent-visible item not yet retracted
+    (docs/api.md §3.1)."""
+    if target >= seq:
+        why = f"must name an earlier event (below {seq})"
+    elif kind is None:
+        why = f"no event #{target} in this thread"
+    elif kind not in RETRACTABLE_KINDS:
+        why = f"#{target} is a {kind} event; only {', '.join(RETRACTABLE_KINDS)} may be retracted"
+    elif retracted_by is not None:
+        why = f"#{target} is already retracted by #{retracted_by}"
+    else:
+        return
+    prefix = "" if where == "event" else f"{where}: "
+    raise InvalidRetraction(f"{prefix}retracts {why}", fields={"retracts": why})
 
 
 def event_append_batch(
@@ -323,6 +365,10 @@ def _append_locked(
         else {}
     )
     open_calls, side_effect_calls = _open_calls(thread, _batch_lookups(new_events, existing))
+    # Kinds of the events retractions may name (the log's, then this batch's as they are
+    # numbered) and who retracted what already.
+    target_kinds, retracted = _retraction_lookups(thread, new_events)
+    retracts = any(new.kind == RETRACTION for new in new_events)
     seq, head = thread.last_seq, thread.chain_head
     out: list[Appended] = []
     rows: list[NewRow] = []
@@ -370,6 +416,12 @@ def _append_locked(
                 "refers_to names an event that does not exist yet",
                 fields={where: f"refers_to must be below {seq}"},
             )
+        elif new.kind == RETRACTION:
+            target = data["retracts"]
+            _check_retraction(target, seq, target_kinds.get(target), retracted.get(target), where)
+            retracted[target] = seq
+        if retracts:
+            target_kinds[seq] = new.kind  # a later retraction in the batch may name it
         created_at = new.created_at or now
         chained = join_canonical(
             stored_members(

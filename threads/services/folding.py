@@ -12,6 +12,12 @@
    another fold (or a rollback) won: the candidate is discarded, never written over the winner.
    A failed check leaves the head alone and marks the candidate rejected with its report.
 
+A retraction in (c, R] of an event the head already covers makes the head's content stale: that
+fold rebuilds the content from the last reset at or before c (or from seq 1) on the head's
+world state (tool state and pending approvals), rather than rolling on from the head, and its
+candidate says so by `covered_from` (the reset's seq + 1, below c + 1). Rare; correctness
+over speed: it reads the events since that reset.
+
 Events appended during a fold are after R, so they stay in the working context and the next
 fold picks them up: never lost, never counted twice. A worker that dies between prepare and
 commit leaves a `prepared` row that `recover_prepared` re-verifies and commits (when the head
@@ -35,6 +41,8 @@ from django.utils import timezone
 from threads.chainkey import chain_key, thread_genesis
 from threads.domain import chain, tokens
 from threads.domain.budget import Budget, fold_target, thread_budget
+from threads.domain.fold import world_state
+from threads.domain.markers import retraction_targets
 from threads.domain.summary_render import render_summary
 from threads.domain.units import last_closed_boundary, split_units
 from threads.domain.verify import Check, Verification, verify_candidate
@@ -45,7 +53,7 @@ from threads.models import (
     TaskState,
     Thread,
 )
-from threads.selectors import event_dicts
+from threads.selectors import event_dicts, last_reset_at
 from threads.services.audit import audit_record
 from threads.services.checkpoints import checkpoint_record, pending_at
 from threads.services.enqueue import FOLD_THREAD, task_run_enqueue
@@ -246,11 +254,17 @@ def fold_prepare(
         return None
     folded = [e for e in events if e["seq"] <= boundary]
     del events
+    previous = base.content if base is not None else None
+    start = rebuild_start(thread_id, covered=covered, events=folded)
+    fold_events = folded
+    if start < covered:
+        previous = world_state(previous) if start > 0 else None
+        fold_events = event_dicts_for_fold(thread_id, after=start, until=boundary)
     summarizer = get_summarizer(head["summarizer"])
     content = summarizer.fold(
-        previous=base.content if base is not None else None,
-        events=folded,
-        covered_from=covered + 1,
+        previous=previous,
+        events=fold_events,
+        covered_from=start + 1,
         covered_until=boundary,
     )
     rendered = render_summary(content)
@@ -258,7 +272,7 @@ def fold_prepare(
         thread_id=thread_id,
         base_version=base_version,
         phase=SummaryPhase.PREPARED,
-        covered_from=covered + 1,
+        covered_from=start + 1,
         covered_until=boundary,
         chain_hash=folded[-1]["hash"],
         trigger=trigger,
@@ -276,6 +290,18 @@ def fold_prepare(
         Thread.objects.filter(pk=thread_id).update(last_version=candidate.version)
         candidate.save(force_insert=True)
     return candidate
+
+
+def rebuild_start(thread_id: Any, *, covered: int, events: list[dict[str, Any]]) -> int:
+    """Where a fold of `events` (after the head's `covered`) starts folding: `covered`,
+    rolling on from the head; or, when one of them retracts an event the head covers (after
+    the last reset the head saw, which already left that event behind), the seq of that reset
+    (0: from the start), to rebuild the content without it."""
+    targets = [t for t in retraction_targets(events) if t <= covered]
+    if not targets:
+        return covered
+    reset = last_reset_at(thread=Thread(pk=thread_id), until=covered)
+    return reset if max(targets) > reset else covered
 
 
 def event_dicts_for_fold(thread_id: Any, *, after: int, until: int) -> list[dict[str, Any]]:
@@ -296,9 +322,20 @@ def summary_verify(*, version: SummaryVersion) -> Verification:
     """
     base = _base_version(version.thread_id, version.base_version)
     covered = base.covered_until if base is not None else 0
-    events = event_dicts_for_fold(version.thread_id, after=covered, until=version.covered_until)
+    previous = base.content if base is not None else None
+    # A rebuild (see rebuild_start) folded from an earlier seq than the head's covered_until,
+    # on the head's world state: it is checked against what it folded.
+    start = min(version.covered_from - 1, covered)
+    if start < covered:
+        previous = world_state(previous) if start > 0 else None
+    events = event_dicts_for_fold(version.thread_id, after=start, until=version.covered_until)
     start_hash = base.chain_hash if base is not None else thread_genesis(version.thread_id)
-    verdict = chain.verify_chain(events, start_hash=start_hash, start_seq=covered, key=chain_key())
+    verdict = chain.verify_chain(
+        [e for e in events if e["seq"] > covered],
+        start_hash=start_hash,
+        start_seq=covered,
+        key=chain_key(),
+    )
     if verdict.ok and verdict.verified_until == version.covered_until:
         expected = verdict.head
     else:
@@ -306,9 +343,9 @@ def summary_verify(*, version: SummaryVersion) -> Verification:
         expected = f"chain broken at seq {bad}: {verdict.detail or 'missing events'}"
     result = verify_candidate(
         candidate=version.content,
-        previous=base.content if base is not None else None,
+        previous=previous,
         events=events,
-        base_covered_until=covered,
+        base_covered_until=start,
         boundary=version.covered_until,
         chain_hash_at_boundary=version.chain_hash,
         expected_chain_hash=expected,

@@ -3,7 +3,8 @@
 - capacity: history H (rendered summary + events after it) > high × B, with the thread's own
   budget;
 - structural: a side-effecting call got its answer (its unit can close), an approval was
-  decided, a correction was annotated;
+  decided, a correction was annotated, an event the head summary covers was retracted (the
+  next fold rebuilds the content without it: threads.services.folding.rebuild_start);
 - risk: a side-effecting result timed out, or a tool reported a value for a key that
   contradicts another tool value (in the batch or in the head summary).
 
@@ -103,6 +104,13 @@ def event_triggers(
             reasons.append(("structural", f"approval decided: {data['decision']} (seq {seq})"))
         elif kind == EventKind.ANNOTATION and data.get("type") == "correction":
             reasons.append(("structural", f"correction annotated (seq {seq})"))
+        elif kind == EventKind.RETRACTION and data["retracts"] <= thread.covered_until:
+            reasons.append(
+                (
+                    "structural",
+                    f"retraction of a summarised event #{data['retracts']} (seq {seq})",
+                )
+            )
         if kind == EventKind.TOOL_RESULT:
             for fact in data.get("verified_facts") or []:
                 key, value = str(fact.get("key")), fact.get("value")
@@ -154,8 +162,10 @@ def history_tokens(*, thread: Thread, enough: float | None = None) -> int:
 
     With `enough`, stops reading once H surely exceeds it: every event costs at least
     MESSAGE_OVERHEAD_TOKENS, so more events after the summary than `enough` / that minimum
-    exceed it without summing anything. A thread whose folds are not running (no worker, a
-    rejected candidate) then costs a bounded read per append, not a scan of its backlog.
+    exceed it without summing anything (retraction and reset markers count 0, but they are
+    rare enough that folding a little early on their account does no harm). A thread whose
+    folds are not running (no worker, a rejected candidate) then costs a bounded read per
+    append, not a scan of its backlog.
     """
     summary = int(
         (
@@ -256,8 +266,18 @@ def after_fold(thread_id: Any, trigger: dict[str, Any], result: FoldResult) -> N
     if result.outcome != Outcome.COMMITTED:
         return
     # A capped fold (see FOLD_MAX_EVENTS) leaves the rest of a long backlog: the same trigger
-    # carries on with it.
-    if thread.last_seq - (version.covered_from - 1) > folding.FOLD_MAX_EVENTS:
+    # carries on with it. The cap counts from the head the fold was built on (a rebuild's
+    # covered_from lies before it).
+    base_covered = version.covered_from - 1
+    if version.base_version:
+        base_covered = max(
+            base_covered,
+            SummaryVersion.objects.filter(thread=thread, version=version.base_version)
+            .values_list("covered_until", flat=True)
+            .first()
+            or 0,
+        )
+    if thread.last_seq - base_covered > folding.FOLD_MAX_EVENTS:
         reason = str(trigger.get("reason", "")).split(" (continued")[0]
         fold_request(
             thread=thread,

@@ -15,8 +15,9 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from threads.domain.fold import SCHEMA_VERSION, SECTIONS
+from threads.domain.fold import SCHEMA_VERSION, SECTIONS, world_state
 from threads.domain.ledger import pending_from_log, tool_state_from_log
+from threads.domain.markers import withdrawn
 from threads.domain.render import render_event
 from threads.summarizers.base import SummarizerError
 
@@ -85,10 +86,17 @@ class LLMSummarizer:
         covered_from: int,
         covered_until: int,
     ) -> list[dict[str, str]]:
+        # The model sees only what is content: no retracted item, no marker, nothing before a
+        # reset — and after a reset, of the previous summary only its world state (tool state
+        # and pending approvals, which it may not change anyway).
+        gone = withdrawn(events)
+        if gone.reset_at is not None:
+            previous = world_state(previous)
         prior = json.dumps(previous, ensure_ascii=False, sort_keys=True) if previous else "none"
+        shown = [e for e in events if e["seq"] not in gone.seqs]
         user = (
             f"Previous summary:\n{prior}\n\n"
-            f"New events #{covered_from}..#{covered_until}:\n{_render_events(events)}"
+            f"New events #{covered_from}..#{covered_until}:\n{_render_events(shown)}"
         )
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 

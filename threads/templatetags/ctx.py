@@ -33,6 +33,8 @@ BADGE_TONES: dict[str, tuple[dict[str, str], str]] = {
         "muted",
     ),
     "task": ({TaskState.SUCCESS: "ok", TaskState.FAILURE: "bad"}, "info"),
+    # What a retraction or a reset did to an event in the timeline.
+    "event": ({"retracted": "muted"}, "info"),
     # The status of a summary entry (tool state, constraint, pending item).
     "entry": (
         {

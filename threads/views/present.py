@@ -54,6 +54,10 @@ def headline_and_body(kind: str, data: dict[str, Any]) -> tuple[str, str]:
             f"#{data.get('tool_call_id', '')} resolved {data.get('status', '')}",
             str(data.get("evidence", "")),
         )
+    if kind == "retraction":
+        return f"retracts #{data.get('retracts', '')}", ""
+    if kind == "reset":
+        return "reset: earlier events leave the working context", ""
     return kind, _json(data)
 
 
@@ -80,6 +84,7 @@ def present(event: Event) -> dict[str, Any]:
         "side_effect": bool(event.data.get("side_effect")),
         "call_seq": event.data.get("call_seq"),
         "approval_seq": event.data.get("approval_seq"),
+        "retracts": event.data.get("retracts"),
         "hash": event.hash,
     }
 

@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from threads import selectors
+from threads.domain.markers import RETRACTABLE_KINDS
 from threads.domain.units import split_units
 from threads.models import Role, Thread
 from threads.views.common import (
@@ -126,12 +127,23 @@ def thread_timeline(request: HtmxHttpRequest, id: str) -> HttpResponse:
     approvals = selectors.approvals_for_requests(
         thread=thread, seqs=[e.seq for e in rows if e.kind == "approval_request"]
     )
+    # Retractions of the window's events, wherever they are (docs/design.md §2.1).
+    retracted_by = selectors.retractions_by_target(
+        thread=thread, targets={e.seq for e in rows if e.kind in RETRACTABLE_KINDS}
+    )
     shown: dict[int, dict[str, Any]] = {}
     for event in rows:
         item = present(event)
         item["closed_by"] = [(s, href(s)) for s in closing.get(event.seq, [])]
         item["call_href"] = href(item["call_seq"])
         item["approval_href"] = href(item["approval_seq"])
+        item["retracts_href"] = href(item["retracts"])
+        by = retracted_by.get(event.seq)
+        item["retracted_by"] = (
+            {"seq": by, "href": href(by), "label": f"retracted by #{by}"}
+            if by is not None
+            else None
+        )
         item["effect"] = effects.get(event.seq)
         item["approval"] = approvals.get(event.seq)
         shown[event.seq] = item
@@ -144,6 +156,7 @@ def thread_timeline(request: HtmxHttpRequest, id: str) -> HttpResponse:
                 "role": e.data.get("role"),
                 "call_seq": e.data.get("call_seq"),
                 "side_effect": e.data.get("side_effect", False),
+                "retracts": e.data.get("retracts"),
                 "token_count": e.token_count,
             }
             for e in rows

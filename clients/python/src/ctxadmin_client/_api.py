@@ -111,6 +111,33 @@ def integrity(thread_id: str) -> Call:
     return Call("GET", thread_path(thread_id, "integrity"))
 
 
+def fold(thread_id: str, reason: str | None) -> Call:
+    return Call("POST", thread_path(thread_id, "fold"), json={"reason": reason} if reason else {})
+
+
+def task(task_id: str) -> Call:
+    return Call("GET", f"{API}/tasks/{quote(task_id, safe='')}/")
+
+
+TASK_DONE = ("SUCCESS", "FAILURE")
+
+
+def wait_for_task(task_id: str, timeout: float, poll_interval: float) -> Operation[dict[str, Any]]:
+    """Poll GET /api/v1/tasks/{id}/ until the task's state is SUCCESS or FAILURE (docs/api.md
+    §6); TimeoutError when `timeout` seconds pass first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        record = yield task(task_id)
+        if record.get("state") in TASK_DONE:
+            return dict(record)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(
+                f"task {task_id} is still {record.get('state')} after {timeout:g} seconds"
+            )
+        yield Sleep(min(poll_interval, left))
+
+
 def request_approval(thread_id: str, event: dict[str, Any]) -> Operation[dict[str, Any]]:
     """Append an `approval_request` event, then read back the approval it opened: the record
     of GET .../approvals/ whose `approval_seq` is the request event's seq."""

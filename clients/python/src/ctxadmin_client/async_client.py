@@ -60,6 +60,17 @@ class AsyncClient:
         """An existing thread by UUID or external_id; `NotFoundError` when there is none."""
         return AsyncThread(self, await self._call(_api.get_thread(id)))
 
+    async def task(self, task_id: str) -> dict[str, Any]:
+        """A task's record (fold, verify, ...): `state`, `progress`, `result`, ..."""
+        return await self._call(_api.task(task_id))
+
+    async def wait_for_task(
+        self, task_id: str, timeout: float = 60.0, *, poll_interval: float = 0.2
+    ) -> dict[str, Any]:
+        """Poll until the task is SUCCESS or FAILURE; returns its record. TimeoutError after
+        `timeout` seconds."""
+        return await self._run(_api.wait_for_task(task_id, timeout, poll_interval))
+
     async def close(self) -> None:
         """Close the connection pool."""
         await self._http.aclose()
@@ -166,6 +177,10 @@ class AsyncThread:
         """The thread's tool definitions with their token counts (`GET .../tools/`): `tools`,
         `count`, `token_total`, `encoding`."""
         return await self._client._call(_api.tools(self.id))
+
+    async def fold(self, reason: str | None = None) -> dict[str, Any]:
+        """Ask for a fold now; returns `{"task_id"}`. See `Thread.fold`."""
+        return await self._client._call(_api.fold(self.id, reason))
 
     async def integrity(self) -> dict[str, Any]:
         """The last chain verification's verdict."""

@@ -72,6 +72,18 @@ class Client:
         """An existing thread by UUID or external_id; `NotFoundError` when there is none."""
         return Thread(self, self._call(_api.get_thread(id)))
 
+    def task(self, task_id: str) -> dict[str, Any]:
+        """A task's record (fold, verify, ...): `task_id`, `kind`, `state` (PENDING, STARTED,
+        PROGRESS, SUCCESS, FAILURE), `progress`, `result`, ..."""
+        return self._call(_api.task(task_id))
+
+    def wait_for_task(
+        self, task_id: str, timeout: float = 60.0, *, poll_interval: float = 0.2
+    ) -> dict[str, Any]:
+        """Poll until the task is SUCCESS or FAILURE; returns its record. TimeoutError after
+        `timeout` seconds."""
+        return self._run(_api.wait_for_task(task_id, timeout, poll_interval))
+
     def close(self) -> None:
         """Close the connection pool."""
         self._http.close()
@@ -200,6 +212,12 @@ class Thread:
         """The thread's tool definitions with their token counts (`GET .../tools/`): `tools`,
         `count`, `token_total`, `encoding`."""
         return self._client._call(_api.tools(self.id))
+
+    def fold(self, reason: str | None = None) -> dict[str, Any]:
+        """Ask the server to fold the thread now (`POST .../fold/`); returns `{"task_id"}`
+        (pass it to `client.wait_for_task`). A fold already queued or running answers its own
+        task id; nothing new to fold is a successful no-op of the task."""
+        return self._client._call(_api.fold(self.id, reason))
 
     def integrity(self) -> dict[str, Any]:
         """The last chain verification's verdict: `chain_ok`, `first_bad_seq`,

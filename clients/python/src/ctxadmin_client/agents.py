@@ -1,0 +1,310 @@
+"""An OpenAI Agents SDK session backed by a ctxadmin thread (needs the `agents` extra).
+
+    from agents import Agent, Runner
+    from ctxadmin_client import AsyncClient
+    from ctxadmin_client.agents import CtxadminSession
+
+    client = AsyncClient(url, api_key)
+    session = CtxadminSession("order-10086", client, context_window=16000)
+    result = await Runner.run(agent, "Refund order 10086", session=session)
+
+The session is the thread whose `external_id` is `session_id`, created on first use with the
+given thread settings. `add_items` appends each item as an event; `get_items` answers the
+thread's working context (docs/api.md §4): the stable summary as one leading item, then the
+items after it, trimmed by the server to the thread's budget. The log stays append-only:
+`pop_item` appends a `retraction`, `clear_session` a `reset` (docs/api.md §3).
+
+Items and events (`item_to_event`, `event_to_item`): a message is a `message` event, a
+`function_call` a `tool_call` (its JSON-string `arguments` parsed into an object), a
+`function_call_output` a `tool_result`; a `reasoning` item is an assistant `message` whose
+content is the reasoning summary parts; any other item type is an assistant `message` whose
+one content part is the item itself. What the event's own fields do not carry (ids, statuses,
+the encrypted reasoning, the arguments' exact text unless it is compact JSON with sorted keys)
+is kept in the event's `metadata["agents_item"]`, so that `get_items` gives back each item
+exactly as it came.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar, cast
+
+try:
+    from agents.items import TResponseInputItem
+    from agents.memory import OpenAIResponsesCompactionArgs, SessionSettings
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        'ctxadmin_client.agents needs the OpenAI Agents SDK: pip install "ctxadmin-client[agents]"'
+    ) from exc
+
+from ctxadmin_client.async_client import AsyncClient, AsyncThread
+from ctxadmin_client.client import Client, Thread
+from ctxadmin_client.errors import CtxadminError
+
+__all__ = ["CtxadminSession", "event_to_item", "item_to_event"]
+
+T = TypeVar("T")
+
+# The metadata key of an event written by this session: {"form": ..., "extra": {...}}.
+ITEM_KEY = "agents_item"
+ROLES = ("system", "developer", "user", "assistant")
+MARKER_KINDS = ("retraction", "reset")
+# Fields of a stored event that are the log's bookkeeping, not what the agent said.
+_STORED_FIELDS = frozenset(
+    ("seq", "kind", "created_at", "client_event_id", "metadata", "hash", "token_count")
+    + ("call_seq", "replayed")
+)
+
+
+def _compact_json(value: Any) -> str:
+    """Compact JSON with sorted keys: the text an argument object is rebuilt as. The server
+    keeps JSON objects but not their key order, so only this text can be redone from one."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def _is_parts(content: Any) -> bool:
+    return isinstance(content, str) or (
+        isinstance(content, list) and all(isinstance(p, str | dict) for p in content)
+    )
+
+
+def _id_text(value: Any) -> bool:
+    """What the server accepts as a tool call id or a tool name (docs/api.md §3)."""
+    return isinstance(value, str) and bool(value.strip()) and len(value) <= 200
+
+
+def _without(item: Mapping[str, Any], *names: str) -> dict[str, Any]:
+    return {key: value for key, value in item.items() if key not in names}
+
+
+def item_to_event(item: Mapping[str, Any]) -> dict[str, Any]:
+    """The event (docs/api.md §3) that stores one Agents SDK input item; `event_to_item` of
+    the stored event gives the item back, equal to what came in."""
+    kind = item.get("type")
+    if kind in (None, "message") and item.get("role") in ROLES and _is_parts(item.get("content")):
+        event: dict[str, Any] = {
+            "kind": "message",
+            "role": item["role"],
+            "content": item["content"],
+        }
+        return _with_item(event, "message", _without(item, "role", "content"))
+    if kind == "function_call" and _id_text(item.get("call_id")) and _id_text(item.get("name")):
+        raw = item.get("arguments")
+        extra = _without(item, "call_id", "name", "arguments")
+        try:
+            arguments = json.loads(raw) if isinstance(raw, str) else None
+        except ValueError:
+            arguments = None
+        if not isinstance(arguments, dict):
+            arguments = {"_raw": raw}
+        if not (isinstance(raw, str) and _compact_json(arguments) == raw):
+            extra["arguments"] = raw  # the exact text, when the object alone cannot redo it
+        event = {
+            "kind": "tool_call",
+            "tool_call_id": item["call_id"],
+            "tool_name": item["name"],
+            "arguments": arguments,
+        }
+        return _with_item(event, "function_call", extra)
+    if kind == "function_call_output" and _id_text(item.get("call_id")) and "output" in item:
+        event = {
+            "kind": "tool_result",
+            "tool_call_id": item["call_id"],
+            "status": "succeeded",
+            "result": item["output"],
+        }
+        return _with_item(event, "function_call_output", _without(item, "call_id", "output"))
+    if kind == "reasoning" and isinstance(item.get("summary"), list):
+        # The summary is what a person (and the fold) can read of the reasoning; the encrypted
+        # content rides in metadata, which token counts do not include.
+        event = {"kind": "message", "role": "assistant", "content": list(item["summary"])}
+        return _with_item(event, "reasoning", _without(item, "summary"))
+    # Anything else (hosted tool calls, compaction items, ...) as it came: one content part,
+    # counted by the server as its JSON text.
+    event = {"kind": "message", "role": "assistant", "content": [dict(item)]}
+    return _with_item(event, "raw", {})
+
+
+def _with_item(event: dict[str, Any], form: str, extra: dict[str, Any]) -> dict[str, Any]:
+    event["metadata"] = {ITEM_KEY: {"form": form, "extra": extra}}
+    return event
+
+
+def event_to_item(event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The Agents SDK input item an event of the working context stands for; None for the
+    markers (`retraction`, `reset`), which a model never reads.
+
+    An event this session wrote comes back exactly as its item came in. Events others wrote
+    (another client, ctxadmin itself) get the nearest item: messages, function calls and
+    outputs as such, anything else as a developer message naming the event's kind."""
+    kind = event.get("kind")
+    if kind in MARKER_KINDS:
+        return None
+    metadata = event.get("metadata")
+    saved = metadata.get(ITEM_KEY) if isinstance(metadata, Mapping) else None
+    form = saved.get("form") if isinstance(saved, Mapping) else None
+    extra = dict(saved.get("extra") or {}) if isinstance(saved, Mapping) else {}
+    if kind == "message" and form == "raw":
+        return dict(event["content"][0])
+    if kind == "message" and form == "reasoning":
+        return {**extra, "summary": event["content"]}
+    if kind == "message":
+        return {**extra, "role": event["role"], "content": event["content"]}
+    if kind == "tool_call":
+        arguments = event.get("arguments")
+        if "arguments" not in extra:
+            extra["arguments"] = _compact_json(arguments)
+        if form is None:
+            extra["type"] = "function_call"
+        return {**extra, "call_id": event["tool_call_id"], "name": event["tool_name"]}
+    if kind == "tool_result":
+        output = event.get("result")
+        if form is None:
+            extra["type"] = "function_call_output"
+            if not isinstance(output, str):
+                output = "" if output is None else _compact_json(output)
+        return {**extra, "call_id": event["tool_call_id"], "output": output}
+    fields = {key: value for key, value in event.items() if key not in _STORED_FIELDS}
+    return {"role": "developer", "content": f"{kind}: {_compact_json(fields)}"}
+
+
+class CtxadminSession:
+    """An OpenAI Agents SDK `Session` (and compaction-aware session) stored in ctxadmin.
+
+    Args:
+        session_id: the thread's `external_id`; the thread is created on first use.
+        client: an `AsyncClient` (a blocking `Client` works too: its calls run in a worker
+            thread so the event loop never blocks).
+        session_settings: the SDK's `SessionSettings` (e.g. a default `limit`).
+        summary_role: the role of the leading summary item, `developer` (the default) or
+            `system`.
+        compaction_timeout: how long `run_compaction` waits for the fold, in seconds.
+        **budget: thread settings used when the thread is created (`context_window`,
+            `reserved_output`, `reasoning_reserve`, `safety_margin`, `fixed_tokens`,
+            `encoding`, ...; docs/api.md §2.1). An existing thread keeps its own.
+
+    `last_context` is the working-context answer the last `get_items` or `pop_item` read
+    (`budget`, `summary`, `trimmed_units`, `needs_fold`, ...).
+    """
+
+    session_settings: SessionSettings | None = None
+
+    def __init__(
+        self,
+        session_id: str,
+        client: AsyncClient | Client,
+        *,
+        session_settings: SessionSettings | None = None,
+        summary_role: str = "developer",
+        compaction_timeout: float = 60.0,
+        **budget: Any,
+    ) -> None:
+        if summary_role not in ("developer", "system"):
+            raise ValueError("summary_role must be 'developer' or 'system'")
+        self.session_id = session_id
+        self.session_settings = session_settings or SessionSettings()
+        self.client = client
+        self.summary_role = summary_role
+        self.compaction_timeout = compaction_timeout
+        self.budget = dict(budget)
+        self.last_context: dict[str, Any] | None = None
+        self._thread: AsyncThread | Thread | None = None
+        self._creating = asyncio.Lock()
+
+    async def _io(self, call: Callable[..., Awaitable[T] | T], *args: Any, **kw: Any) -> T:
+        """Await a call of the async client, or run one of the blocking client in a thread."""
+        if isinstance(self.client, AsyncClient):
+            return await cast(Callable[..., Awaitable[T]], call)(*args, **kw)
+        return await asyncio.to_thread(cast(Callable[..., T], call), *args, **kw)
+
+    async def thread(self) -> AsyncThread | Thread:
+        """The session's thread, created with the session's settings on first use."""
+        thread = self._thread
+        if thread is None:
+            async with self._creating:
+                thread = self._thread
+                if thread is None:
+                    created: AsyncThread | Thread = await self._io(
+                        self.client.thread, self.session_id, **self.budget
+                    )
+                    self._thread = thread = created
+        return thread
+
+    async def _context(self) -> dict[str, Any]:
+        thread = await self.thread()
+        self.last_context = await self._io(thread.context)
+        return self.last_context
+
+    async def _append(self, *events: Mapping[str, Any]) -> list[dict[str, Any]]:
+        thread = await self.thread()
+        return await self._io(thread.append, *events)
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The working context as items: the summary (when there is one) as a leading
+        `{"role": summary_role, "content": rendered}`, then each event after it as its item.
+        `limit` keeps the latest `limit` of those, in order. A budget too small for what the
+        server must keep raises `UnprocessableError` (`budget_too_small`)."""
+        context = await self._context()
+        items: list[dict[str, Any]] = []
+        summary = context.get("summary")
+        if summary:
+            items.append({"role": self.summary_role, "content": summary["rendered"]})
+        for event in context["events"]:
+            item = event_to_item(event)
+            if item is not None:
+                items.append(item)
+        if limit is not None:
+            items = items[-limit:] if limit > 0 else []
+        return cast(list[TResponseInputItem], items)
+
+    async def add_items(self, items: Sequence[TResponseInputItem]) -> None:
+        """Append each item as one event, in one all-or-nothing request (up to 1000 items).
+        Every event gets a `client_event_id` before the first attempt, so the client's
+        retries never store an item twice."""
+        if items:
+            await self._append(*(item_to_event(cast(Mapping[str, Any], i)) for i in items))
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Take the most recent item out of the working context and return it (None when
+        there is none; the summary is never popped). Appends a `retraction` naming the
+        item's event: the log keeps both. Retracting a function call or its output takes the
+        pair out."""
+        context = await self._context()
+        for event in reversed(context["events"]):
+            item = event_to_item(event)
+            if item is not None:
+                await self._append({"kind": "retraction", "retracts": event["seq"]})
+                return cast(TResponseInputItem, item)
+        return None
+
+    async def clear_session(self) -> None:
+        """Take every item, and a summary of them, out of the working context: appends a
+        `reset` event. The log keeps everything."""
+        await self._append({"kind": "reset"})
+
+    async def run_compaction(self, args: OpenAIResponsesCompactionArgs | None = None) -> None:
+        """Fold the thread now and wait for the fold, so that the next `get_items` is the
+        fresh summary plus the items after it.
+
+        Called with no arguments, or with `force`, it always asks for a fold. The Runner calls
+        it after each settled turn (`{"response_id", "force": False, ...}`): then it folds only
+        when the working context calls for it (`needs_fold`, the capacity trigger). A fold that
+        fails raises `CtxadminError` (`fold_failed`); one that takes longer than
+        `compaction_timeout` raises `TimeoutError`."""
+        if args is not None and not args.get("force"):
+            context = await self._context()
+            if not context.get("needs_fold"):
+                return
+        thread = await self.thread()
+        answer = await self._io(thread.fold, "OpenAI Agents SDK session compaction")
+        task_id = str(answer["task_id"])
+        record = await self._io(self.client.wait_for_task, task_id, self.compaction_timeout)
+        if record.get("state") != "SUCCESS":
+            raise CtxadminError(
+                "fold_failed",
+                0,
+                f"fold task {task_id} ended {record.get('state')}: {record.get('result')}",
+                {"task": record},
+            )
