@@ -26,6 +26,7 @@ from tests.langgraph.graphs import ToolFakeChatModel
 from threads.models import ApprovalRequest, AuditEntry, LanggraphCheckpoint, SideEffect, Thread
 from threads.selectors import rollback_preview
 from threads.services.approvals import approval_decide
+from threads.services.folding import fold_run
 from threads.services.rollback import checkpoint_rollback
 
 REFUNDS: list[str] = []
@@ -109,7 +110,8 @@ def test_a_rollback_resumes_the_agent_from_the_restored_state_with_the_later_sid
     chosen = before_refund.ctxadmin_checkpoint
     assert chosen.label == f"langgraph:{before_refund.checkpoint_id}"
     preview = rollback_preview(thread=thread, checkpoint=chosen)
-    assert preview["safe"] and [e["tool_name"] for e in preview["side_effects"]] == ["refund"]
+    assert preview["safe"] and preview["langgraph"]
+    assert [e["tool_name"] for e in preview["side_effects"]] == ["refund"]
     old_head = saver.get_tuple(config)
     assert old_head is not None
 
@@ -255,3 +257,39 @@ def test_an_interrupt_is_an_approval_request_and_the_decision_resumes_the_graph(
     out = app.invoke(command, config)
     assert out["messages"][-1].content == "Refund done: customer verified"
     assert app.get_state(config).next == ()
+
+
+def test_a_rollback_to_a_langgraph_checkpoint_restores_the_summary_that_stood_at_its_cursor(
+    server: Server,
+) -> None:
+    saver = CtxadminSaver.from_url(server.url, server.api_key, side_effect_tools={"refund"})
+    app = _refund_agent(saver, [])
+    config: RunnableConfig = {"configurable": {"thread_id": "refund-folded"}}
+    app.invoke({"messages": [HumanMessage("Hi")]}, config)
+    thread = _thread(server, config)
+    first = fold_run(thread_id=thread.pk, trigger={"kind": "manual", "reason": "test"})
+    app.invoke({"messages": [HumanMessage("Refund order 42")]}, config)
+    second = fold_run(thread_id=thread.pk, trigger={"kind": "manual", "reason": "test"})
+    assert first is not None and second is not None
+    chosen = next(
+        row
+        for row in LanggraphCheckpoint.objects.filter(thread=thread)
+        if row.metadata.get("step") == 1
+    )
+    # The first fold covered the first turn, the second one the refund too.
+    assert first.covered_until <= chosen.cursor < second.covered_until
+    admin = factories.make_person(server.workspace, "ada", "admin")
+    version = checkpoint_rollback(
+        thread=thread, checkpoint=chosen.ctxadmin_checkpoint, actor=admin, reason="bad refund"
+    )
+    assert version is not None
+    assert version.version == second.version + 1
+    assert (version.content, version.covered_until) == (first.content, first.covered_until)
+    assert version.restored_from_id == chosen.ctxadmin_checkpoint_id
+    second.refresh_from_db()
+    assert second.phase == "rolled_back"
+    thread.refresh_from_db()
+    assert (thread.head_version, thread.covered_until) == (version.version, first.covered_until)
+    head = saver.get_tuple(config)
+    assert head is not None and head.metadata["source"] == "update"
+    saver.close()

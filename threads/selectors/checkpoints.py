@@ -135,6 +135,8 @@ def rollback_preview(*, thread: Thread, checkpoint: Checkpoint) -> dict[str, Any
         "new_version": thread.last_version + 1,
         "restores_version": version.version if version is not None else None,
         "events_after_cursor": max(thread.last_seq - cursor, 0),
+        # A LangGraph checkpoint's rollback also writes a new LangGraph head (docs/design.md §15).
+        "langgraph": is_langgraph_checkpoint(checkpoint),
         "side_effects": side_effect_rows(effects),
         "approvals": approval_rows(approvals),
         "versions_replaced": [
