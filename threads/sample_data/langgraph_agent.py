@@ -95,7 +95,7 @@ def langgraph_demo_run(*, workspace: Workspace, api_key: str) -> int:
     ).exists():
         return 0
     client = Client(BASE_URL, api_key, transport=httpx.WSGITransport(app=WSGIHandler()))
-    saver = CtxadminSaver(client, side_effect_tools={"refund"})
+    saver = CtxadminSaver(client)
     config: RunnableConfig = {"configurable": {"thread_id": THREAD_ID}}
     try:
         _graph(saver).invoke(

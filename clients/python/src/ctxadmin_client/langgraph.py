@@ -164,6 +164,12 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
             unless an `AsyncClient` is also at hand) or an `AsyncClient` (the async methods use
             it; the sync ones a `Client` made with the same URL and key).
         serde: LangGraph's serializer for channel values and writes (its default when None).
+        side_effect_tools: names of the tools whose calls are side effects: their `tool_call`
+            events say so (with the tool call id as idempotency key), so a rollback lists them.
+
+    An `interrupt()` opens an approval request in ctxadmin; `resume_command(config)` gives the
+    `Command(resume=...)` a reviewer's decision makes. A checkpoint a rollback wrote carries the
+    side effects after the restored state: reading it adds a system message naming them.
 
     `CtxadminSaver.from_url(base_url, api_key, **kw)` makes both clients (`kw`: `timeout`,
     `retries`).
