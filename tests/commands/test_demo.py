@@ -19,6 +19,7 @@ from threads.models import (
     ApiKey,
     ApprovalRequest,
     Event,
+    LanggraphCheckpoint,
     Membership,
     SideEffect,
     SummaryVersion,
@@ -57,7 +58,7 @@ def test_demo_twice_is_idempotent_and_creates_the_scenarios() -> None:
     )
     assert roles == {"operator": "operator", "reviewer": "reviewer", "admin": "admin"}
     threads = {t.external_id: t for t in Thread.objects.filter(workspace__name="demo")}
-    assert set(SCENARIOS) <= set(threads) and len(threads) == 4 + 3
+    assert set(SCENARIOS) <= set(threads) and len(threads) == 4 + 1 + 3
 
     order = threads["order-10086"]
     effect = SideEffect.objects.get(thread=order)
@@ -92,6 +93,17 @@ def test_demo_twice_is_idempotent_and_creates_the_scenarios() -> None:
     for external_id in SCENARIOS:
         assert threads[external_id].head_version >= 1  # folded, with a checkpoint
         assert threads[external_id].checkpoints.exists()
+
+    # The live LangGraph thread: its checkpoints listed as ctxadmin ones, paused on a refund.
+    agent = threads["langgraph-order-5521"]
+    labels = list(agent.checkpoints.values_list("label", flat=True))
+    assert len(labels) >= 5 and all(label.startswith("langgraph:") for label in labels)
+    assert LanggraphCheckpoint.objects.filter(thread=agent).count() == len(labels)
+    [approval] = ApprovalRequest.objects.filter(thread=agent)
+    assert (approval.status, approval.action) == ("pending", "langgraph.interrupt")
+    assert approval.arguments["value"] == {"action": "refund", "order_id": "5521", "amount": 89.9}
+    assert Event.objects.filter(thread=agent, kind="tool_result").count() == 1
+    assert "LangGraph agent on thread langgraph-order-5521" in text
 
 
 def test_demo_counts_tokens_with_no_network(tmp_path: Path) -> None:

@@ -156,6 +156,7 @@ def test_rollback_writes_a_new_head_and_keeps_the_events(thread: Thread, admin: 
     assert (thread.head_version, thread.last_version) == (2, 2)
 
     version = checkpoint_rollback(thread=thread, checkpoint=cp1, actor=admin, reason="bad v2")
+    assert version is not None  # a checkpoint with a summary always moves the head
 
     thread.refresh_from_db()
     assert version.version == 3 and version.phase == SummaryPhase.COMMITTED
@@ -229,6 +230,7 @@ def test_tampered_event_makes_later_checkpoints_unsafe(thread: Thread, admin: An
     assert thread.head_version == 2  # nothing written
 
     version = checkpoint_rollback(thread=thread, checkpoint=cp1, actor=admin, reason="restore")
+    assert version is not None  # a checkpoint with a summary always moves the head
     assert version.covered_until == 4
 
 

@@ -29,6 +29,7 @@ from threads.api.serializers import (
     external_id_validated,
 )
 from threads.api.summaries import SummaryOutputSerializer
+from threads.domain.langgraph import REPAIR_KEY
 from threads.models import Checkpoint
 from threads.selectors import (
     checkpoint_get,
@@ -36,6 +37,7 @@ from threads.selectors import (
     rollback_preview,
     thread_with_flags,
 )
+from threads.selectors.langgraph import lg_head_for_checkpoint
 from threads.services.checkpoints import checkpoint_create
 from threads.services.fork import thread_fork
 from threads.services.rollback import checkpoint_rollback
@@ -183,7 +185,19 @@ class ThreadRollbackApi(APIView):
             actor=request.user,
             reason=body.validated_data["reason"],
         )
-        return Response(self.OutputSerializer(version).data)
+        answer: dict[str, Any] = (
+            dict(self.OutputSerializer(version).data)
+            if version is not None
+            else {"version": None, "restored_from": checkpoint.pk}
+        )
+        head = lg_head_for_checkpoint(checkpoint)
+        if head is not None:
+            answer["langgraph"] = {
+                "checkpoint_id": head.checkpoint_id,
+                "parent_checkpoint_id": head.parent_checkpoint_id,
+                "side_effects": head.metadata.get(REPAIR_KEY, {}).get("side_effects", []),
+            }
+        return Response(answer)
 
 
 class ThreadForkApi(APIView):

@@ -32,6 +32,7 @@ from threads.selectors.langgraph import (
 )
 from threads.services.langgraph import (
     PRUNE_STRATEGIES,
+    InterruptIn,
     MessageIn,
     MessagesIn,
     ValueIn,
@@ -99,6 +100,13 @@ class MessagesSerializer(serializers.Serializer):
     channel = serializers.CharField(max_length=255)
     version = serializers.CharField(max_length=255)
     entries = MessageEntrySerializer(many=True)
+    side_effect_tools = serializers.ListField(
+        child=serializers.CharField(max_length=200),
+        required=False,
+        default=list,
+        max_length=1000,
+        help_text="tools whose calls are side effects: their tool_call events say so",
+    )
 
 
 class WriteOutputSerializer(serializers.Serializer):
@@ -299,6 +307,7 @@ class ThreadLanggraphCheckpointsApi(APIView):
                     MessageIn(id=e["id"], digest=e["digest"], message=e.get("message"))
                     for e in messages["entries"]
                 ],
+                side_effect_tools=frozenset(messages.get("side_effect_tools") or ()),
             ),
             actor_label=agent.label,
         )
@@ -356,6 +365,14 @@ class ThreadLanggraphCheckpointApi(APIView):
         return Response(_tuple_json(lg_tuple(row)))
 
 
+class InterruptSerializer(serializers.Serializer):
+    class Meta:
+        ref_name = "LanggraphInterruptInput"
+
+    id = serializers.CharField(max_length=180, help_text="the interrupt's id")
+    value = serializers.JSONField(help_text="the interrupt's value as plain JSON")
+
+
 class ThreadLanggraphWritesApi(APIView):
     class InputSerializer(serializers.Serializer):
         class Meta:
@@ -375,6 +392,7 @@ class ThreadLanggraphWritesApi(APIView):
         task_id = serializers.CharField(max_length=200)
         task_path = serializers.CharField(max_length=500, allow_blank=True, default="")
         writes = WriteSerializer(many=True)
+        interrupts = InterruptSerializer(many=True, required=False, default=list)
 
     @extend_schema(
         operation_id="langgraph_writes_put",
@@ -396,6 +414,7 @@ class ThreadLanggraphWritesApi(APIView):
             task_id=data["task_id"],
             task_path=data["task_path"],
             writes=[WriteIn(**w) for w in data["writes"]],
+            interrupts=[InterruptIn(id=i["id"], value=i["value"]) for i in data["interrupts"]],
             actor_label=agent.label,
         )
         return Response(status=status.HTTP_204_NO_CONTENT)

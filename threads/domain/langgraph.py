@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
+from collections.abc import Collection
 from typing import Any
 
 from threads.domain.errors import InvalidEvent
@@ -32,9 +34,13 @@ def message_digest(message: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def message_event_bodies(message: dict[str, Any], key: str) -> list[dict[str, Any]]:
+def message_event_bodies(
+    message: dict[str, Any], key: str, side_effect_tools: Collection[str] = ()
+) -> list[dict[str, Any]]:
     """The events (bodies as an agent submits them) that record `message`; `key` is the
-    carrying event's client_event_id. Raises InvalidEvent for a message with no event form."""
+    carrying event's client_event_id. A call of a tool in `side_effect_tools` is a side effect
+    (docs/design.md §7.1) whose idempotency key is its tool call id. Raises InvalidEvent for a
+    message with no event form."""
     kind, data = message.get("type"), message.get("data")
     if not isinstance(data, dict) or not isinstance(kind, str):
         raise InvalidEvent("a message is {type, data}", fields={"message": "not a message"})
@@ -69,15 +75,16 @@ def message_event_bodies(message: dict[str, Any], key: str) -> list[dict[str, An
         }
     ]
     for call in data.get("tool_calls") or []:
-        bodies.append(
-            {
-                "kind": "tool_call",
-                "client_event_id": f"{key}/call/{call.get('id')}",
-                "tool_call_id": call.get("id"),
-                "tool_name": call.get("name"),
-                "arguments": call.get("args"),
-            }
-        )
+        body = {
+            "kind": "tool_call",
+            "client_event_id": f"{key}/call/{call.get('id')}",
+            "tool_call_id": call.get("id"),
+            "tool_name": call.get("name"),
+            "arguments": call.get("args"),
+        }
+        if call.get("name") in side_effect_tools:
+            body.update(side_effect=True, idempotency_key=call.get("id"))
+        bodies.append(body)
     return bodies
 
 
@@ -86,3 +93,46 @@ def message_from_event(kind: str, data: dict[str, Any], metadata: dict[str, Any]
     stored = metadata[METADATA_KEY]
     content = data.get("result") if kind == "tool_result" else data.get("content")
     return {"type": stored["type"], "data": {**stored["data"], "content": content}}
+
+
+# 100-ns intervals between the UUID epoch (1582-10-15) and the Unix epoch.
+_UUID_EPOCH_OFFSET = 0x01B21DD213814000
+
+
+def _uuid6_timestamp(checkpoint_id: str) -> int | None:
+    """The 60-bit timestamp of a version-6 UUID (LangGraph's checkpoint ids), or None."""
+    try:
+        value = uuid.UUID(checkpoint_id).int
+    except ValueError:
+        return None
+    return ((value >> 80) & 0xFFFFFFFFFFFF) << 12 | (value >> 64) & 0x0FFF
+
+
+def checkpoint_id_after(previous: str, *, now_ns: int, clock_seq: int, node: int) -> str:
+    """A checkpoint id as LangGraph makes them (a version-6 UUID: time-ordered, so that ids
+    sort by time as text) that sorts after `previous`, also when the server's clock is behind
+    the agent's. `clock_seq` (14 bits) and `node` (48 bits) fill the rest, as LangGraph does."""
+    timestamp = now_ns // 100 + _UUID_EPOCH_OFFSET
+    before = _uuid6_timestamp(previous)
+    if before is not None and timestamp <= before:
+        timestamp = before + 1
+    value = ((timestamp >> 12) & 0xFFFFFFFFFFFF) << 80
+    value |= 0x6 << 76 | (timestamp & 0x0FFF) << 64
+    value |= (0x8000 | (clock_seq & 0x3FFF)) << 48
+    value |= node & 0xFFFFFFFFFFFF
+    made = str(uuid.UUID(int=value))
+    # A previous id that is no uuid6 (another saver's) still has to sort below the new one.
+    return made if made > previous else f"{previous}.1"
+
+
+# The metadata key under which a rollback's LangGraph checkpoint carries what it repaired.
+REPAIR_KEY = "ctxadmin_repair"
+
+
+def repair_metadata(
+    chosen: dict[str, Any], *, head_step: int, repair: dict[str, Any]
+) -> dict[str, Any]:
+    """The metadata of the checkpoint a rollback writes: the chosen checkpoint's, made what
+    LangGraph's `update_state` writes (source "update", the step after the head's, no parents),
+    with the repair's record (what was restored, why, and the side effects after it)."""
+    return {**chosen, "source": "update", "step": head_step + 1, "parents": {}, REPAIR_KEY: repair}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from threads.domain.errors import NotFound
 from threads.models import (
@@ -12,6 +12,7 @@ from threads.models import (
     Checkpoint,
     Event,
     EventKind,
+    LanggraphCheckpoint,
     SideEffect,
     SummaryPhase,
     SummaryVersion,
@@ -51,12 +52,45 @@ def checkpoint_as_audit(checkpoint: Checkpoint) -> dict[str, Any]:
     }
 
 
+def is_langgraph_checkpoint(checkpoint: Checkpoint) -> bool:
+    """Whether the checkpoint lists a LangGraph checkpoint (label `langgraph:<id>`)."""
+    return LanggraphCheckpoint.objects.filter(ctxadmin_checkpoint=checkpoint).exists()
+
+
+def rollback_source(*, thread: Thread, checkpoint: Checkpoint) -> SummaryVersion | None:
+    """The summary a rollback to the checkpoint restores: its own, or for a LangGraph
+    checkpoint (which holds none) the newest committed version covering no event after its
+    cursor, i.e. the summary as it stood there (None: there was none yet)."""
+    if checkpoint.summary_version is not None or not is_langgraph_checkpoint(checkpoint):
+        return checkpoint.summary_version
+    return (
+        SummaryVersion.objects.filter(
+            thread=thread, phase=SummaryPhase.COMMITTED, covered_until__lte=checkpoint.cursor
+        )
+        .order_by("-version")
+        .first()
+    )
+
+
 def summary_versions_replaced(*, thread: Thread, checkpoint: Checkpoint) -> list[SummaryVersion]:
-    """Committed versions newer than the checkpoint's summary: what a rollback supersedes."""
+    """Committed versions newer than the summary the rollback restores: what it supersedes."""
     versions = SummaryVersion.objects.filter(thread=thread, phase=SummaryPhase.COMMITTED)
-    if checkpoint.summary_version is not None:
-        versions = versions.filter(version__gt=checkpoint.summary_version.version)
+    source = rollback_source(thread=thread, checkpoint=checkpoint)
+    if source is not None:
+        versions = versions.filter(version__gt=source.version)
     return list(versions.defer("content", "rendered").order_by("version"))
+
+
+def side_effects_after(*, thread: Thread, cursor: int) -> QuerySet[SideEffect]:
+    """Side effects whose call, result or resolution came after the cursor, by call: what a
+    rollback to a checkpoint at `cursor` must not let the agent forget."""
+    resolved_after = _seqs_named_after(thread, cursor, EventKind.SIDE_EFFECT_RESOLUTION, "call_seq")
+    return (
+        SideEffect.objects.filter(thread=thread)
+        .filter(Q(call_seq__gt=cursor) | Q(result_seq__gt=cursor) | Q(call_seq__in=resolved_after))
+        .select_related("thread", "call_event")
+        .order_by("call_seq")
+    )
 
 
 def _seqs_named_after(thread: Thread, cursor: int, kind: str, key: str) -> list[Any]:
@@ -81,13 +115,7 @@ def rollback_preview(*, thread: Thread, checkpoint: Checkpoint) -> dict[str, Any
         raise NotFound("checkpoint not found")
     cursor = checkpoint.cursor
     safe, reason = checkpoint_is_safe(checkpoint)
-    resolved_after = _seqs_named_after(thread, cursor, EventKind.SIDE_EFFECT_RESOLUTION, "call_seq")
-    effects = (
-        SideEffect.objects.filter(thread=thread)
-        .filter(Q(call_seq__gt=cursor) | Q(result_seq__gt=cursor) | Q(call_seq__in=resolved_after))
-        .select_related("thread")
-        .order_by("call_seq")
-    )
+    effects = side_effects_after(thread=thread, cursor=cursor)
     decided_after = _seqs_named_after(thread, cursor, EventKind.APPROVAL_DECISION, "approval_seq")
     approvals = (
         ApprovalRequest.objects.filter(thread=thread)
@@ -95,7 +123,7 @@ def rollback_preview(*, thread: Thread, checkpoint: Checkpoint) -> dict[str, Any
         .select_related("thread", "request_event", "decision_event", "decided_by")
         .order_by("request_event__seq")
     )
-    version = checkpoint.summary_version
+    version = rollback_source(thread=thread, checkpoint=checkpoint)
     return {
         "checkpoint": {
             **checkpoint_as_audit(checkpoint),
@@ -107,6 +135,8 @@ def rollback_preview(*, thread: Thread, checkpoint: Checkpoint) -> dict[str, Any
         "new_version": thread.last_version + 1,
         "restores_version": version.version if version is not None else None,
         "events_after_cursor": max(thread.last_seq - cursor, 0),
+        # A LangGraph checkpoint's rollback also writes a new LangGraph head (docs/design.md §15).
+        "langgraph": is_langgraph_checkpoint(checkpoint),
         "side_effects": side_effect_rows(effects),
         "approvals": approval_rows(approvals),
         "versions_replaced": [

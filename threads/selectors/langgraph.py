@@ -17,6 +17,7 @@ from django.db.models.fields.json import KeyTransform
 
 from threads.domain.langgraph import message_from_event
 from threads.models import (
+    Checkpoint,
     Event,
     LanggraphChannelVersion,
     LanggraphCheckpoint,
@@ -180,3 +181,14 @@ def lg_message_index(thread: Thread, message_ids: Iterable[str]) -> list[Langgra
 def lg_messages_count_until(thread: Thread, seq: int) -> int:
     """How many mirrored messages end at or before `seq`."""
     return LanggraphMessage.objects.filter(thread=thread, last_seq__lte=seq).count()
+
+
+def lg_head_for_checkpoint(checkpoint: Checkpoint) -> LanggraphCheckpoint | None:
+    """For a ctxadmin checkpoint that lists a LangGraph checkpoint, the newest LangGraph
+    checkpoint of that namespace (after a rollback, the one the repair wrote); else None."""
+    linked = LanggraphCheckpoint.objects.filter(ctxadmin_checkpoint=checkpoint).first()
+    if linked is None:
+        return None
+    return lg_checkpoint_get(
+        thread=checkpoint.thread, checkpoint_ns=linked.checkpoint_ns, checkpoint_id=None
+    )

@@ -258,10 +258,13 @@ def restored_version_save(
     trigger: dict[str, Any],
     detail: str,
     now: Any,
+    source: SummaryVersion | None = None,
+    covered_until: int | None = None,
 ) -> SummaryVersion:
     """Save a committed version whose content is the checkpoint's summary, covering up to the
-    checkpoint's cursor (a rollback's new head, a fork's first version)."""
-    source = checkpoint.summary_version
+    checkpoint's cursor (a rollback's new head, a fork's first version). A checkpoint that
+    holds no summary (a LangGraph one) names the `source` and the `covered_until` instead."""
+    source = source or checkpoint.summary_version
     assert source is not None
     version = SummaryVersion(
         thread=thread,
@@ -269,7 +272,7 @@ def restored_version_save(
         base_version=base_version,
         phase=SummaryPhase.COMMITTED,
         covered_from=source.covered_from,
-        covered_until=checkpoint.cursor,
+        covered_until=checkpoint.cursor if covered_until is None else covered_until,
         chain_hash=chain_hash,
         trigger=trigger,
         backend=source.backend,

@@ -16,6 +16,8 @@ entry names the key that did it.
 from __future__ import annotations
 
 import hashlib
+import random
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +25,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from threads.domain.errors import (
     Conflict,
@@ -33,7 +36,12 @@ from threads.domain.errors import (
     PayloadTooLarge,
 )
 from threads.domain.events import normalize_event
-from threads.domain.langgraph import message_digest, message_event_bodies
+from threads.domain.langgraph import (
+    checkpoint_id_after,
+    message_digest,
+    message_event_bodies,
+    repair_metadata,
+)
 from threads.models import (
     Checkpoint,
     LanggraphChannelVersion,
@@ -44,7 +52,9 @@ from threads.models import (
     Thread,
     Workspace,
 )
+from threads.selectors.checkpoints import side_effects_after
 from threads.selectors.langgraph import (
+    lg_checkpoint_get,
     lg_message_index,
     lg_messages_at,
     lg_messages_count_until,
@@ -100,6 +110,8 @@ class MessagesIn:
     channel: str
     version: str
     entries: Sequence[MessageIn]
+    # Tools whose calls are side effects (docs/design.md §7.1), as the saver was told.
+    side_effect_tools: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -108,6 +120,38 @@ class WriteIn:
     channel: str
     type: str
     data: bytes
+
+
+@dataclass(frozen=True)
+class InterruptIn:
+    """An `interrupt()` of a task as the saver describes it beside its serialised write: the
+    interrupt's id and its value as plain JSON (the server never decodes the bytes)."""
+
+    id: str
+    value: Any
+
+
+INTERRUPT_ACTION = "langgraph.interrupt"
+
+
+def _interrupts_request(thread: Thread, interrupts: Sequence[InterruptIn]) -> None:
+    """Open an approval request per interrupt (docs/design.md §7.3), once each: its
+    client_event_id names the interrupt, so a repeated put_writes appends nothing. Runs in the
+    caller's transaction, which holds the thread's lock."""
+    max_bytes = settings.CTXADMIN_MAX_EVENT_BYTES
+    for interrupt in interrupts:
+        body = {
+            "kind": "approval_request",
+            "client_event_id": f"langgraph-interrupt:{interrupt.id}"[:200],
+            "action": INTERRUPT_ACTION,
+            "arguments": {"interrupt_id": interrupt.id, "value": interrupt.value},
+        }
+        try:
+            event_append_batch(
+                thread=thread, new_events=[normalize_event(body, max_bytes=max_bytes)], lock=False
+            )
+        except IdempotencyConflict:
+            continue  # the interrupt asked already, with another value: the first one stands
 
 
 def _lock(thread: Thread) -> Thread:
@@ -147,7 +191,9 @@ def _appended_seq(appended: Appended) -> int:
 
 
 def _messages_append(
-    thread: Thread, items: Sequence[tuple[str, str, dict[str, Any], str]]
+    thread: Thread,
+    items: Sequence[tuple[str, str, dict[str, Any], str]],
+    side_effect_tools: frozenset[str] = frozenset(),
 ) -> dict[tuple[str, str], LanggraphMessage]:
     """Append the events of each (message_id, digest, JSON form, key) through the ordinary
     append path (validation, chain, idempotency by client_event_id) and index them. Runs in the
@@ -156,7 +202,9 @@ def _messages_append(
         return {}
     max_bytes = settings.CTXADMIN_MAX_EVENT_BYTES
     try:
-        bodies = [message_event_bodies(message, key) for _, _, message, key in items]
+        bodies = [
+            message_event_bodies(message, key, side_effect_tools) for _, _, message, key in items
+        ]
         new_events = [
             normalize_event(body, max_bytes=max_bytes) for group in bodies for body in group
         ]
@@ -225,7 +273,7 @@ def _messages_mirror(thread: Thread, checkpoint_ns: str, messages: MessagesIn) -
         used.add(entry.id)
         seen.add(pair)
         planned.append((entry.id, entry.digest, entry.message, key))
-    known.update(_messages_append(thread, planned))
+    known.update(_messages_append(thread, planned, messages.side_effect_tools))
     until, seqs, cursor = _reference(thread, [known[(e.id, e.digest)] for e in entries])
     LanggraphChannelVersion.objects.get_or_create(
         thread=thread,
@@ -329,6 +377,63 @@ def langgraph_checkpoint_put_locked(
     )
 
 
+def langgraph_repair_put(
+    *, thread: Thread, chosen: LanggraphCheckpoint, reason: str, actor: Any
+) -> LanggraphCheckpoint:
+    """Make the state of `chosen` the namespace's head again, as a new LangGraph checkpoint (a
+    rollback's repair, docs/design.md §15): the same channel versions (their rows and bytes are
+    shared, never copied), a new id sorting after every existing one, the previous head as its
+    parent, metadata as LangGraph's `update_state` writes it, and under `ctxadmin_repair` the
+    side effects after the chosen checkpoint's cursor (tool, arguments, status, idempotency
+    key), which the saver shows the agent so that it does not repeat them.
+
+    Runs inside the caller's transaction, which holds the thread's lock (select_for_update).
+    """
+    head = lg_checkpoint_get(thread=thread, checkpoint_ns=chosen.checkpoint_ns, checkpoint_id=None)
+    assert head is not None  # chosen is one of the namespace's checkpoints
+    checkpoint_id = checkpoint_id_after(
+        head.checkpoint_id,
+        now_ns=time.time_ns(),
+        clock_seq=random.getrandbits(14),
+        node=random.getrandbits(48),
+    )
+    side_effects = [
+        {
+            "tool_name": effect.tool_name,
+            "arguments": effect.call_event.data.get("arguments"),
+            "status": effect.status,
+            "idempotency_key": effect.idempotency_key,
+            "tool_call_id": effect.tool_call_id,
+            "call_seq": effect.call_seq,
+        }
+        for effect in side_effects_after(thread=thread, cursor=chosen.cursor)
+    ]
+    head_step = head.metadata.get("step")
+    metadata = repair_metadata(
+        chosen.metadata,
+        head_step=head_step if isinstance(head_step, int) else -1,
+        repair={
+            "restored": chosen.checkpoint_id,
+            "ctxadmin_checkpoint": chosen.ctxadmin_checkpoint_id,
+            "reason": reason,
+            "side_effects": side_effects,
+        },
+    )
+    return langgraph_checkpoint_put_locked(
+        thread=thread,
+        checkpoint_ns=chosen.checkpoint_ns,
+        checkpoint_id=checkpoint_id,
+        parent_checkpoint_id=head.checkpoint_id,
+        checkpoint={
+            **chosen.checkpoint,
+            "id": checkpoint_id,
+            "ts": timezone.now().isoformat(),
+        },
+        metadata=metadata,
+        created_by=actor,
+    )
+
+
 def langgraph_checkpoint_put(
     *,
     workspace: Workspace,
@@ -376,11 +481,14 @@ def langgraph_writes_put(
     task_id: str,
     task_path: str,
     writes: Sequence[WriteIn],
+    interrupts: Sequence[InterruptIn] = (),
     actor_label: str = "",
 ) -> None:
     """Store a task's pending writes after `checkpoint_id`. A write with idx >= 0 is stored once
     (a repeat is ignored); a special channel's (negative idx: error, interrupt, resume...)
-    replaces the earlier one, as LangGraph's savers do. Numbers nothing, so takes no lock."""
+    replaces the earlier one, as LangGraph's savers do. Each of `interrupts` opens an approval
+    request (action `langgraph.interrupt`), once. Locks the thread row (select_for_update) only
+    when it has interrupts to number; writes alone number nothing."""
     thread, _ = thread_get_or_create(
         workspace=workspace, external_id=external_id, actor_label=actor_label
     )
@@ -408,6 +516,8 @@ def langgraph_writes_put(
             ],
             ignore_conflicts=True,
         )
+        if interrupts:
+            _interrupts_request(_lock(thread), interrupts)
 
 
 def _versions_collect(thread: Thread, keep: Sequence[LanggraphCheckpoint]) -> int:

@@ -1,4 +1,5 @@
-"""Rollback (docs/design.md §6): make a safe checkpoint's summary the head again, as a new version.
+"""Rollback (docs/design.md §6, §15): make a safe checkpoint's summary the head again, as a new
+version; for a LangGraph checkpoint, also make its state the LangGraph head again.
 
 Rollback never rewinds anything: it writes a new head version (versions only increase) whose
 content is the checkpoint's summary, and the events after the cursor become delta again, so the
@@ -14,7 +15,15 @@ from django.utils import timezone
 
 from threads.access import require_rollback_role
 from threads.domain.errors import Conflict
-from threads.models import Checkpoint, SummaryPhase, SummaryVersion, Thread
+from threads.domain.langgraph import REPAIR_KEY
+from threads.models import (
+    Checkpoint,
+    LanggraphCheckpoint,
+    SummaryPhase,
+    SummaryVersion,
+    Thread,
+)
+from threads.selectors.checkpoints import rollback_source
 from threads.services.audit import audit_record, reason_clean
 from threads.services.checkpoints import (
     _require_own,
@@ -23,6 +32,7 @@ from threads.services.checkpoints import (
     restored_version_save,
     summary_versions_replaced,
 )
+from threads.services.langgraph import langgraph_repair_put
 from threads.services.threads import thread_lock
 
 
@@ -36,7 +46,7 @@ class HeadMoved(Conflict):
 
 def checkpoint_rollback(
     *, thread: Thread, checkpoint: Checkpoint, actor: Any, reason: str
-) -> SummaryVersion:
+) -> SummaryVersion | None:
     """Make the checkpoint's summary the head again, as a new version. Admin only.
 
     Locks the thread row (select_for_update), re-checks that the checkpoint is safe (checksum,
@@ -44,6 +54,13 @@ def checkpoint_rollback(
     checkpoint's content and covered_until = cursor, compare-and-swaps the head, marks the
     versions it supersedes rolled_back, checkpoints the new head and audits it, all in one
     transaction. Events are untouched.
+
+    A checkpoint that lists a LangGraph checkpoint (label `langgraph:<id>`) holds no summary:
+    the summary restored is the one that stood at its cursor (`rollback_source`), and in the
+    same transaction a new LangGraph head with the chosen state is written
+    (`langgraph_repair_put`), so the agent's next run resumes from it. Returns the new head
+    version, or None when the summary head had nothing to undo (no summary at or before the
+    cursor, none after it either).
     """
     require_rollback_role(actor, thread.workspace)
     reason = reason_clean(reason)
@@ -54,8 +71,9 @@ def checkpoint_rollback(
             pk=checkpoint.pk
         )
         checkpoint_require_safe(checkpoint, "roll back to")
-        source = checkpoint.summary_version
-        if source is None:
+        langgraph = LanggraphCheckpoint.objects.filter(ctxadmin_checkpoint=checkpoint).first()
+        source = rollback_source(thread=locked, checkpoint=checkpoint)
+        if source is None and langgraph is None:
             raise CheckpointHasNoSummary(
                 f"checkpoint {checkpoint.pk} holds no summary: fork from it instead, or roll "
                 "back to a checkpoint with a summary",
@@ -63,13 +81,68 @@ def checkpoint_rollback(
             )
         replaced = summary_versions_replaced(thread=locked, checkpoint=checkpoint)
         before = {"head_version": locked.head_version, "covered_until": locked.covered_until}
-        now = timezone.now()
+        version = None
+        if langgraph is None or replaced:
+            version = _head_restore(locked, checkpoint, source, replaced, reason, actor)
+        after: dict[str, Any] = {
+            "head_version": locked.head_version,
+            "covered_until": locked.covered_until,
+            "checkpoint": checkpoint.pk,
+            "restores_version": source.version if source is not None else None,
+            "versions_rolled_back": [v.version for v in replaced],
+            "reason": reason,
+        }
+        if langgraph is not None:
+            repaired = langgraph_repair_put(
+                thread=locked, chosen=langgraph, reason=reason, actor=actor
+            )
+            after["langgraph"] = {
+                "restored": langgraph.checkpoint_id,
+                "checkpoint_id": repaired.checkpoint_id,
+                "parent_checkpoint_id": repaired.parent_checkpoint_id,
+                "side_effects": len(repaired.metadata[REPAIR_KEY]["side_effects"]),
+            }
+        audit_record(
+            workspace=locked.workspace,
+            actor=actor,
+            action="thread.rollback",
+            target_type="thread",
+            target_id=locked.pk,
+            thread=locked,
+            before=before,
+            after=after,
+        )
+    thread.head_version, thread.last_version = locked.head_version, locked.last_version
+    thread.covered_until = locked.covered_until
+    return version
+
+
+def _head_restore(
+    locked: Thread,
+    checkpoint: Checkpoint,
+    source: SummaryVersion | None,
+    replaced: list[SummaryVersion],
+    reason: str,
+    actor: Any,
+) -> SummaryVersion | None:
+    """Move the summary head back to `source` (a new version with its content), or to no
+    summary at all when there is none, by compare-and-swap; mark `replaced` rolled_back and
+    checkpoint the new head. Runs under the caller's lock."""
+    now = timezone.now()
+    version = None
+    covered_until, head = 0, 0
+    if source is not None:
+        # A checkpoint with its own summary covers up to its cursor; a LangGraph one restores
+        # the summary that stood at its cursor, covering what it covered then.
+        own = checkpoint.summary_version is not None
         version = restored_version_save(
             thread=locked,
             number=locked.last_version + 1,
             base_version=locked.head_version,
             checkpoint=checkpoint,
-            chain_hash=checkpoint.chain_hash,
+            source=source,
+            covered_until=checkpoint.cursor if own else source.covered_until,
+            chain_hash=checkpoint.chain_hash if own else source.chain_hash,
             trigger={
                 "kind": "rollback",
                 "reason": reason,
@@ -80,47 +153,30 @@ def checkpoint_rollback(
             f"seq {checkpoint.cursor} and summary v{source.version}",
             now=now,
         )
-        # The head moves by compare-and-swap even under the lock, so the invariant "the head
-        # only changes from the value it was read as" holds on every backend.
-        swapped = Thread.objects.filter(pk=locked.pk, head_version=locked.head_version).update(
-            head_version=version.version,
-            last_version=version.version,
-            covered_until=checkpoint.cursor,
-            updated_at=now,
-        )
-        if swapped != 1:
-            raise HeadMoved("the thread's head changed during the rollback; try again")
-        SummaryVersion.objects.filter(pk__in=[v.pk for v in replaced]).update(
-            phase=SummaryPhase.ROLLED_BACK
-        )
-        locked.head_version = locked.last_version = version.version
-        locked.covered_until = checkpoint.cursor
+        covered_until, head = version.covered_until, version.version
+    # The head moves by compare-and-swap even under the lock, so the invariant "the head
+    # only changes from the value it was read as" holds on every backend.
+    swapped = Thread.objects.filter(pk=locked.pk, head_version=locked.head_version).update(
+        head_version=head,
+        last_version=max(head, locked.last_version),
+        covered_until=covered_until,
+        updated_at=now,
+    )
+    if swapped != 1:
+        raise HeadMoved("the thread's head changed during the rollback; try again")
+    SummaryVersion.objects.filter(pk__in=[v.pk for v in replaced]).update(
+        phase=SummaryPhase.ROLLED_BACK
+    )
+    locked.head_version, locked.last_version = head, max(head, locked.last_version)
+    locked.covered_until = covered_until
+    if version is not None:
         checkpoint_record(
             thread=locked,
             version=version,
-            cursor=checkpoint.cursor,
-            chain_hash=checkpoint.chain_hash,
+            cursor=covered_until,
+            chain_hash=version.chain_hash,
             summary_checksum=version.checksum,
             label=f"rollback to checkpoint {checkpoint.pk}",
             created_by=actor,
         )
-        audit_record(
-            workspace=locked.workspace,
-            actor=actor,
-            action="thread.rollback",
-            target_type="thread",
-            target_id=locked.pk,
-            thread=locked,
-            before=before,
-            after={
-                "head_version": version.version,
-                "covered_until": checkpoint.cursor,
-                "checkpoint": checkpoint.pk,
-                "restores_version": source.version,
-                "versions_rolled_back": [v.version for v in replaced],
-                "reason": reason,
-            },
-        )
-    thread.head_version = thread.last_version = version.version
-    thread.covered_until = checkpoint.cursor
     return version

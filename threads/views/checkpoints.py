@@ -111,6 +111,8 @@ def rollback(request: HtmxHttpRequest, id: str) -> HttpResponse:
         )
     except DomainError as exc:
         return problem(request, exc, back)
+    if version is None:  # a LangGraph checkpoint with no summary to restore
+        return done(request, back)
     return done(request, reverse("summary-detail", args=[thread.pk, version.version]))
 
 

@@ -2,7 +2,8 @@
 
 Migrates the database (SQLite in var/ unless DATABASE_URL says otherwise), creates the "demo"
 workspace with one person per role and an agent key, loads the four sample scenarios and ~20
-real tau-bench conversations, folds the sample threads, then serves Django on 127.0.0.1 with a
+real tau-bench conversations, folds the sample threads, runs a small offline LangGraph agent
+checkpointed by CtxadminSaver (paused on an approval), then serves Django on 127.0.0.1 with a
 Celery worker (solo pool, embedded beat) beside it, over the broker-less filesystem transport
 when CELERY_BROKER_URL is unset. Stopping the server stops the worker. Running it again
 appends nothing.
@@ -22,6 +23,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 from ctxadmin.celery import app
+from threads.sample_data.langgraph_agent import THREAD_ID, langgraph_demo_run
 from threads.sample_data.load import (
     DEMO_PEOPLE,
     demo_workspace_load,
@@ -60,6 +62,7 @@ class Command(BaseCommand):
             loaded = scenarios_load(workspace=workspace)
             tau = tau_bench_load(workspace=workspace, count=options["tau"])
             folded = self._fold_unfolded([item.thread for item in loaded])
+            langgraph = langgraph_demo_run(workspace=workspace, api_key=api_key)
         for item in loaded:
             if item.conflict:
                 self.stderr.write(
@@ -71,6 +74,11 @@ class Command(BaseCommand):
             f"Loaded {len(loaded)} sample threads and {len(tau)} tau-bench threads "
             f"({new_events} new events; {folded} folded now)."
         )
+        if langgraph:
+            self.stdout.write(
+                f"Ran a LangGraph agent on thread {THREAD_ID} ({langgraph} checkpoints); it "
+                "waits for a reviewer's approval of a refund."
+            )
         url = f"http://127.0.0.1:{options['port']}/"
         self.stdout.write("")
         self.stdout.write(self.style.SUCCESS(f"ctxadmin demo: {url}"))

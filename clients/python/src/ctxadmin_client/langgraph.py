@@ -25,11 +25,17 @@ import hashlib
 import json
 import random
 import threading
-from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
+import time
+from collections.abc import AsyncIterator, Collection, Generator, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
+from langchain_core.messages import (
+    BaseMessage,
+    SystemMessage,
+    message_to_dict,
+    messages_from_dict,
+)
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
@@ -42,8 +48,10 @@ from langgraph.checkpoint.base import (
     get_serializable_checkpoint_metadata,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.types import Command, Interrupt
 
 from ctxadmin_client import _api
+from ctxadmin_client._api import Sleep
 from ctxadmin_client._http import Call
 from ctxadmin_client.async_client import AsyncClient
 from ctxadmin_client.client import Client
@@ -52,9 +60,14 @@ from ctxadmin_client.errors import CtxadminError, NotFoundError
 __all__ = ["CtxadminSaver"]
 
 T = TypeVar("T")
-Operation = Generator[Call, Any, T]
+Operation = Generator[Call | Sleep, Any, T]
 
 MESSAGES_CHANNEL = "messages"
+# The metadata key of a rollback's checkpoint (the server's), and the id of the note it adds.
+REPAIR_KEY = "ctxadmin_repair"
+REPAIR_NOTE_PREFIX = "ctxadmin-repair-"
+INTERRUPT_ACTION = "langgraph.interrupt"
+INTERRUPT = "__interrupt__"  # LangGraph's channel of interrupt() writes
 PAGE = 100  # the server's largest page of checkpoints
 # LangChain message types that have an event form in the log
 MIRRORED_TYPES = ("human", "system", "ai", "AIMessageChunk", "tool", "chat")
@@ -99,6 +112,40 @@ def _mirrorable(value: Any) -> list[tuple[str, str, dict[str, Any]]] | None:
     return entries
 
 
+def _plain(value: Any) -> Any:
+    """A value as plain JSON (what it is, or its text where JSON has no form for it)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def repair_note(checkpoint_id: str, side_effects: Sequence[Mapping[str, Any]]) -> SystemMessage:
+    """The system message a rollback's checkpoint carries for the agent: the side effects that
+    happened after the restored state, which it must not repeat. Its id is stable, so reading
+    the checkpoint again never adds it twice."""
+    lines = [
+        "An administrator rolled this conversation back to an earlier state. These side "
+        "effects happened after that state and are NOT undone; do not repeat them (check "
+        "their status with the tool's own system first, by idempotency key):"
+    ]
+    for effect in side_effects:
+        arguments = json.dumps(effect.get("arguments"), sort_keys=True, default=str)
+        lines.append(
+            f"- {effect.get('tool_name')}({arguments}): status {effect.get('status')}, "
+            f"idempotency key {effect.get('idempotency_key')}"
+        )
+    return SystemMessage("\n".join(lines), id=f"{REPAIR_NOTE_PREFIX}{checkpoint_id}")
+
+
+def _repair_note_add(
+    values: dict[str, Any], checkpoint_id: str, side_effects: Sequence[Mapping[str, Any]]
+) -> None:
+    messages = values.get(MESSAGES_CHANNEL)
+    if not isinstance(messages, list):
+        return
+    note = repair_note(checkpoint_id, side_effects)
+    if not any(getattr(m, "id", None) == note.id for m in messages):
+        values[MESSAGES_CHANNEL] = [*messages, note]
+
+
 def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
     return {
         "configurable": {
@@ -117,15 +164,26 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
             unless an `AsyncClient` is also at hand) or an `AsyncClient` (the async methods use
             it; the sync ones a `Client` made with the same URL and key).
         serde: LangGraph's serializer for channel values and writes (its default when None).
+        side_effect_tools: names of the tools whose calls are side effects: their `tool_call`
+            events say so (with the tool call id as idempotency key), so a rollback lists them.
+
+    An `interrupt()` opens an approval request in ctxadmin; `resume_command(config)` gives the
+    `Command(resume=...)` a reviewer's decision makes. A checkpoint a rollback wrote carries the
+    side effects after the restored state: reading it adds a system message naming them.
 
     `CtxadminSaver.from_url(base_url, api_key, **kw)` makes both clients (`kw`: `timeout`,
     `retries`).
     """
 
     def __init__(
-        self, client: Client | AsyncClient, *, serde: SerializerProtocol | None = None
+        self,
+        client: Client | AsyncClient,
+        *,
+        serde: SerializerProtocol | None = None,
+        side_effect_tools: Collection[str] = (),
     ) -> None:
         super().__init__(serde=serde)
+        self.side_effect_tools = sorted(set(side_effect_tools))
         self._client: Client | None = client if isinstance(client, Client) else None
         self._async_client: AsyncClient | None = client if isinstance(client, AsyncClient) else None
         # thread_id -> {message id: digest} of the messages its log is known to hold
@@ -133,8 +191,18 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
         self._lock = threading.Lock()
 
     @classmethod
-    def from_url(cls, base_url: str, api_key: str, **kw: Any) -> CtxadminSaver:
-        saver = cls(Client(base_url, api_key, **kw))
+    def from_url(
+        cls,
+        base_url: str,
+        api_key: str,
+        *,
+        serde: SerializerProtocol | None = None,
+        side_effect_tools: Collection[str] = (),
+        **kw: Any,
+    ) -> CtxadminSaver:
+        saver = cls(
+            Client(base_url, api_key, **kw), serde=serde, side_effect_tools=side_effect_tools
+        )
         saver._async_client = AsyncClient(base_url, api_key, **kw)
         return saver
 
@@ -155,7 +223,11 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
         step = next(operation)
         while True:
             try:
-                answer = http.request(step)
+                if isinstance(step, Sleep):
+                    time.sleep(step.seconds)
+                    answer = None
+                else:
+                    answer = http.request(step)
             except CtxadminError as exc:
                 try:
                     step = operation.throw(exc)
@@ -174,7 +246,11 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
         step = next(operation)
         while True:
             try:
-                answer = await http.request(step)
+                if isinstance(step, Sleep):
+                    await asyncio.sleep(step.seconds)
+                    answer = None
+                else:
+                    answer = await http.request(step)
             except CtxadminError as exc:
                 try:
                     step = operation.throw(exc)
@@ -248,6 +324,7 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
                         "channel": channel,
                         "version": version,
                         "entries": self._entries(thread_id, entries, everything=mode == "all"),
+                        "side_effect_tools": self.side_effect_tools,
                     }
             try:
                 yield Call("POST", path, json=body)
@@ -291,7 +368,16 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
     ) -> Operation[None]:
         configurable = config["configurable"]
         body_writes = []
+        interrupts: list[dict[str, Any]] = []
         for idx, (channel, value) in enumerate(writes):
+            if channel == INTERRUPT:
+                # Beside the bytes, as plain JSON: the server opens an approval request from it
+                # and never decodes serialised values.
+                interrupts.extend(
+                    {"id": str(item.id), "value": _plain(item.value)}
+                    for item in (value if isinstance(value, list | tuple) else [value])
+                    if isinstance(item, Interrupt)
+                )
             type_, data = self.serde.dumps_typed(value)
             body_writes.append(
                 {
@@ -311,6 +397,7 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
                 "task_id": task_id,
                 "task_path": task_path,
                 "writes": body_writes,
+                "interrupts": interrupts,
             },
         )
 
@@ -368,6 +455,9 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
                 )
         for channel, forms in answer["messages"].items():
             values[channel] = messages_from_dict(forms)
+        repair = (answer.get("metadata") or {}).get(REPAIR_KEY)
+        if isinstance(repair, dict) and repair.get("side_effects"):
+            _repair_note_add(values, answer["checkpoint_id"], repair["side_effects"])
         checkpoint: Any = {**answer["checkpoint"], "channel_values": values}
         thread_id, checkpoint_ns = answer["thread_id"], answer["checkpoint_ns"]
         parent = answer.get("parent_checkpoint_id")
@@ -385,6 +475,66 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
                 for write in answer["writes"]
             ],
         )
+
+    def _resume(
+        self, config: RunnableConfig, timeout: float | None, poll_interval: float
+    ) -> Operation[Command | None]:
+        """The decisions on the head's pending interrupts, read back from the approval requests
+        their writes opened; None while one is undecided after `timeout` seconds (or at once
+        when None), or when nothing is pending."""
+        head = yield from self._get_tuple(config)
+        pending = [
+            str(item.id)
+            for _, channel, value in (head.pending_writes or [] if head is not None else [])
+            if channel == INTERRUPT
+            for item in (value if isinstance(value, list | tuple) else [value])
+            if isinstance(item, Interrupt)
+        ]
+        if not pending:
+            return None
+        thread_id = str(config["configurable"]["thread_id"])
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            records = yield _api.approvals(thread_id)
+            decided = {
+                str(record["arguments"].get("interrupt_id")): {
+                    "approved": record["status"] == "approved",
+                    "reason": record.get("reason", ""),
+                    "decided_by": record.get("decided_by"),
+                }
+                for record in records
+                if record.get("action") == INTERRUPT_ACTION
+                and record.get("status") != "pending"
+                and isinstance(record.get("arguments"), dict)
+            }
+            if all(interrupt_id in decided for interrupt_id in pending):
+                if len(pending) == 1:
+                    return Command(resume=decided[pending[0]])
+                return Command(resume={i: decided[i] for i in pending})
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is None or left <= 0:
+                return None
+            yield Sleep(min(poll_interval, left))
+
+    def resume_command(
+        self, config: RunnableConfig, *, timeout: float | None = None, poll_interval: float = 2.0
+    ) -> Command | None:
+        """What to resume a graph paused on `interrupt()` with: each interrupt opened an
+        approval request in ctxadmin (action `langgraph.interrupt`), and a reviewer's decision
+        comes back as `Command(resume={"approved": bool, "reason": str, "decided_by": str})`
+        (a map by interrupt id when several are pending). None when nothing is pending, or a
+        decision is still missing after `timeout` seconds (None: do not wait).
+
+            command = saver.resume_command(config, timeout=600)
+            if command is not None:
+                graph.invoke(command, config)
+        """
+        return self._run(self._resume(config, timeout, poll_interval))
+
+    async def aresume_command(
+        self, config: RunnableConfig, *, timeout: float | None = None, poll_interval: float = 2.0
+    ) -> Command | None:
+        return await self._arun(self._resume(config, timeout, poll_interval))
 
     @staticmethod
     def _call(call: Call) -> Operation[Any]:

@@ -1,0 +1,450 @@
+"""Storage of a LangGraph run: LangGraph's PostgresSaver next to CtxadminSaver, on one PostgreSQL.
+
+    uv run python bench/storage.py                 # starts its own throwaway PostgreSQL 15
+    uv run python bench/storage.py --steps 200 --tool-bytes 2000
+
+The same 200-step tool-heavy agent run (a scripted fake chat model and a real ToolNode: each
+step calls a tool that answers 2 kB of varied text, as a file read in a code review would) is
+checkpointed twice, in two databases of one cluster:
+- by `langgraph.checkpoint.postgres.PostgresSaver` (its own tables), in-process over psycopg;
+- by `ctxadmin_client.langgraph.CtxadminSaver`, over ctxadmin's HTTP API served by gunicorn with
+  2 workers (sync), the database being ctxadmin's, migrated.
+
+Measured: the bytes each side's tables grew by (`pg_total_relation_size`: heap, TOAST and
+indexes) — for ctxadmin every table of its schema, so events, checkpoints, the LangGraph tables,
+summaries, side effects, audit — after ctxadmin's folds ran (in-process, as a worker would); the
+median time of `get_tuple` for the latest state (20 reads); and steps per second of the whole
+run. For ctxadmin also the HTTP requests per step. Prints a table, writes
+bench/results/storage.json and the table into docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from ingest import throwaway_cluster  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results" / "storage.json"
+DOCS = ROOT / "docs" / "benchmarks.md"
+FLOORS = {"bytes": 0.05, "restore": 1.0, "steps": 1.0}  # bytes and restore: at most; steps: least
+VOCAB = ["def", "return", "self", "request", "context", "render", "import", "class", "if", "for"]
+RESTORES = 20
+
+
+def _read_file(out_bytes: int) -> Any:
+    from langchain_core.tools import tool
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file of the pull request under review."""
+        # Varied text, as real files are: repetitive filler would let compression hide growth.
+        rnd = random.Random(path)
+        words = [rnd.choice(VOCAB) + str(rnd.randrange(1000)) for _ in range(out_bytes // 6)]
+        return " ".join(words)[:out_bytes]
+
+    return read_file
+
+
+def build_graph(checkpointer: Any, steps: int, out_bytes: int) -> Any:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    class ToolFake(GenericFakeChatModel):
+        def bind_tools(self, tools: Sequence[Any], **kw: Any) -> ToolFake:  # type: ignore[override]
+            return self
+
+    def script() -> Iterator[AIMessage]:
+        for i in range(steps):
+            yield AIMessage(
+                content=f"Reading file {i}.",
+                tool_calls=[
+                    {
+                        "name": "read_file",
+                        "args": {"path": f"src/module_{i}.py"},
+                        "id": f"call_{i}",
+                        "type": "tool_call",
+                    }
+                ],
+            )
+        yield AIMessage(content="Review complete: 3 issues found.")
+
+    model = ToolFake(messages=script())
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", ToolNode([_read_file(out_bytes)]))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    return graph.compile(checkpointer=checkpointer)
+
+
+def run_graph(checkpointer: Any, steps: int, out_bytes: int) -> dict[str, Any]:
+    """One run of the agent; its config, seconds, messages and their raw bytes."""
+    from langchain_core.messages import HumanMessage
+
+    app = build_graph(checkpointer, steps, out_bytes)
+    config = {
+        "configurable": {"thread_id": "review-" + uuid.uuid4().hex[:6]},
+        "recursion_limit": 10 * steps + 50,
+    }
+    start = time.perf_counter()
+    out = app.invoke({"messages": [HumanMessage("Review PR #1842")]}, config)
+    seconds = time.perf_counter() - start
+    messages = out["messages"]
+    raw = sum(len(json.dumps(m.model_dump(), default=str)) for m in messages)
+    return {"config": config, "seconds": seconds, "messages": len(messages), "raw_bytes": raw}
+
+
+def restore_ms(checkpointer: Any, config: dict[str, Any]) -> list[float]:
+    checkpointer.get_tuple(config)  # warm
+    times = []
+    for _ in range(RESTORES):
+        start = time.perf_counter()
+        found = checkpointer.get_tuple(config)
+        times.append((time.perf_counter() - start) * 1000)
+        assert found is not None
+    return times
+
+
+def table_sizes(conn: Any) -> dict[str, int]:
+    """pg_total_relation_size (heap, TOAST, indexes) of every table of the public schema."""
+    rows = conn.execute(
+        "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = 'public' AND c.relkind = 'r'"
+    ).fetchall()
+    return {name: int(size) for name, size in rows}
+
+
+def grown(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {
+        name: after[name] - before.get(name, 0)
+        for name in sorted(after)
+        if after[name] != before.get(name, 0)
+    }
+
+
+def _database(dsn: str, name: str) -> str:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return dsn.rsplit("/", 1)[0] + f"/{name}"
+
+
+# --- PostgresSaver ---------------------------------------------------------------------------
+
+
+def postgres_side(dsn: str, steps: int, out_bytes: int) -> dict[str, Any]:
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    with PostgresSaver.from_conn_string(dsn) as saver:
+        saver.setup()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            before = table_sizes(conn)
+            run = run_graph(saver, steps, out_bytes)
+            conn.execute("ANALYZE")
+            sizes = grown(before, table_sizes(conn))
+        restores = restore_ms(saver, run["config"])
+        checkpoints = len(list(saver.list(run["config"])))
+    return {**run, "tables": sizes, "restore_ms": restores, "checkpoints": checkpoints}
+
+
+# --- ctxadmin --------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _environment(dsn: str, var_dir: str) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "DATABASE_URL": dsn,
+        "DJANGO_SETTINGS_MODULE": "ctxadmin.settings",
+        "DJANGO_DEBUG": "0",
+        "DJANGO_SECRET_KEY": os.environ.get("DJANGO_SECRET_KEY") or secrets.token_urlsafe(48),
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
+        "DJANGO_SECURE_SSL_REDIRECT": "0",
+        "CTXADMIN_VAR_DIR": var_dir,
+    }
+    env.pop("CELERY_BROKER_URL", None)
+    return env
+
+
+def _gunicorn(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+    command = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "ctxadmin.wsgi",
+        "--workers",
+        "2",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--log-level",
+        "warning",
+    ]
+    server = subprocess.Popen(command, cwd=ROOT, env=env)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                time.sleep(1.0)  # both workers booted
+                return server
+        except OSError:
+            time.sleep(0.2)
+    server.kill()
+    raise SystemExit("gunicorn did not start")
+
+
+class CountingTransport:
+    """An httpx transport that counts the requests it carries, and their time."""
+
+    def __init__(self) -> None:
+        import httpx
+
+        self.inner = httpx.HTTPTransport()
+        self.requests = 0
+        self.seconds = 0.0
+        self.by_kind: dict[str, list[float]] = {}
+
+    def handle_request(self, request: Any) -> Any:
+        start = time.perf_counter()
+        response = self.inner.handle_request(request)
+        response.read()
+        took = time.perf_counter() - start
+        self.seconds += took
+        self.requests += 1
+        path = request.url.path.rstrip("/")
+        kind = "put" if path.endswith("/checkpoints") and request.method == "POST" else ""
+        kind = kind or ("put_writes" if path.endswith("/writes") else "get_tuple")
+        self.by_kind.setdefault(kind, []).append(took * 1000)
+        return response
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def ctxadmin_side(dsn: str, var_dir: str, steps: int, out_bytes: int) -> dict[str, Any]:
+
+    env = _environment(dsn, var_dir)
+    os.environ.update(env)
+    import django
+
+    django.setup()
+    import psycopg
+    from ctxadmin_client import Client
+    from ctxadmin_client.langgraph import CtxadminSaver
+    from django.core.management import call_command
+
+    from threads.models import Thread
+    from threads.services.folding import fold_run
+    from threads.services.workspaces import workspace_create
+
+    call_command("migrate", verbosity=0)
+    _, key = workspace_create(name=f"bench-{secrets.token_hex(4)}")
+    port = _free_port()
+    server = _gunicorn(env, port)
+    counting = CountingTransport()
+    try:
+        client = Client(
+            f"http://127.0.0.1:{port}",
+            key,
+            timeout=60,
+            transport=counting,  # type: ignore[arg-type]
+        )
+        saver = CtxadminSaver(client)
+        # Warm both workers up (imports, token tables) on another thread, before measuring.
+        run_graph(saver, 5, out_bytes)
+        counting.requests, counting.seconds, counting.by_kind = 0, 0.0, {}
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            before = table_sizes(conn)
+            run = run_graph(saver, steps, out_bytes)
+            requests, http_seconds = counting.requests, counting.seconds
+            by_kind = {
+                kind: {"requests": len(ms), "median_ms": statistics.median(ms)}
+                for kind, ms in counting.by_kind.items()
+            }
+            # Folds the appends asked for, run here as a worker would run them.
+            thread = Thread.objects.get(external_id=run["config"]["configurable"]["thread_id"])
+            folds = 0
+            while fold_run(thread_id=thread.pk, trigger={"kind": "manual", "reason": "bench"}):
+                folds += 1
+                if folds > 50:
+                    break
+            conn.execute("ANALYZE")
+            sizes = grown(before, table_sizes(conn))
+        restores = restore_ms(saver, run["config"])
+        checkpoints = len(list(saver.list(run["config"])))
+        saver.close()
+    finally:
+        server.terminate()
+        server.wait(20)
+    return {
+        **run,
+        "tables": sizes,
+        "restore_ms": restores,
+        "checkpoints": checkpoints,
+        "http_requests": requests,
+        "http_seconds": http_seconds,
+        "http_by_kind": by_kind,
+        "folds": folds,
+    }
+
+
+# --- Report ----------------------------------------------------------------------------------
+
+
+def _verdict(ratio: float, floor: float, at_most: bool) -> str:
+    ok = ratio <= floor if at_most else ratio >= floor
+    return "meets" if ok else "MISSES"
+
+
+def table(results: dict[str, Any]) -> str:
+    pg, ctx = results["postgres_saver"], results["ctxadmin"]
+    c = results["comparisons"]
+    rows = [
+        "| measure | CtxadminSaver | PostgresSaver | ratio | floor | verdict |",
+        "|---|---|---|---|---|---|",
+        f"| bytes stored (tables, TOAST, indexes) | {ctx['bytes']:,} | {pg['bytes']:,} | "
+        f"{c['bytes']['ratio']:.3f}× | ≤ {FLOORS['bytes']:.2f}× | "
+        f"{_verdict(c['bytes']['ratio'], FLOORS['bytes'], True)} |",
+        f"| restore the latest state (`get_tuple`, median of {RESTORES}) | "
+        f"{ctx['restore_median_ms']:.1f} ms | {pg['restore_median_ms']:.1f} ms | "
+        f"{c['restore']['ratio']:.2f}× | ≤ {FLOORS['restore']:.1f}× | "
+        f"{_verdict(c['restore']['ratio'], FLOORS['restore'], True)} |",
+        f"| steps per second, whole run | {ctx['steps_per_s']:.1f} | {pg['steps_per_s']:.1f} | "
+        f"{c['steps']['ratio']:.2f}× | ≥ {FLOORS['steps']:.1f}× | "
+        f"{_verdict(c['steps']['ratio'], FLOORS['steps'], False)} |",
+    ]
+    return "\n".join(rows)
+
+
+def tables_line(sizes: dict[str, int]) -> str:
+    top = sorted(sizes.items(), key=lambda item: -item[1])
+    return ", ".join(f"`{name}` {size / 1024:,.0f} kB" for name, size in top if size > 0)
+
+
+def write_docs(results: dict[str, Any], rendered: str) -> None:
+    begin, end = "<!-- storage:begin -->", "<!-- storage:end -->"
+    env, pg, ctx = results["environment"], results["postgres_saver"], results["ctxadmin"]
+    block = (
+        f"{begin}\n"
+        f"Measured {results['measured_at']} on {env['cpus']} cores, PostgreSQL "
+        f"{env['postgresql']}, Python {env['python']}: {results['steps']} steps, "
+        f"{results['tool_bytes']} bytes per tool answer, {pg['messages']} messages "
+        f"({pg['raw_bytes']:,} bytes as JSON, each once); {pg['checkpoints']} checkpoints "
+        f"on each side; ctxadmin's folds after the run: {ctx['folds']}.\n\n"
+        f"{rendered}\n\n"
+        f"- PostgresSaver's tables: {tables_line(pg['tables'])}.\n"
+        f"- ctxadmin's tables: {tables_line(ctx['tables'])}.\n"
+        f"- ctxadmin's run: {ctx['http_requests']} HTTP requests "
+        f"({ctx['http_requests'] / results['steps']:.1f} per step) whose round trips add up "
+        f"to {ctx['http_seconds']:.1f} s over the {ctx['seconds']:.1f} s run (LangGraph puts "
+        f"from a background thread, so requests overlap); PostgresSaver's run took "
+        f"{pg['seconds']:.1f} s. Requests by kind (count, median round trip): "
+        + ", ".join(
+            f"{kind} {v['requests']} × {v['median_ms']:.0f} ms"
+            for kind, v in ctx["http_by_kind"].items()
+        )
+        + ".\n"
+        f"{end}"
+    )
+    text = DOCS.read_text() if DOCS.exists() else ""
+    if begin in text and end in text:
+        text = text[: text.index(begin)] + block + text[text.index(end) + len(end) :]
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    DOCS.write_text(text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--tool-bytes", type=int, default=2000)
+    parser.add_argument("--no-docs", action="store_true", help="leave docs/benchmarks.md alone")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="ctxadmin-bench-var-") as var_dir:
+        with throwaway_cluster() as dsn:
+            run(args, dsn, var_dir)
+
+
+def run(args: argparse.Namespace, dsn: str, var_dir: str) -> None:
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
+    lg_dsn = _database(dsn, "langgraph_bench")
+    print("PostgresSaver …", file=sys.stderr)
+    pg = postgres_side(lg_dsn, args.steps, args.tool_bytes)
+    print("CtxadminSaver …", file=sys.stderr)
+    ctx = ctxadmin_side(dsn, var_dir, args.steps, args.tool_bytes)
+    for side in (pg, ctx):
+        side["bytes"] = sum(side["tables"].values())
+        side["restore_median_ms"] = statistics.median(side["restore_ms"])
+        side["steps_per_s"] = args.steps / side["seconds"]
+        side.pop("config")
+    results = {
+        "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "steps": args.steps,
+        "tool_bytes": args.tool_bytes,
+        "environment": {
+            "cpus": os.cpu_count(),
+            "postgresql": version,
+            "python": sys.version.split()[0],
+            "gunicorn_workers": 2,
+        },
+        "postgres_saver": pg,
+        "ctxadmin": ctx,
+        "comparisons": {
+            "bytes": {"ratio": ctx["bytes"] / pg["bytes"], "floor": FLOORS["bytes"]},
+            "restore": {
+                "ratio": ctx["restore_median_ms"] / pg["restore_median_ms"],
+                "floor": FLOORS["restore"],
+            },
+            "steps": {"ratio": ctx["steps_per_s"] / pg["steps_per_s"], "floor": FLOORS["steps"]},
+        },
+    }
+    rendered = table(results)
+    print(rendered)
+    print("PostgresSaver tables:", tables_line(pg["tables"]))
+    print("ctxadmin tables:", tables_line(ctx["tables"]))
+    print(f"ctxadmin HTTP requests: {ctx['http_requests']} ({ctx['http_seconds']:.1f} s)")
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2, default=str) + "\n")
+    print(f"wrote {RESULTS.relative_to(ROOT)}")
+    if not args.no_docs:
+        write_docs(results, rendered)
+        print(f"wrote {DOCS.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

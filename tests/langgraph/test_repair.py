@@ -1,0 +1,295 @@
+"""The repair loop (docs/design.md §15): an admin's rollback to a `langgraph:` checkpoint makes
+its state the LangGraph head again, with the side effects after it listed for the agent; an
+`interrupt()` is an approval request, and the reviewer's decision is what the graph resumes
+with."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from ctxadmin_client import Client
+from ctxadmin_client._http import Call
+from ctxadmin_client.langgraph import CtxadminSaver
+from django.test import Client as DjangoClient
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import interrupt
+
+from tests import factories
+from tests.langgraph.conftest import Server
+from tests.langgraph.graphs import ToolFakeChatModel
+from threads.models import ApprovalRequest, AuditEntry, LanggraphCheckpoint, SideEffect, Thread
+from threads.selectors import rollback_preview
+from threads.services.approvals import approval_decide
+from threads.services.folding import fold_run
+from threads.services.rollback import checkpoint_rollback
+
+REFUNDS: list[str] = []
+
+
+@tool
+def refund(order_id: str) -> str:
+    """Refund an order (a side effect: money moves)."""
+    REFUNDS.append(order_id)
+    return f"refunded order {order_id}"
+
+
+def _refund_agent(saver: CtxadminSaver, inputs: list[list[BaseMessage]]) -> Any:
+    """A fake model that says hello, refunds order 42, then answers; every model input is
+    recorded in `inputs`."""
+    model = ToolFakeChatModel(
+        messages=iter(
+            [
+                AIMessage("Hello! How can I help?"),
+                AIMessage(
+                    "",
+                    tool_calls=[
+                        {
+                            "name": "refund",
+                            "args": {"order_id": "42"},
+                            "id": "call_refund_42",
+                            "type": "tool_call",
+                        }
+                    ],
+                ),
+                AIMessage("Order 42 is refunded."),
+                AIMessage("Order 42 was refunded already; I will not refund it again."),
+            ]
+        )
+    )
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        inputs.append(list(state["messages"]))
+        return {"messages": [model.invoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", ToolNode([refund]))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    return graph.compile(checkpointer=saver)
+
+
+def _thread(server: Server, config: RunnableConfig) -> Thread:
+    return Thread.objects.get(
+        workspace=server.workspace, external_id=config["configurable"]["thread_id"]
+    )
+
+
+def test_a_rollback_resumes_the_agent_from_the_restored_state_with_the_later_side_effects(
+    server: Server,
+) -> None:
+    saver = CtxadminSaver.from_url(server.url, server.api_key, side_effect_tools={"refund"})
+    inputs: list[list[BaseMessage]] = []
+    app = _refund_agent(saver, inputs)
+    config: RunnableConfig = {"configurable": {"thread_id": "refund-" + uuid.uuid4().hex[:8]}}
+    REFUNDS.clear()
+    app.invoke({"messages": [HumanMessage("Hi")]}, config)
+    app.invoke({"messages": [HumanMessage("Refund order 42")]}, config)
+    assert REFUNDS == ["42"]
+    thread = _thread(server, config)
+    effect = SideEffect.objects.get(thread=thread)
+    assert (effect.tool_name, effect.idempotency_key, effect.status) == (
+        "refund",
+        "call_refund_42",
+        "succeeded",
+    )
+
+    # The end of the first turn: the greeting answered, before the refund was asked for.
+    before_refund = next(
+        row
+        for row in LanggraphCheckpoint.objects.filter(thread=thread).order_by("checkpoint_id")
+        if row.metadata.get("step") == 1
+    )
+    chosen = before_refund.ctxadmin_checkpoint
+    assert chosen.label == f"langgraph:{before_refund.checkpoint_id}"
+    preview = rollback_preview(thread=thread, checkpoint=chosen)
+    assert preview["safe"] and preview["langgraph"]
+    assert [e["tool_name"] for e in preview["side_effects"]] == ["refund"]
+    old_head = saver.get_tuple(config)
+    assert old_head is not None
+
+    admin = factories.make_person(server.workspace, "ada", "admin")
+    # The thread was never folded: no summary head to move, only the LangGraph head.
+    version = checkpoint_rollback(
+        thread=thread, checkpoint=chosen, actor=admin, reason="bad refund"
+    )
+    assert version is None
+
+    head = saver.get_tuple(config)
+    assert head is not None and head.parent_config is not None
+    new_id = head.config["configurable"]["checkpoint_id"]
+    assert new_id > old_head.config["configurable"]["checkpoint_id"]
+    assert (
+        head.parent_config["configurable"]["checkpoint_id"]
+        == (old_head.config["configurable"]["checkpoint_id"])
+    )
+    assert head.metadata["source"] == "update"
+    assert head.metadata["step"] == old_head.metadata["step"] + 1
+    assert head.checkpoint["channel_versions"] == before_refund.checkpoint["channel_versions"]
+    restored = head.checkpoint["channel_values"]["messages"]
+    assert [m.content for m in restored[:2]] == ["Hi", "Hello! How can I help?"]
+    [note] = restored[2:]
+    assert isinstance(note, SystemMessage) and note.id == f"ctxadmin-repair-{new_id}"
+    # Reading it again adds nothing twice.
+    again = saver.get_tuple(config)
+    assert again is not None and len(again.checkpoint["channel_values"]["messages"]) == 3
+    audit = AuditEntry.objects.filter(thread=thread, action="thread.rollback").get()
+    assert audit.after is not None
+    assert audit.after["langgraph"]["checkpoint_id"] == new_id
+    assert audit.after["langgraph"]["side_effects"] == 1
+
+    app.invoke({"messages": [HumanMessage("Is order 42 refunded?")]}, config)
+    model_input = inputs[-1]
+    assert [m.content for m in model_input[:2]] == ["Hi", "Hello! How can I help?"]
+    assert "Refund order 42" not in [m.content for m in model_input]
+    notes = [m for m in model_input if isinstance(m, SystemMessage)]
+    assert len(notes) == 1
+    text = str(notes[0].content)
+    for expected in ("refund", '{"order_id": "42"}', "succeeded", "call_refund_42"):
+        assert expected in text
+    assert model_input[-1].content == "Is order 42 refunded?"
+    assert REFUNDS == ["42"]  # not repeated
+    # The note was mirrored into the log once, as a system message, with the next turn.
+    assert thread.events.filter(client_event_id=f"ctxadmin-repair-{new_id}").count() == 1
+    saver.close()
+
+
+def test_a_rollback_through_the_api_answers_the_new_langgraph_head(server: Server) -> None:
+    saver = CtxadminSaver.from_url(server.url, server.api_key, side_effect_tools=["refund"])
+    app = _refund_agent(saver, [])
+    config: RunnableConfig = {"configurable": {"thread_id": "refund-api"}}
+    app.invoke({"messages": [HumanMessage("Hi")]}, config)
+    app.invoke({"messages": [HumanMessage("Refund order 42")]}, config)
+    thread = _thread(server, config)
+    chosen = next(
+        row
+        for row in LanggraphCheckpoint.objects.filter(thread=thread)
+        if row.metadata.get("step") == 1
+    ).ctxadmin_checkpoint
+    factories.make_person(server.workspace, "ada", "admin")
+    browser = DjangoClient()
+    assert browser.login(username="ada", password=factories.PASSWORD)
+    answer = browser.post(
+        f"/api/v1/threads/{thread.pk}/rollback/",
+        {"checkpoint": chosen.pk, "reason": "refund was wrong"},
+        content_type="application/json",
+    )
+    assert answer.status_code == 200, answer.content
+    body = answer.json()
+    assert body["version"] is None and body["restored_from"] == chosen.pk
+    head = saver.get_tuple(config)
+    assert head is not None
+    assert body["langgraph"]["checkpoint_id"] == head.config["configurable"]["checkpoint_id"]
+    assert [e["idempotency_key"] for e in body["langgraph"]["side_effects"]] == ["call_refund_42"]
+    saver.close()
+
+
+def _approval_graph(saver: CtxadminSaver) -> Any:
+    def plan(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage("I will refund order 42 ($120). Needs approval.")]}
+
+    def approve(state: MessagesState) -> dict[str, Any]:
+        decision = interrupt({"question": "approve refund?", "order": 42, "amount": 120})
+        verdict = "done" if decision["approved"] else "rejected"
+        return {"messages": [AIMessage(f"Refund {verdict}: {decision['reason']}")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("plan", plan)
+    graph.add_node("approve", approve)
+    graph.add_edge(START, "plan")
+    graph.add_edge("plan", "approve")
+    return graph.compile(checkpointer=saver)
+
+
+def _pending(client: Client) -> Sequence[dict[str, Any]]:
+    """`GET /api/v1/approvals/?status=pending`, as the agent's key sees it."""
+    answer: Sequence[dict[str, Any]] = client._call(
+        Call("GET", "api/v1/approvals/", params={"status": "pending"})
+    )
+    return answer
+
+
+def test_an_interrupt_is_an_approval_request_and_the_decision_resumes_the_graph(
+    server: Server, saver: CtxadminSaver
+) -> None:
+    app = _approval_graph(saver)
+    config: RunnableConfig = {"configurable": {"thread_id": "hitl-refund"}}
+    app.invoke({"messages": [HumanMessage("refund my order 42")]}, config)
+    assert app.get_state(config).next == ("approve",)
+    assert saver.resume_command(config) is None  # nobody decided yet
+
+    with Client(server.url, server.api_key) as client:
+        pending = [a for a in _pending(client) if a["action"] == "langgraph.interrupt"]
+    assert len(pending) == 1
+    [request] = pending
+    assert request["thread_external_id"] == "hitl-refund"
+    assert request["arguments"]["value"] == {
+        "question": "approve refund?",
+        "order": 42,
+        "amount": 120,
+    }
+    [interrupt_] = app.get_state(config).interrupts
+    assert request["arguments"]["interrupt_id"] == interrupt_.id
+
+    # The same interrupt read again (a repeated put_writes) opens nothing more.
+    app.invoke(None, config)
+    assert ApprovalRequest.objects.filter(thread__external_id="hitl-refund").count() == 1
+
+    reviewer = factories.make_person(server.workspace, "rita", "reviewer")
+    approval_decide(
+        approval=ApprovalRequest.objects.select_related("thread", "thread__workspace").get(
+            pk=request["id"]
+        ),
+        actor=reviewer,
+        decision="approve",
+        reason="customer verified",
+    )
+    command = saver.resume_command(config, timeout=5)
+    assert command is not None
+    assert command.resume == {"approved": True, "reason": "customer verified", "decided_by": "rita"}
+    out = app.invoke(command, config)
+    assert out["messages"][-1].content == "Refund done: customer verified"
+    assert app.get_state(config).next == ()
+
+
+def test_a_rollback_to_a_langgraph_checkpoint_restores_the_summary_that_stood_at_its_cursor(
+    server: Server,
+) -> None:
+    saver = CtxadminSaver.from_url(server.url, server.api_key, side_effect_tools={"refund"})
+    app = _refund_agent(saver, [])
+    config: RunnableConfig = {"configurable": {"thread_id": "refund-folded"}}
+    app.invoke({"messages": [HumanMessage("Hi")]}, config)
+    thread = _thread(server, config)
+    first = fold_run(thread_id=thread.pk, trigger={"kind": "manual", "reason": "test"})
+    app.invoke({"messages": [HumanMessage("Refund order 42")]}, config)
+    second = fold_run(thread_id=thread.pk, trigger={"kind": "manual", "reason": "test"})
+    assert first is not None and second is not None
+    chosen = next(
+        row
+        for row in LanggraphCheckpoint.objects.filter(thread=thread)
+        if row.metadata.get("step") == 1
+    )
+    # The first fold covered the first turn, the second one the refund too.
+    assert first.covered_until <= chosen.cursor < second.covered_until
+    admin = factories.make_person(server.workspace, "ada", "admin")
+    version = checkpoint_rollback(
+        thread=thread, checkpoint=chosen.ctxadmin_checkpoint, actor=admin, reason="bad refund"
+    )
+    assert version is not None
+    assert version.version == second.version + 1
+    assert (version.content, version.covered_until) == (first.content, first.covered_until)
+    assert version.restored_from_id == chosen.ctxadmin_checkpoint_id
+    second.refresh_from_db()
+    assert second.phase == "rolled_back"
+    thread.refresh_from_db()
+    assert (thread.head_version, thread.covered_until) == (version.version, first.covered_until)
+    head = saver.get_tuple(config)
+    assert head is not None and head.metadata["source"] == "update"
+    saver.close()
