@@ -32,7 +32,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from threads.chainkey import chain_key, thread_genesis
+from threads.chainkey import thread_genesis, thread_key
 from threads.domain import chain, tokens
 from threads.domain.budget import Budget, fold_target, thread_budget
 from threads.domain.summary_render import render_summary
@@ -297,8 +297,11 @@ def summary_verify(*, version: SummaryVersion) -> Verification:
     base = _base_version(version.thread_id, version.base_version)
     covered = base.covered_until if base is not None else 0
     events = event_dicts_for_fold(version.thread_id, after=covered, until=version.covered_until)
-    start_hash = base.chain_hash if base is not None else thread_genesis(version.thread_id)
-    verdict = chain.verify_chain(events, start_hash=start_hash, start_seq=covered, key=chain_key())
+    key_id = version.thread.chain_key_id
+    start_hash = base.chain_hash if base is not None else thread_genesis(version.thread_id, key_id)
+    verdict = chain.verify_chain(
+        events, start_hash=start_hash, start_seq=covered, key=thread_key(version.thread)
+    )
     if verdict.ok and verdict.verified_until == version.covered_until:
         expected = verdict.head
     else:
