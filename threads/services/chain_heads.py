@@ -31,6 +31,10 @@ from threads.selectors.published_heads import published_heads
 
 logger = logging.getLogger(__name__)
 
+# Lines are appended in batches of this many, so a publication stopped by its time limit (the
+# first one walks every chain from genesis) keeps what it signed.
+WRITE_EVERY = 200
+
 
 @dataclass
 class Publication:
@@ -60,9 +64,13 @@ def chain_heads_publish(*, now: datetime | None = None) -> Publication:
     now = now or timezone.now()
     published_at = format_time(now)
     index = published_heads()
-    result = Publication()
+    result = Publication(file=str(directory / f"heads-{now.date().isoformat()}.jsonl"))
     lines: list[PublishedHead] = []
     for head in thread_heads():
+        if len(lines) >= WRITE_EVERY:
+            _append(Path(result.file), [canonical_json(h.line()) + b"\n" for h in lines])
+            result.published += lines
+            lines = []
         thread_id = str(head["id"])
         last = index.latest(thread_id)
         if last is not None and (last.seq, last.chain_head) == (
@@ -90,10 +98,10 @@ def chain_heads_publish(*, now: datetime | None = None) -> Publication:
             )
         )
     if lines:
-        path = directory / f"heads-{now.date().isoformat()}.jsonl"
-        _append(path, [canonical_json(h.line()) + b"\n" for h in lines])
-        result.file = str(path)
-        result.published = lines
+        _append(Path(result.file), [canonical_json(h.line()) + b"\n" for h in lines])
+        result.published += lines
+    if not result.published:
+        result.file = ""
     return result
 
 
