@@ -117,9 +117,9 @@ def checkpoint_checksum(checkpoint: Checkpoint) -> str:
     return chain.checksum(checkpoint_body(checkpoint), thread_key(checkpoint.thread))
 
 
-def summary_checksum(version: SummaryVersion) -> str:
+def summary_checksum(version: SummaryVersion, thread: Thread | None = None) -> str:
     """docs/api.md §7.6: checksum of {schema_version, thread, covered_from, covered_until,
-    chain_hash, summary}."""
+    chain_hash, summary}, with the thread's key (`thread` when the caller holds it)."""
     return chain.checksum(
         {
             "schema_version": version.content.get("schema_version", 1),
@@ -129,7 +129,7 @@ def summary_checksum(version: SummaryVersion) -> str:
             "chain_hash": version.chain_hash,
             "summary": version.content,
         },
-        thread_key(version.thread),
+        thread_key(thread or version.thread),
     )
 
 
@@ -190,7 +190,7 @@ def _checkpoint_safety_keyed(
             return False, f"its summary version {version.version} did not pass verification"
         if version.checksum != checkpoint.summary_checksum:
             return False, "the summary's checksum differs from the checkpoint's"
-        if version.checksum != summary_checksum(version):
+        if version.checksum != summary_checksum(version, thread):
             return False, "the summary's checksum does not recompute"
     return True, ""
 

@@ -78,7 +78,7 @@ def _pending_start(thread: Thread, cursor: int) -> tuple[int, list[dict[str, Any
     pending list is what was open at its cursor, so only the events after it need reading."""
     checkpoint = (
         Checkpoint.objects.filter(thread=thread, cursor__lte=cursor, safe=True)
-        .select_related("summary_version")
+        .select_related("summary_version", "thread")
         .order_by("-cursor", "-pk")
         .first()
     )
