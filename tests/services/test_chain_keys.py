@@ -4,9 +4,12 @@ started with; new threads take the current one; a key that is gone fails verify,
 from __future__ import annotations
 
 import hashlib
+import io
+from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from django.db import transaction
 
 from tests import factories as f
@@ -74,7 +77,7 @@ def test_the_single_key_is_k0_and_the_legacy_id_means_it(settings: Any, workspac
 
 
 def test_rotation_keeps_old_chains_and_starts_new_ones_with_the_new_key(
-    settings: Any, workspace: Any
+    settings: Any, workspace: Any, tmp_path: Path
 ) -> None:
     settings.CTXADMIN_CHAIN_KEYS = "k1:one"
     old = f.make_thread(workspace, "old")
@@ -113,6 +116,12 @@ def test_rotation_keeps_old_chains_and_starts_new_ones_with_the_new_key(
     )
     assert walked.ok and walked.verified_until == 2 and walked.head == old.chain_head
     assert checkpoint_is_safe(checkpoint) == (True, "")
+    # An export of the old thread names its key id; verify_export finds that key.
+    path = tmp_path / "old.jsonl"
+    call_command("export_thread", str(old.pk), str(path), stdout=io.StringIO())
+    out = io.StringIO()
+    call_command("verify_export", str(path), stdout=out)
+    assert out.getvalue().startswith("OK 2 events")
     # A fork re-chains under its own genesis, so with the current key.
     reviewer = f.make_person(workspace, "rita", "reviewer")
     fork = thread_fork(thread=old, checkpoint=checkpoint, external_id="old-fork", actor=reviewer)

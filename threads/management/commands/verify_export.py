@@ -20,9 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from threads.chainkey import LEGACY_KEY_ID, chain_keys
 from threads.domain import chain
 from threads.domain.heads import head_parse, public_key_id
 from threads.headskey import public_key_load
@@ -38,8 +38,8 @@ class Command(BaseCommand):
         parser.add_argument("file")
         parser.add_argument(
             "--key",
-            help="the chain key (CTXADMIN_CHAIN_KEY) when the "
-            "export is HMAC-SHA256; defaults to the configured key",
+            help="the chain key when the export is HMAC-SHA256; defaults to the configured "
+            "key with the header's chain_key_id (CTXADMIN_CHAIN_KEYS, or CTXADMIN_CHAIN_KEY)",
         )
         parser.add_argument("--thread", help="the thread UUID, for a file with no header")
         parser.add_argument(
@@ -65,7 +65,10 @@ class Command(BaseCommand):
             raise CommandError(
                 "the file has no header naming its thread; pass --thread", returncode=2
             )
-        key_text = options["key"] or settings.CTXADMIN_CHAIN_KEY
+        # By default the configured key the header's chain_key_id names ('' = k0, as in
+        # threads/chainkey.py).
+        configured = chain_keys().get(header.get("chain_key_id") or LEGACY_KEY_ID)
+        key_text = options["key"] or (configured.decode("utf-8") if configured else "")
         keyed = header.get("algorithm") == "hmac-sha256"
         if keyed and not key_text:
             raise CommandError("this export is HMAC-SHA256: pass --key", returncode=2)
