@@ -209,6 +209,8 @@ CELERY_TASK_IGNORE_RESULT = True  # task state lives in the TaskRun table, not a
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Signed chain heads are published this often (seconds; docs/design.md §6.6).
+CTXADMIN_HEADS_PERIOD = timedelta(seconds=env.int("CTXADMIN_HEADS_PERIOD", default=600))
 CELERY_BEAT_SCHEDULE = {
     "recover-prepared-versions": {
         "task": "ctxadmin.recover_prepared",
@@ -218,10 +220,21 @@ CELERY_BEAT_SCHEDULE = {
         "task": "ctxadmin.integrity_sweep",
         "schedule": timedelta(minutes=10),
     },
+    "publish-chain-heads": {
+        "task": "ctxadmin.publish_chain_heads",
+        "schedule": CTXADMIN_HEADS_PERIOD,
+    },
 }
 
 # --- ctxadmin -------------------------------------------------------------------------------
 CTXADMIN_CHAIN_KEY = env.str("CTXADMIN_CHAIN_KEY", default="")
+# Keys by id, "id1:key1,id2:key2", the first is current; CTXADMIN_CHAIN_KEY is the key "k0"
+# (threads/chainkey.py, docs/design.md §2.3).
+CTXADMIN_CHAIN_KEYS = env.str("CTXADMIN_CHAIN_KEYS", default="")
+# Signed chain heads, outside the database (docs/design.md §6.6): where they are appended and
+# the Ed25519 private key (PEM) that signs them.
+CTXADMIN_HEADS_DIR = Path(env.str("CTXADMIN_HEADS_DIR", default=str(VAR_DIR / "chain-heads")))
+CTXADMIN_HEADS_SIGNING_KEY = env.str("CTXADMIN_HEADS_SIGNING_KEY", default="")
 CTXADMIN_MAX_EVENT_BYTES = env.int("CTXADMIN_MAX_EVENT_BYTES", default=1024 * 1024)
 CTXADMIN_MAX_BATCH_EVENTS = 1000
 CTXADMIN_MAX_JSON_DEPTH = env.int("CTXADMIN_MAX_JSON_DEPTH", default=64)

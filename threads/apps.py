@@ -4,6 +4,7 @@ registry is ready."""
 from django.apps import AppConfig
 from django.db.backends.signals import connection_created
 
+from threads import checks  # noqa: F401  (registers the system checks)
 from threads.dbguard import install_sqlite_function
 
 

@@ -100,6 +100,9 @@ class Thread(models.Model):
     # The log's head: written only under the thread's row lock, with the events.
     last_seq = models.PositiveBigIntegerField(default=0)
     chain_head = models.CharField(max_length=64)
+    # The id of the chain key this thread's chain was started with, for its whole life ('' =
+    # made before keys had ids: k0 when configured, else plain SHA-256; threads/chainkey.py).
+    chain_key_id = models.CharField(max_length=32, blank=True, default="")
     token_total = models.PositiveBigIntegerField(default=0)
     # The summary head: changed only by compare-and-swap on head_version.
     head_version = models.PositiveIntegerField(default=0)

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from threads.models import SummaryVersion, Thread
 from threads.selectors import thread_integrity, threads_due_full_verify
+from threads.services.chain_heads import chain_heads_publish, publication_summary
 from threads.services.folding import fold_run, recover_prepared
 from threads.services.imports import import_run
 from threads.services.integrity import integrity_check
@@ -114,6 +115,19 @@ def integrity_sweep_task() -> dict[str, Any]:
     except SoftTimeLimitExceeded:
         logger.warning("integrity sweep stopped by its time limit after %d threads", checked)
     return {"checked": checked, "broken": broken}
+
+
+@shared_task(
+    name="ctxadmin.publish_chain_heads",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=540,
+    time_limit=600,
+)
+def publish_chain_heads_task() -> dict[str, Any]:
+    """Beat, every CTXADMIN_HEADS_PERIOD: append a signed head for each thread whose head
+    moved (threads.services.chain_heads). Idempotent: a head already published is skipped."""
+    return publication_summary(chain_heads_publish())
 
 
 def _fold_answer(version: SummaryVersion | None) -> dict[str, Any]:

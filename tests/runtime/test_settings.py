@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from threads.headskey import signing_key_generate
+
 ROOT = Path(__file__).resolve().parents[2]
 SHOW_SETTINGS = """
 import json, django
@@ -104,7 +106,11 @@ def test_check_deploy_is_clean(tmp_path: Path) -> None:
         DJANGO_DEBUG="0",
         DJANGO_SECRET_KEY=secrets.token_urlsafe(48)[:50],
         DJANGO_ALLOWED_HOSTS="ctxadmin.example.com,ctxadmin.internal",
+        # Without these, ctxadmin.W001/W002 (tests/runtime/test_deploy_checks.py).
+        CTXADMIN_CHAIN_KEY=secrets.token_urlsafe(32),
+        CTXADMIN_HEADS_SIGNING_KEY=str(tmp_path / "heads.pem"),
     )
+    signing_key_generate(tmp_path / "heads.pem")
     assert len(env["DJANGO_SECRET_KEY"]) == 50
     done = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],

@@ -10,7 +10,7 @@ model instances, one query per chunk), so a thread of any length verifies in bou
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -26,7 +26,7 @@ from django.db.models import (
 )
 from django.db.models.functions import RowNumber
 
-from threads.chainkey import chain_key, thread_genesis
+from threads.chainkey import ChainKeyUnknown, thread_genesis, thread_key
 from threads.domain import chain
 from threads.domain.chain import ChainVerdict
 from threads.models import (
@@ -80,17 +80,17 @@ def chain_walk(
     start_seq: int,
     start_hash: str,
     until: int,
+    key: bytes | None,
     progress: Progress | None = None,
 ) -> ChainVerdict:
-    """Verify events (start_seq, until] from `start_hash`; a missing tail is a break too."""
+    """Verify events (start_seq, until] from `start_hash` with the thread's chain `key`; a
+    missing tail is a break too."""
     events = _with_progress(
         stored_events(thread_id=thread_id, after=start_seq, until=until),
         progress,
         until - start_seq,
     )
-    verdict = chain.verify_chain(
-        events, start_hash=start_hash, start_seq=start_seq, key=chain_key()
-    )
+    verdict = chain.verify_chain(events, start_hash=start_hash, start_seq=start_seq, key=key)
     if verdict.ok and verdict.verified_until < until:
         # Rows at the end were deleted: the walk stopped early without a mismatch.
         missing = verdict.verified_until + 1
@@ -114,12 +114,12 @@ def checkpoint_body(checkpoint: Checkpoint) -> dict[str, Any]:
 
 
 def checkpoint_checksum(checkpoint: Checkpoint) -> str:
-    return chain.checksum(checkpoint_body(checkpoint), chain_key())
+    return chain.checksum(checkpoint_body(checkpoint), thread_key(checkpoint.thread))
 
 
-def summary_checksum(version: SummaryVersion) -> str:
+def summary_checksum(version: SummaryVersion, thread: Thread | None = None) -> str:
     """docs/api.md §7.6: checksum of {schema_version, thread, covered_from, covered_until,
-    chain_hash, summary}."""
+    chain_hash, summary}, with the thread's key (`thread` when the caller holds it)."""
     return chain.checksum(
         {
             "schema_version": version.content.get("schema_version", 1),
@@ -129,14 +129,14 @@ def summary_checksum(version: SummaryVersion) -> str:
             "chain_hash": version.chain_hash,
             "summary": version.content,
         },
-        chain_key(),
+        thread_key(thread or version.thread),
     )
 
 
 def chain_hash_at(thread: Thread, seq: int) -> str | None:
     """The chain hash after event `seq` (the genesis hash at 0), or None if it is missing."""
     if seq == 0:
-        return thread_genesis(thread.id)
+        return thread_genesis(thread.id, thread.chain_key_id)
     return Event.objects.filter(thread=thread, seq=seq).values_list("hash", flat=True).first()
 
 
@@ -153,6 +153,15 @@ def _checkpoint_safety(
 ) -> tuple[bool, str]:
     """checkpoint_is_safe, the chain hash at the cursor read by `hash_at_cursor` (only when
     the cheaper checks pass)."""
+    try:
+        return _checkpoint_safety_keyed(checkpoint, hash_at_cursor)
+    except ChainKeyUnknown as unknown:
+        return False, unknown.message
+
+
+def _checkpoint_safety_keyed(
+    checkpoint: Checkpoint, hash_at_cursor: Callable[[], str | None]
+) -> tuple[bool, str]:
     if not checkpoint.safe:
         return False, checkpoint.unsafe_reason or "marked unsafe"
     if checkpoint.checksum != checkpoint_checksum(checkpoint):
@@ -167,8 +176,9 @@ def _checkpoint_safety(
         verdict = chain_walk(
             thread_id=thread.pk,
             start_seq=0,
-            start_hash=thread_genesis(thread.id),
+            start_hash=thread_genesis(thread.id, thread.chain_key_id),
             until=cursor,
+            key=thread_key(thread),
         )
         if not verdict.ok:
             return False, f"the chain breaks at seq {verdict.first_bad_seq}: {verdict.detail}"
@@ -180,7 +190,7 @@ def _checkpoint_safety(
             return False, f"its summary version {version.version} did not pass verification"
         if version.checksum != checkpoint.summary_checksum:
             return False, "the summary's checksum differs from the checkpoint's"
-        if version.checksum != summary_checksum(version):
+        if version.checksum != summary_checksum(version, thread):
             return False, "the summary's checksum does not recompute"
     return True, ""
 
@@ -245,7 +255,7 @@ def last_safe_checkpoints(*, thread_ids: Iterable[Any]) -> dict[Any, Checkpoint]
 
 def _candidate_hash(checkpoint: Any) -> str | None:
     if checkpoint.cursor == 0:
-        return thread_genesis(checkpoint.thread_id)
+        return thread_genesis(checkpoint.thread_id, checkpoint.thread.chain_key_id)
     return checkpoint.hash_at_cursor
 
 
@@ -330,3 +340,24 @@ def thread_integrity(*, thread: Thread) -> dict[str, Any]:
             "label": checkpoint.label,
         },
     }
+
+
+def thread_heads() -> Iterator[Mapping[str, Any]]:
+    """Every thread's log head as the database records it, for a publication of heads:
+    `id`, `workspace__name`, `last_seq`, `chain_head`, `chain_key_id` (threads with events)."""
+    return (
+        Thread.objects.filter(last_seq__gt=0)
+        .values("id", "workspace__name", "last_seq", "chain_head", "chain_key_id")
+        .order_by("pk")
+        .iterator(chunk_size=500)
+    )
+
+
+def stored_hashes(*, thread_id: Any, seqs: Iterable[int]) -> dict[int, str]:
+    """The stored chain hash at each of these seqs (missing seqs are absent)."""
+    wanted = sorted(set(seqs))
+    found: dict[int, str] = {}
+    for start in range(0, len(wanted), 1000):
+        rows = Event.objects.filter(thread_id=thread_id, seq__in=wanted[start : start + 1000])
+        found.update(rows.values_list("seq", "hash"))
+    return found

@@ -16,7 +16,7 @@ from typing import Any
 from django.db import transaction
 
 from threads.access import require_role
-from threads.chainkey import thread_genesis
+from threads.chainkey import thread_genesis, thread_key
 from threads.domain.errors import Conflict, NotFound
 from threads.domain.ledger import OpenWork
 from threads.models import (
@@ -78,7 +78,7 @@ def _pending_start(thread: Thread, cursor: int) -> tuple[int, list[dict[str, Any
     pending list is what was open at its cursor, so only the events after it need reading."""
     checkpoint = (
         Checkpoint.objects.filter(thread=thread, cursor__lte=cursor, safe=True)
-        .select_related("summary_version")
+        .select_related("summary_version", "thread")
         .order_by("-cursor", "-pk")
         .first()
     )
@@ -224,8 +224,9 @@ def checkpoint_require_safe(checkpoint: Checkpoint, doing: str) -> None:
         verdict = chain_walk(
             thread_id=checkpoint.thread_id,
             start_seq=0,
-            start_hash=thread_genesis(checkpoint.thread_id),
+            start_hash=thread_genesis(checkpoint.thread_id, checkpoint.thread.chain_key_id),
             until=checkpoint.cursor,
+            key=thread_key(checkpoint.thread),
         )
         if not verdict.ok:
             safe = False

@@ -16,7 +16,7 @@ from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from threads.chainkey import chain_key
+from threads.chainkey import thread_key
 from threads.domain import chain
 from threads.domain.canonical import format_time, join_canonical
 from threads.domain.errors import (
@@ -350,7 +350,7 @@ def _append_locked(
 ) -> list[Appended]:
     """`counts`: the events' token counts, already being counted (in the right encoding or
     not: a wrong one is cancelled and counted again)."""
-    key = chain_key()
+    key = thread_key(thread)
     if counts is None or counts.encoding != thread.encoding:
         if counts is not None:
             counts.cancel()

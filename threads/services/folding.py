@@ -38,7 +38,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from threads.chainkey import chain_key, thread_genesis
+from threads.chainkey import thread_genesis, thread_key
 from threads.domain import chain, tokens
 from threads.domain.budget import Budget, fold_target, thread_budget
 from threads.domain.fold import world_state
@@ -329,12 +329,13 @@ def summary_verify(*, version: SummaryVersion) -> Verification:
     if start < covered:
         previous = world_state(previous) if start > 0 else None
     events = event_dicts_for_fold(version.thread_id, after=start, until=version.covered_until)
-    start_hash = base.chain_hash if base is not None else thread_genesis(version.thread_id)
+    key_id = version.thread.chain_key_id
+    start_hash = base.chain_hash if base is not None else thread_genesis(version.thread_id, key_id)
     verdict = chain.verify_chain(
         [e for e in events if e["seq"] > covered],
         start_hash=start_hash,
         start_seq=covered,
-        key=chain_key(),
+        key=thread_key(version.thread),
     )
     if verdict.ok and verdict.verified_until == version.covered_until:
         expected = verdict.head

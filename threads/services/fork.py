@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from threads.access import require_role
-from threads.chainkey import thread_genesis
+from threads.chainkey import current_chain_key_id, thread_genesis
 from threads.domain.errors import Conflict
 from threads.domain.events import NewEvent
 from threads.domain.ledger import call_status_after
@@ -137,8 +137,10 @@ def thread_fork(*, thread: Thread, checkpoint: Checkpoint, external_id: str, act
             summarizer=thread.summarizer,
             parent_thread=thread,
             parent_checkpoint=checkpoint,
+            # Re-chained under its own genesis, so with the current key.
+            chain_key_id=current_chain_key_id(),
         )
-        fork.chain_head = thread_genesis(fork.id)
+        fork.chain_head = thread_genesis(fork.id, fork.chain_key_id)
         fork.save(force_insert=True)
         source = Event.objects.filter(thread=thread, seq__lte=cursor).order_by("seq")
         for start in range(0, cursor, FORK_CHUNK):

@@ -13,8 +13,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from threads.chainkey import thread_genesis
+from threads.chainkey import ChainKeyUnknown, thread_genesis, thread_key
 from threads.domain.chain import ChainVerdict
+from threads.domain.heads import heads_check
 from threads.models import Checkpoint, TaskRun, Thread
 from threads.selectors.integrity import (
     Progress,
@@ -24,8 +25,10 @@ from threads.selectors.integrity import (
     checkpoint_is_safe,
     last_safe_checkpoint,
     stored_events,
+    stored_hashes,
     summary_checksum,
 )
+from threads.selectors.published_heads import thread_published_heads
 from threads.services.audit import audit_record
 from threads.services.enqueue import VERIFY_THREAD, task_run_enqueue
 
@@ -73,7 +76,7 @@ def integrity_verify_request(
 
 def _start_point(thread: Thread, *, full: bool, last_seq: int) -> tuple[int, str]:
     """Where an incremental check may start: the furthest point already vouched for."""
-    genesis = thread_genesis(thread.id)
+    genesis = thread_genesis(thread.id, thread.chain_key_id)
     if full:
         return 0, genesis
     start: tuple[int, str] = (0, genesis)
@@ -83,7 +86,7 @@ def _start_point(thread: Thread, *, full: bool, last_seq: int) -> tuple[int, str
         Checkpoint.objects.filter(
             thread=thread, safe=True, cursor__gt=start[0], cursor__lte=last_seq
         )
-        .select_related("summary_version")
+        .select_related("summary_version", "thread")
         .order_by("-cursor")
         .first()
     )
@@ -96,22 +99,31 @@ def _start_point(thread: Thread, *, full: bool, last_seq: int) -> tuple[int, str
 def integrity_check(
     *, thread: Thread, full: bool = False, progress: Progress | None = None
 ) -> ChainVerdict:
-    """Recompute a thread's chain and record the verdict on the thread.
+    """Recompute a thread's chain, hold it against the heads published outside the database,
+    and record the verdict on the thread.
 
     Incremental from thread.verified_until/verified_hash (or the last safe checkpoint) unless
     `full`; a walk that starts at genesis (full, or nothing vouched for yet) records
     fully_verified_at. On a break, every checkpoint with cursor >= first_bad_seq is marked unsafe.
     Checks the log up to the thread's head as read at the start; later appends are left to
-    the next check.
+    the next check. A chain whose key is no longer configured is a failed check that names
+    the key, and leaves the checkpoints alone: putting the key back makes it verify again.
     """
     head = Thread.objects.values("last_seq", "chain_head").get(pk=thread.pk)
     last_seq, chain_head = head["last_seq"], head["chain_head"]
+    try:
+        key = thread_key(thread)
+    except ChainKeyUnknown as unknown:
+        verdict = ChainVerdict(False, 0, 1, "", unknown.message)
+        _record(thread, verdict, from_genesis=False, mark_checkpoints=False)
+        return verdict
     start_seq, start_hash = _start_point(thread, full=full, last_seq=last_seq)
     verdict = chain_walk(
         thread_id=thread.pk,
         start_seq=start_seq,
         start_hash=start_hash,
         until=last_seq,
+        key=key,
         progress=progress,
     )
     if verdict.ok and verdict.head != chain_head:
@@ -124,11 +136,48 @@ def integrity_check(
             verdict.head,
             "the thread's chain head does not match its last event",
         )
+    if verdict.ok:
+        verdict = _against_published(thread, verdict, last_seq=last_seq, full=full)
     _record(thread, verdict, from_genesis=start_seq == 0)
     return verdict
 
 
-def _record(thread: Thread, verdict: ChainVerdict, *, from_genesis: bool) -> None:
+def _against_published(
+    thread: Thread, verdict: ChainVerdict, *, last_seq: int, full: bool
+) -> ChainVerdict:
+    """A log whose chain verifies must still contain every head published for it
+    (docs/design.md §6.6): that catches a truncated tail with the thread row set back, and a
+    chain recomputed without the key. A full check holds it against every published head, an
+    incremental one against the latest only; a heads line whose signature fails is a break."""
+    heads, problems = thread_published_heads(thread_id=thread.pk)
+    genesis = thread_genesis(thread.id, thread.chain_key_id)
+    if problems:
+        # Someone edited the heads file: nothing is vouched for until it is looked at.
+        where, claimed, reason = problems[0]
+        return ChainVerdict(
+            False,
+            0,
+            min(claimed, last_seq + 1),
+            genesis,
+            f"the published head at {where} (seq {claimed}) is not to be trusted: {reason}",
+        )
+    if not full:
+        heads = heads[-1:]
+    if not heads:
+        return verdict
+    hashes = stored_hashes(thread_id=thread.pk, seqs=[h.seq for h in heads if h.seq <= last_seq])
+    checked = heads_check(heads, last_seq=last_seq, stored_hashes=hashes)
+    if checked.ok:
+        return verdict
+    # The pair an incremental check may resume from: the last seq still vouched for.
+    until = checked.verified_until
+    resume = verdict.head if until == last_seq else hashes.get(until, genesis)
+    return ChainVerdict(False, until, checked.first_bad_seq, resume, checked.detail)
+
+
+def _record(
+    thread: Thread, verdict: ChainVerdict, *, from_genesis: bool, mark_checkpoints: bool = True
+) -> None:
     now = timezone.now()
     fields: dict[str, Any] = {
         "chain_ok": verdict.ok,
@@ -142,7 +191,7 @@ def _record(thread: Thread, verdict: ChainVerdict, *, from_genesis: bool) -> Non
         fields["fully_verified_at"] = now
     with transaction.atomic(durable=True):
         Thread.objects.filter(pk=thread.pk).update(**fields)
-        if verdict.first_bad_seq is not None:
+        if verdict.first_bad_seq is not None and mark_checkpoints:
             reason = f"the chain breaks at seq {verdict.first_bad_seq}: {verdict.detail}"[:300]
             marked = list(
                 Checkpoint.objects.filter(

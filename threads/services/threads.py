@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db import IntegrityError, models, transaction
 
-from threads.chainkey import thread_genesis
+from threads.chainkey import current_chain_key_id, thread_genesis
 from threads.domain.errors import InvalidEvent
 from threads.domain.external_ids import external_id_problem
 from threads.models import Thread, Workspace
@@ -25,8 +25,14 @@ def thread_get_or_create(
     existing = Thread.objects.filter(workspace=workspace, external_id=external_id).first()
     if existing is not None:
         return existing, False
-    thread = Thread(workspace=workspace, external_id=external_id, **settings)
-    thread.chain_head = thread_genesis(thread.id)
+    # A new chain starts with the current key and keeps it for life (docs/design.md §2.3).
+    thread = Thread(
+        workspace=workspace,
+        external_id=external_id,
+        chain_key_id=current_chain_key_id(),
+        **settings,
+    )
+    thread.chain_head = thread_genesis(thread.id, thread.chain_key_id)
     try:
         with transaction.atomic():
             thread.save(force_insert=True)

@@ -2,8 +2,9 @@
 
 Line 1 is a header object:
     {"ctxadmin_export": 1, "thread": "<uuid>", "external_id", "workspace", "last_seq",
-     "chain_head", "algorithm": "sha256" | "hmac-sha256",
-     "genesis": {"input": "ctxadmin/v1/<uuid>", "hash": "<h_0>"}}
+     "chain_head", "algorithm": "sha256" | "hmac-sha256", "chain_key_id",
+     "genesis": {"input": "ctxadmin/v1/<uuid>", "hash": "<h_0>"},
+     "published_head": the thread's last signed heads line (docs/design.md §6.6) | null}
 Every further line is one event in seq order: exactly the object the chain covers (docs/api.md §7.6:
 `seq`, `kind`, `created_at`, `client_event_id`, `metadata` and the kind's own fields) plus its
 `hash`. To re-verify (SHA-256; with a chain key, HMAC-SHA256 keyed by it):
@@ -17,7 +18,8 @@ Every further line is one event in seq order: exactly the object the chain cover
         assert h == event["hash"], event["seq"]
     assert h == header["chain_head"]
 
-`verify_export FILE` does the same without a database.
+`verify_export FILE [--heads-key heads.pub]` does the same without a database, and checks that
+the file's chain reaches the published head and that its signature verifies.
 """
 
 from __future__ import annotations
@@ -28,17 +30,22 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from threads.chainkey import chain_key, thread_genesis
+from threads.chainkey import ChainKeyUnknown, thread_genesis, thread_key
 from threads.domain.canonical import canonical_json
 from threads.models import Thread
+from threads.selectors.published_heads import thread_last_published_head
 from threads.services.integrity import stored_events
 
 EXPORT_VERSION = 1
 
 
 def export_header(thread: Thread, *, last_seq: int, chain_head: str) -> dict[str, Any]:
-    key = chain_key()
+    try:
+        key = thread_key(thread)
+    except ChainKeyUnknown as unknown:
+        raise CommandError(unknown.message) from unknown
     genesis_input = f"ctxadmin/v1/{thread.pk}"
+    published = thread_last_published_head(thread_id=thread.pk)
     return {
         "ctxadmin_export": EXPORT_VERSION,
         "thread": str(thread.pk),
@@ -47,7 +54,9 @@ def export_header(thread: Thread, *, last_seq: int, chain_head: str) -> dict[str
         "last_seq": last_seq,
         "chain_head": chain_head,
         "algorithm": "hmac-sha256" if key else "sha256",
-        "genesis": {"input": genesis_input, "hash": thread_genesis(thread.pk)},
+        "chain_key_id": thread.chain_key_id,
+        "genesis": {"input": genesis_input, "hash": thread_genesis(thread.pk, thread.chain_key_id)},
+        "published_head": published.line() if published is not None else None,
     }
 
 

@@ -6,6 +6,11 @@ of order or hash mismatch), or a file cut short (fewer events than the header's 
 a final hash that is not the header's chain_head). Without the chain key, a file rewritten
 with a consistent forged chain (and header) passes: compare its chain_head with the one the
 server reports, or verify with --key when the server uses HMAC.
+
+A header's `published_head` (the thread's last signed head, docs/design.md §6.6) is checked
+too: the file's chain must reach its seq with its hash, so an export of a log cut back or
+recomputed in the database fails even without the chain key; with `--heads-key heads.pub`
+its Ed25519 signature must verify (and the header must carry one).
 """
 
 from __future__ import annotations
@@ -13,12 +18,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from threads.chainkey import LEGACY_KEY_ID, chain_keys
 from threads.domain import chain
+from threads.domain.heads import head_parse, public_key_id
+from threads.headskey import public_key_load
 
 
 class Command(BaseCommand):
@@ -31,10 +38,15 @@ class Command(BaseCommand):
         parser.add_argument("file")
         parser.add_argument(
             "--key",
-            help="the chain key (CTXADMIN_CHAIN_KEY) when the "
-            "export is HMAC-SHA256; defaults to the configured key",
+            help="the chain key when the export is HMAC-SHA256; defaults to the configured "
+            "key with the header's chain_key_id (CTXADMIN_CHAIN_KEYS, or CTXADMIN_CHAIN_KEY)",
         )
         parser.add_argument("--thread", help="the thread UUID, for a file with no header")
+        parser.add_argument(
+            "--heads-key",
+            help="the public key (heads.pub) that signs published chain heads; the header's "
+            "published head must verify with it",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         path = Path(options["file"])
@@ -53,7 +65,10 @@ class Command(BaseCommand):
             raise CommandError(
                 "the file has no header naming its thread; pass --thread", returncode=2
             )
-        key_text = options["key"] or settings.CTXADMIN_CHAIN_KEY
+        # By default the configured key the header's chain_key_id names ('' = k0, as in
+        # threads/chainkey.py).
+        configured = chain_keys().get(header.get("chain_key_id") or LEGACY_KEY_ID)
+        key_text = options["key"] or (configured.decode("utf-8") if configured else "")
         keyed = header.get("algorithm") == "hmac-sha256"
         if keyed and not key_text:
             raise CommandError("this export is HMAC-SHA256: pass --key", returncode=2)
@@ -61,9 +76,24 @@ class Command(BaseCommand):
         genesis = chain.genesis_hash(str(thread_uid), key)
         if header.get("genesis", {}).get("hash") not in (None, genesis):
             self._broken(1, "the genesis hash does not match the thread (or the key)")
-        verdict = chain.verify_chain(_events(events), start_hash=genesis, key=key)
+        published = header.get("published_head")
+        if options["heads_key"]:
+            self._check_signature(published, Path(options["heads_key"]), str(thread_uid))
+        wanted = published.get("seq") if isinstance(published, dict) else None
+        seen: dict[int, str] = {}
+        verdict = chain.verify_chain(
+            _noting(_events(events), wanted, seen), start_hash=genesis, key=key
+        )
         if not verdict.ok:
             self._broken(verdict.first_bad_seq, verdict.detail)
+        if isinstance(published, dict) and isinstance(wanted, int):
+            if verdict.verified_until < wanted:
+                self._broken(
+                    verdict.verified_until + 1,
+                    f"the file ends at seq {verdict.verified_until}; seq {wanted} was published",
+                )
+            if seen.get(wanted) != published.get("chain_head"):
+                self._broken(wanted, f"the chain hash at seq {wanted} is not the published head")
         last_seq = header.get("last_seq")
         if last_seq is not None and verdict.verified_until < last_seq:
             self._broken(
@@ -79,7 +109,22 @@ class Command(BaseCommand):
             + ("" if key else " (SHA-256: compare the head with the server's)")
         )
 
-    def _broken(self, seq: int | None, detail: str) -> None:
+    def _check_signature(self, published: Any, key_path: Path, thread_uid: str) -> None:
+        if not key_path.exists():
+            raise CommandError(f"{key_path} does not exist", returncode=2)
+        try:
+            public = public_key_load(key_path)
+        except ValueError as error:
+            raise CommandError(str(error), returncode=2) from error
+        if not isinstance(published, dict):
+            self._broken(1, "the header carries no published head to check with --heads-key")
+        head, reason = head_parse(published, {public_key_id(public): public})
+        if head is None:
+            self._broken(published.get("seq"), f"the published head: {reason}")
+        elif head.thread != thread_uid:
+            self._broken(head.seq, "the published head names another thread")
+
+    def _broken(self, seq: int | None, detail: str) -> NoReturn:
         self.stdout.write(f"BROKEN first bad seq {seq}: {detail}")
         raise CommandError(f"chain broken at seq {seq}", returncode=1)
 
@@ -98,6 +143,16 @@ def _lines(path: Path) -> Iterator[tuple[int, Any]]:
 def _chain_first(first: tuple[int, Any], rest: Iterator[tuple[int, Any]]) -> Iterator[Any]:
     yield first
     yield from rest
+
+
+def _noting(
+    events: Iterator[dict[str, Any]], seq: int | None, seen: dict[int, str]
+) -> Iterator[dict[str, Any]]:
+    """Pass events through, keeping the stored hash at `seq` (the walk vouches for it)."""
+    for event in events:
+        if event.get("seq") == seq:
+            seen[event["seq"]] = event["hash"]
+        yield event
 
 
 def _events(lines: Iterator[tuple[int, Any]]) -> Iterator[dict[str, Any]]:
