@@ -66,6 +66,7 @@ def test_a_revoked_key_is_refused_at_once(admin: Client, workspace: Any) -> None
     assert refused.status_code == 401
     assert refused.json()["error"]["code"] == "authentication_failed"
     entry = AuditEntry.objects.get(action="api_key.revoke")
+    assert entry.before is not None and entry.after is not None
     assert entry.before["revoked_at"] is None and entry.after["revoked_at"]
     # Revoking again records nothing more.
     admin.post(f"/keys/{key.pk}/revoke/")
@@ -84,6 +85,7 @@ def test_an_expired_key_is_refused(admin: Client, workspace: Any) -> None:
     assert agent.get("/api/v1/threads/").status_code == 401
     assert "expired" in admin.get("/keys/").content.decode()
     entry = AuditEntry.objects.get(action="api_key.expire")
+    assert entry.before is not None and entry.after is not None
     assert entry.before["expires_at"] != entry.after["expires_at"]
     # Clearing the expiry lets it work again.
     admin.post(f"/keys/{key.pk}/expiry/", {"expires": ""})
