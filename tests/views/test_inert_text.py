@@ -14,8 +14,9 @@ import pytest
 from django.test import Client
 
 from tests import factories as f
-from tests.views.conftest import fold
+from tests.views.conftest import MANUAL
 from threads.models import Checkpoint, SideEffect, SummaryVersion, Thread, TraceImport
+from threads.services import folding
 from threads.services.api_keys import api_key_issue
 from threads.services.imports import import_start
 from threads.services.side_effects import side_effect_resolve
@@ -55,7 +56,7 @@ def seed_hostile(workspace: Any, admin_user: Any) -> Thread:
         f.result("c1", value={"text": HOSTILE}, verified_facts=[{"key": "k", "value": HOSTILE}]),
         f.assistant(HOSTILE),
     )
-    fold(thread)
+    folding.fold_run(thread_id=thread.pk, trigger=MANUAL)  # None when a trigger folded
     f.append(
         thread,
         f.call("c2", "refund", {"note": HOSTILE}, side_effect_key="refund<svg onload=alert(1)>"),
@@ -68,7 +69,7 @@ def seed_hostile(workspace: Any, admin_user: Any) -> Thread:
             "tool_name": "credit<svg onload=alert(1)>",
         },
     )
-    fold(thread)
+    folding.fold_run(thread_id=thread.pk, trigger=MANUAL)  # None when a trigger folded
     side_effect_resolve(
         side_effect=SideEffect.objects.get(thread=thread),
         actor=admin_user,
