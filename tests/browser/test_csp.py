@@ -44,7 +44,12 @@ def test_pages_load_under_the_policy_and_agent_text_stays_text(
     dialogs: list[str] = []
     errors: list[str] = []
     evil: list[str] = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+    def dialog(opened: Any) -> None:
+        dialogs.append(opened.message)
+        opened.dismiss()
+
+    page.on("dialog", dialog)
 
     def console(message: Any) -> None:
         # Chromium sometimes asks for /favicon.ico despite the page's data: icon; not ours.
