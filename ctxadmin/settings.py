@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "axes",
+    "csp",
     "threads",
 ]
 
@@ -48,6 +49,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
@@ -157,6 +159,34 @@ if not DEBUG:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
 
+# Content Security Policy (django-csp; docs/design.md §9): scripts only from this origin, never
+# inline or evaluated, so agent text that slips past escaping still cannot run. htmx runs with
+# allowEval off and without its injected indicator <style> (base.html's htmx-config). Styles:
+# <style> elements only from files; style="" attributes are allowed (style-src-attr), because
+# bars and meters set their width from data. /api/docs/ relaxes style-src-elem for the one
+# inline <style> of Swagger UI (ctxadmin/urls.py); its scripts are files there too.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "style-src-elem": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "font-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
+# Per-process unless CTXADMIN_CACHE_URL names a shared cache (e.g. redis://host:6379/1): the
+# API's rate limits count in the cache, so with the local-memory default each worker process
+# counts for itself.
+CACHES = {"default": env.cache_url("CTXADMIN_CACHE_URL", default="locmemcache://ctxadmin")}
+
 # --- REST API -------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -169,7 +199,12 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "threads.api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "threads.api.schema.ViewScopedAutoSchema",
     "UNAUTHENTICATED_USER": None,
+    # Per API key, and per person for session calls (threads/api/throttling.py).
+    "DEFAULT_THROTTLE_CLASSES": ["threads.api.throttling.ApiRateThrottle"],
 }
+# Requests per API key (or person) and period: "1200/min", "50/s", "10000/hour"; 0 or empty
+# turns the limit off. Over it: 429 rate_limited with Retry-After (docs/api.md §1.4).
+CTXADMIN_API_RATE = env.str("CTXADMIN_API_RATE", default="1200/min")
 SPECTACULAR_SETTINGS = {
     "TITLE": "ctxadmin API",
     "DESCRIPTION": "Event log, working context, summaries, checkpoints and repairs.",

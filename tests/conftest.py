@@ -24,6 +24,13 @@ def _fixture_teardown_with_open_seal(self: TransactionTestCase) -> None:
 TransactionTestCase._fixture_teardown = _fixture_teardown_with_open_seal  # type: ignore[attr-defined]
 
 
+@pytest.fixture(autouse=True)
+def no_api_rate_limit(settings: Any) -> None:
+    """Tests send many requests with one key (fuzzing, matrices); the rate limit is tested
+    where a test sets CTXADMIN_API_RATE itself (tests/api/test_rate_limits.py)."""
+    settings.CTXADMIN_API_RATE = ""
+
+
 @pytest.fixture
 def workspace_and_key(db: Any) -> tuple[Any, str]:
     return factories.make_workspace("acme")

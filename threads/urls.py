@@ -50,3 +50,13 @@ urlpatterns += [
     path("imports/new/", imports.import_upload, name="import-upload"),
     path("imports/<str:id>/", imports.import_detail, name="import-detail"),
 ]
+
+# Agents' API keys (admins).
+from threads.views import keys  # noqa: E402
+
+urlpatterns += [
+    path("keys/", keys.api_key_list, name="api-key-list"),
+    path("keys/new/", keys.api_key_new, name="api-key-new"),
+    path("keys/<int:pk>/revoke/", keys.api_key_revoke_view, name="api-key-revoke"),
+    path("keys/<int:pk>/expiry/", keys.api_key_expiry_view, name="api-key-expiry"),
+]

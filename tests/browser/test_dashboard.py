@@ -190,7 +190,7 @@ def test_operator_browses_every_tab_and_resolves_a_side_effect(
     page.locator("#thread-table").get_by_text("arrived-later").wait_for(timeout=15000)
     assert page.evaluate("window.__same_document === true")
     page.get_by_label("Search threads").fill("10086")
-    page.wait_for_function("document.querySelectorAll('#thread-table tbody tr').length === 1")
+    page.wait_for_function("() => document.querySelectorAll('#thread-table tbody tr').length === 1")
     assert page.locator("#thread-table").get_by_text("unknown side effect").is_visible()
     page.get_by_role("link", name="order-10086").click()
     page.wait_for_url(re.compile(rf"/threads/{thread.pk}/"))
@@ -312,7 +312,8 @@ def test_pages_fit_a_small_laptop_and_keep_focus_visible(
 
 # No request in flight: htmx marks the element that asked with .htmx-request until the answer
 # is swapped in, and never marks one whose request was cancelled.
-SETTLED = "!document.querySelector('.htmx-request')"
+# Functions, not expressions: Playwright evals an expression, which the page's CSP refuses.
+SETTLED = "() => !document.querySelector('.htmx-request')"
 
 
 def test_a_cited_source_shows_once_however_often_it_is_clicked(

@@ -37,7 +37,7 @@ DRF_CODES = {
     exceptions.NotFound: "not_found",
     exceptions.MethodNotAllowed: "method_not_allowed",
     exceptions.UnsupportedMediaType: "unsupported_media_type",
-    exceptions.Throttled: "throttled",
+    exceptions.Throttled: "rate_limited",
     exceptions.NotAcceptable: "not_acceptable",
 }
 

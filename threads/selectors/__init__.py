@@ -5,6 +5,8 @@ One module per subject; this package re-exports their public names.
 
 from threads.selectors.api_keys import (
     api_key_get_active,
+    api_key_get_in,
+    api_keys_for_workspaces,
 )
 from threads.selectors.audit import (
     audit_facets_for_member,
@@ -93,6 +95,8 @@ __all__ = [
     "THREAD_SORTS",
     "active_constraints",
     "api_key_get_active",
+    "api_key_get_in",
+    "api_keys_for_workspaces",
     "approval_get_in",
     "approval_rows",
     "approvals_for_requests",

@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Any, cast
 
 from django.db import connection
+from django.db.models import QuerySet
+from django.utils import timezone
 
+from threads.domain.errors import NotFound
 from threads.models import (
     ApiKey,
     Workspace,
@@ -13,7 +16,7 @@ from threads.models import (
 
 
 def api_key_get_active(*, digest: str) -> ApiKey | None:
-    """The unrevoked key with this digest and its workspace, in one query.
+    """The unrevoked, unexpired key with this digest and its workspace, in one query.
 
     Written as SQL because it runs on every agent request: compiling the equivalent ORM query
     (select_related + filter + first) costs more CPU than executing it.
@@ -24,8 +27,9 @@ def api_key_get_active(*, digest: str) -> ApiKey | None:
             f"SELECT k.*, w.{quote('name')} AS workspace_name "
             f"FROM {quote(ApiKey._meta.db_table)} k "
             f"JOIN {quote(Workspace._meta.db_table)} w ON w.id = k.workspace_id "
-            "WHERE k.key_hash = %s AND k.revoked_at IS NULL",
-            [digest],
+            "WHERE k.key_hash = %s AND k.revoked_at IS NULL "
+            "AND (k.expires_at IS NULL OR k.expires_at > %s)",
+            [digest, timezone.now()],
         )
     )
     if not keys:
@@ -36,3 +40,20 @@ def api_key_get_active(*, digest: str) -> ApiKey | None:
         ApiKey.objects.db, ["id", "name"], [key.workspace_id, key.workspace_name]
     )
     return cast(ApiKey, key)
+
+
+def api_keys_for_workspaces(*, workspace_ids: list[int]) -> QuerySet[ApiKey]:
+    """The keys of these workspaces, newest first (the dashboard's keys page)."""
+    return (
+        ApiKey.objects.filter(workspace_id__in=workspace_ids)
+        .select_related("workspace")
+        .order_by("-created_at", "-pk")
+    )
+
+
+def api_key_get_in(*, workspace_ids: list[int], id: int) -> ApiKey:
+    """One key of these workspaces; any other is not found."""
+    key = api_keys_for_workspaces(workspace_ids=workspace_ids).filter(pk=id).first()
+    if key is None:
+        raise NotFound("API key not found")
+    return key
