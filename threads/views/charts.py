@@ -29,9 +29,15 @@ def _nice_top(top: float) -> float:
 
 
 def line_chart(
-    *, starts: Sequence[datetime], series: Sequence[Series], unit: str = "", percent: bool = False
+    *,
+    starts: Sequence[datetime],
+    series: Sequence[Series],
+    unit: str = "",
+    percent: bool = False,
+    legend: bool | None = None,
 ) -> dict:
-    """Points of one chart: a polyline per series (split at gaps), y ticks, x ticks."""
+    """Points of one chart: a polyline per series (split at gaps), y ticks, x ticks; a legend
+    when there is more than one series, unless `legend` says otherwise."""
     n = len(starts)
     values = [v for s in series for v in s.values if v is not None]
     top = _nice_top(max([*values, 0.0]) * (100 if percent else 1))
@@ -70,6 +76,7 @@ def line_chart(
         "x1": CHART_W - PAD_R,
         "y0": CHART_H - PAD_B,
         "lines": lines,
+        "legend": len(series) > 1 if legend is None else legend,
         "yticks": [
             {"y": y(top * f / (100 if percent else 1)), "label": f"{top * f:g}{suffix}"}
             for f in (0, 0.25, 0.5, 0.75, 1.0)

@@ -119,6 +119,7 @@ def _charts(starts: list[Any], data: dict[str, Any]) -> dict[str, Any]:
                 Series(check, [r["checks"][k] for r in rows])
                 for k, check in enumerate(data["checks"])
             ],
+            legend=True,
         ),
         "overflow": line_chart(
             starts=starts, series=[Series("overflow rate", col("overflow_rate"))], percent=True
