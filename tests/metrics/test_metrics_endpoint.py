@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from rest_framework.test import APIClient
 
 from tests import factories as f
-from threads.models import Event, SummaryPhase, SummaryVersion, Thread
+from threads.models import ContextRequestLog, Event, SummaryPhase, SummaryVersion, Thread
 from threads.services import folding
 from threads.services.integrity import integrity_check
 from threads.services.metrics import CONTEXT_SECONDS
@@ -115,6 +115,18 @@ def test_each_counter_holds_the_exact_expected_value(
     assert tight.status_code == 200 and tight.json()["needs_fold"] is True
     small = agent.get(url, {"window": 1})
     assert small.status_code == 422 and small.json()["error"]["code"] == "budget_too_small"
+    # Each request is also a row for the Operations page, with the numbers it was judged by.
+    logged = list(
+        ContextRequestLog.objects.order_by("pk").values_list(
+            "used", "available", "overflow", "needs_fold"
+        )
+    )
+    refused = small.json()["error"]["fields"]
+    assert logged == [
+        (budget["used"], budget["available"], False, False),
+        (tight.json()["budget"]["used"], tight.json()["budget"]["available"], False, True),
+        (refused["history"], refused["available"], True, False),
+    ]
     # Integrity: two checks, the second after an edit behind the application's back.
     integrity_check(thread=thread)
     f.tamper(Event.objects.get(thread=thread, seq=2), arguments={"n": 99})

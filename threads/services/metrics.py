@@ -14,6 +14,7 @@ Operations page reads its percentiles from `ContextRequestLog` rows instead.
 from __future__ import annotations
 
 import time
+import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -67,7 +68,11 @@ CONTEXT_SECONDS = Histogram(
 
 
 def _shard(thread_id: Any) -> int:
-    return int(getattr(thread_id, "int", 0) or hash(str(thread_id))) % SHARDS
+    """The thread's shard: one thread's writes, already serialised by its row lock, always
+    land on the same row; other threads' mostly on others."""
+    if thread_id is None:
+        return 0
+    return uuid.UUID(str(thread_id)).int % SHARDS
 
 
 def metric_statements(
@@ -125,15 +130,18 @@ def context_request_observed(*, thread: Thread) -> Iterator[ContextRequestSeen]:
     overflow = False
     try:
         yield seen
-    except BudgetTooSmall:
+    except BudgetTooSmall as refused:
         overflow = True
+        # The refusal's numbers: the history it had to fit, and what was available.
+        fields = refused.fields or {}
+        seen.extra = {"used": fields.get("history", 0), "available": fields.get("available", 0)}
         raise
     finally:
         elapsed = time.perf_counter() - started
         answer = seen.answer
         if overflow or answer is not None:
             CONTEXT_SECONDS.observe(elapsed)
-            budget = (answer or {}).get("budget", {})
+            budget = (answer or {}).get("budget", seen.extra)
             needs_fold = bool((answer or {}).get("needs_fold"))
             with transaction.atomic():
                 metric_add(
