@@ -259,6 +259,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "ctxadmin.publish_chain_heads",
         "schedule": CTXADMIN_HEADS_PERIOD,
     },
+    "prune-context-log": {
+        "task": "ctxadmin.prune_context_log",
+        "schedule": timedelta(hours=1),
+    },
 }
 
 # --- ctxadmin -------------------------------------------------------------------------------
@@ -288,6 +292,10 @@ os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(VAR_DIR / "tiktoken"))
 # (PgBouncer before 1.21).
 CTXADMIN_PREPARED_STATEMENTS = env.bool("CTXADMIN_PREPARED_STATEMENTS", default=True)
 CTXADMIN_PREPARED_TIMEOUT = timedelta(seconds=env.int("CTXADMIN_PREPARED_TIMEOUT", default=120))
+# /metrics (docs/operations.md): a Bearer token when set; unset, only loopback may read it.
+CTXADMIN_METRICS_TOKEN = env.str("CTXADMIN_METRICS_TOKEN", default="")
+# How long context requests are kept for the Operations page (days).
+CTXADMIN_CONTEXT_LOG_DAYS = env.int("CTXADMIN_CONTEXT_LOG_DAYS", default=7)
 # The whole request: a full batch of events at the per-event limit, with some slack.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("CTXADMIN_MAX_REQUEST_BYTES", default=32 * 1024 * 1024)
 # An uploaded trace file (docs/api.md §13), kept in the database until its import has run, and

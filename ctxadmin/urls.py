@@ -4,6 +4,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from threads.api.errors import api_not_found
+from threads.views import metrics
 
 urlpatterns = [
     path("api/v1/", include("threads.api.urls")),
@@ -21,6 +22,8 @@ urlpatterns = [
     re_path(r"^api/", api_not_found),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("metrics", metrics.metrics, name="metrics"),
+    path("metrics/", metrics.metrics),
     path("", include("threads.urls")),
 ]
 

@@ -26,6 +26,7 @@ from threads.services.chain_heads import chain_heads_publish, publication_summar
 from threads.services.folding import fold_run, recover_prepared
 from threads.services.imports import import_run
 from threads.services.integrity import integrity_check
+from threads.services.metrics import context_log_prune
 from threads.services.side_effects import side_effect_status_check
 from threads.services.tasks import task_run_progress, task_run_tracked
 
@@ -217,3 +218,15 @@ def import_trace_task(task_id: str | None, import_id: str) -> dict[str, Any]:
         import_id=import_id,
         progress=lambda done, total: task_run_progress(task_id, done=done, total=total),
     )
+
+
+@shared_task(
+    name="ctxadmin.prune_context_log",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=240,
+    time_limit=300,
+)
+def prune_context_log_task() -> dict[str, Any]:
+    """Beat, hourly: drop context request samples past CTXADMIN_CONTEXT_LOG_DAYS."""
+    return {"deleted": context_log_prune()}

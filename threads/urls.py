@@ -2,7 +2,16 @@
 
 from django.urls import path
 
-from threads.views import checkpoints, context, oversight, queues, summaries, threads, workspaces
+from threads.views import (
+    checkpoints,
+    context,
+    operations,
+    oversight,
+    queues,
+    summaries,
+    threads,
+    workspaces,
+)
 
 urlpatterns = [
     path("", threads.home, name="home"),
@@ -39,6 +48,7 @@ urlpatterns = [
     path("approvals/<int:pk>/decide/", queues.approval_decide_view, name="approval-decide"),
     path("integrity/", oversight.integrity, name="integrity"),
     path("audit/", oversight.audit, name="audit"),
+    path("operations/", operations.operations, name="operations"),
     path("workspace/", workspaces.workspace_switch, name="workspace-switch"),
 ]
 

@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 
 from threads.api.auth import thread_for_request
 from threads.selectors import working_context
+from threads.services.metrics import context_request_observed
 
 
 class ContextSummarySerializer(serializers.Serializer):
@@ -87,7 +88,10 @@ class ThreadContextApi(APIView):
         thread = thread_for_request(request, id)
         params = self.InputSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
-        answer = working_context(thread=thread, overrides=dict(params.validated_data))
+        with context_request_observed(thread=thread) as seen:
+            answer = seen.answer = working_context(
+                thread=thread, overrides=dict(params.validated_data)
+            )
         # The answer is plain values already (OutputSerializer documents it); running it through
         # the serializer again would cost more than the read itself on a large window.
         answer["integrity"] = {

@@ -43,6 +43,7 @@ from threads.services.event_rows import (
     side_effect_and_approval_statements,
 )
 from threads.services.event_tokens import TokenCounts, encoding_guess, remember_encoding
+from threads.services.metrics import events_appended_statements
 
 # Called after commit with (thread or its id, appended events: Event rows, or dicts of seq, kind
 # and the kind's fields); the pipeline registers its triggers.
@@ -464,7 +465,8 @@ def _append_locked(
         rows,
         now,
         texts=[(row.metadata_text, row.data_text) for row in rows],
-        then=side_effect_and_approval_statements(thread, rows, side_effect_calls),
+        then=side_effect_and_approval_statements(thread, rows, side_effect_calls)
+        + events_appended_statements(thread, (row.kind for row in rows)),
     )
     if with_pks:
         _assign_event_pks(thread, [a.event for a in out if a.created])

@@ -58,6 +58,7 @@ from threads.services.audit import audit_record
 from threads.services.checkpoints import checkpoint_record, pending_at
 from threads.services.enqueue import FOLD_THREAD, task_run_enqueue
 from threads.services.integrity import summary_checksum
+from threads.services.metrics import CAS_CONFLICTS, PREPARED_RECOVERED, metric_add
 from threads.services.tasks import task_run_finish
 from threads.summarizers import get_summarizer
 
@@ -408,6 +409,7 @@ def summary_commit(
         ).update(head_version=version.version, covered_until=version.covered_until, updated_at=now)
         if not swapped:
             SummaryVersion.objects.filter(pk=version.pk).update(phase=SummaryPhase.DISCARDED)
+            metric_add([(CAS_CONFLICTS, "", 1)], thread_id=version.thread_id)
             version.phase = SummaryPhase.DISCARDED
             _audit_discarded(
                 thread, version, after={"head_version": thread.head_version}, label=actor_label
@@ -534,6 +536,7 @@ def recover_prepared(*, older_than: timedelta) -> list[SummaryVersion]:
         if outcome == Outcome.ALREADY_DECIDED:
             continue
         decided.append(version)
+        metric_add([(PREPARED_RECOVERED, "", 1)], thread_id=version.thread_id)
         if version.task_id:
             task_run_finish(
                 version.task_id,

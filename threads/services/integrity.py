@@ -31,6 +31,7 @@ from threads.selectors.integrity import (
 from threads.selectors.published_heads import thread_published_heads
 from threads.services.audit import audit_record
 from threads.services.enqueue import VERIFY_THREAD, task_run_enqueue
+from threads.services.metrics import VERIFY_RUNS, metric_add
 
 # The reads (chain walks, checksums, checkpoint safety) are selectors; the names stay
 # importable here for the services that write checksums and re-check checkpoints.
@@ -191,6 +192,7 @@ def _record(
         fields["fully_verified_at"] = now
     with transaction.atomic(durable=True):
         Thread.objects.filter(pk=thread.pk).update(**fields)
+        metric_add([(VERIFY_RUNS, "", 1)], thread_id=thread.pk)
         if verdict.first_bad_seq is not None and mark_checkpoints:
             reason = f"the chain breaks at seq {verdict.first_bad_seq}: {verdict.detail}"[:300]
             marked = list(

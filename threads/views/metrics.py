@@ -1,0 +1,169 @@
+"""`/metrics`: Prometheus text format (docs/operations.md, docs/api.md §15).
+
+Protected: with CTXADMIN_METRICS_TOKEN set, only `Authorization: Bearer <token>` reads it;
+unset, only a request from loopback (REMOTE_ADDR 127.0.0.1 or ::1) does.
+
+Each scrape builds a registry of its own: a collector that reads the database-derived
+families (a fixed number of queries, docs/operations.md) and the context latency histogram —
+this process's, or every process's through MultiProcessCollector when PROMETHEUS_MULTIPROC_DIR
+is set.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from threads.models import EventKind
+from threads.selectors import metrics as figures
+from threads.services import metrics as counted
+
+LOOPBACK = ("127.0.0.1", "::1")
+
+
+def _counter(name: str, doc: str, value: float) -> CounterMetricFamily:
+    return CounterMetricFamily(f"ctxadmin_{name}", doc, value=value)
+
+
+class DatabaseCollector(Collector):
+    """The families the database records, read on each scrape."""
+
+    def collect(self) -> Iterator[Metric]:
+        totals = figures.metric_totals()
+
+        def total(name: str, labels: str = "") -> int:
+            return totals.get((name, labels), 0)
+
+        appended = CounterMetricFamily(
+            "ctxadmin_events_appended",
+            "Events appended to threads' logs, by kind.",
+            labels=["kind"],
+        )
+        for kind in EventKind.values:
+            appended.add_metric([kind], total(counted.EVENTS_APPENDED, f"kind={kind}"))
+        yield appended
+        yield _counter(
+            "context_requests",
+            "Working-context requests over the API (answered or refused budget_too_small).",
+            total(counted.CONTEXT_REQUESTS),
+        )
+        yield _counter(
+            "context_overflows",
+            "Context requests refused with budget_too_small (422).",
+            total(counted.CONTEXT_OVERFLOWS),
+        )
+        yield _counter(
+            "context_needs_fold",
+            "Context answers with needs_fold true (the capacity trigger).",
+            total(counted.CONTEXT_NEEDS_FOLD),
+        )
+        folds = figures.fold_figures()
+        by_outcome = CounterMetricFamily(
+            "ctxadmin_folds",
+            "Fold candidates prepared (started) and how they were decided.",
+            labels=["outcome"],
+        )
+        for outcome in figures.FOLD_OUTCOMES:
+            by_outcome.add_metric([outcome], folds["outcomes"][outcome])
+        yield by_outcome
+        rejections = CounterMetricFamily(
+            "ctxadmin_fold_rejections",
+            "Rejected fold candidates by failed check (a candidate may fail several).",
+            labels=["check"],
+        )
+        for check, n in folds["rejections"].items():
+            rejections.add_metric([check], n)
+        yield rejections
+        yield _counter(
+            "cas_conflicts",
+            "Commits that lost the compare-and-swap on the thread head (candidate discarded).",
+            total(counted.CAS_CONFLICTS),
+        )
+        yield _counter(
+            "prepared_recovered",
+            "Prepared versions whose worker died, decided by the recovery sweep.",
+            total(counted.PREPARED_RECOVERED),
+        )
+        yield _counter(
+            "tokens_replaced",
+            "Event tokens covered by committed folds.",
+            folds["tokens_replaced"],
+        )
+        yield _counter(
+            "summary_tokens",
+            "Tokens of the summaries of committed folds.",
+            folds["summary_tokens"],
+        )
+        yield _counter(
+            "verify_runs", "Integrity checks of a thread's chain.", total(counted.VERIFY_RUNS)
+        )
+        yield GaugeMetricFamily(
+            "ctxadmin_chain_breaks",
+            "Threads whose chain the last integrity check found broken.",
+            value=figures.chain_breaks(),
+        )
+        effects = GaugeMetricFamily(
+            "ctxadmin_side_effects", "Side effects by status, now.", labels=["status"]
+        )
+        for status, n in figures.side_effect_counts().items():
+            effects.add_metric([status], n)
+        yield effects
+        approvals = figures.approval_figures()
+        yield GaugeMetricFamily(
+            "ctxadmin_approvals_pending",
+            "Approval requests waiting for a decision.",
+            value=approvals["pending"],
+        )
+        oldest = approvals["oldest"]
+        yield GaugeMetricFamily(
+            "ctxadmin_approval_oldest_pending_seconds",
+            "Age of the oldest pending approval request (0 when none).",
+            value=(timezone.now() - oldest).total_seconds() if oldest is not None else 0,
+        )
+
+
+class _ProcessHistogram(Collector):
+    def collect(self) -> Iterator[Metric]:
+        yield from counted.CONTEXT_SECONDS.collect()
+
+
+def metrics_registry() -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(DatabaseCollector())
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+    else:
+        registry.register(_ProcessHistogram())
+    return registry
+
+
+def metrics_allowed(request: HttpRequest) -> bool:
+    token = settings.CTXADMIN_METRICS_TOKEN
+    if token:
+        given = request.headers.get("Authorization", "")
+        return hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
+    return request.META.get("REMOTE_ADDR") in LOOPBACK
+
+
+@require_GET
+def metrics(request: HttpRequest) -> Any:
+    if not metrics_allowed(request):
+        answer = HttpResponse(
+            "metrics: a Bearer token or a loopback address is required\n",
+            status=401 if settings.CTXADMIN_METRICS_TOKEN else 403,
+            content_type="text/plain",
+        )
+        if settings.CTXADMIN_METRICS_TOKEN:
+            answer["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return answer
+    return HttpResponse(generate_latest(metrics_registry()), content_type=CONTENT_TYPE_LATEST)
