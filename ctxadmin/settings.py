@@ -178,6 +178,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "threads.api.schema_contract.contract_hook",
+    ],
     # Several enums share a field name ("state"): name these after what they are.
     "ENUM_NAME_OVERRIDES": {
         "ImportStateEnum": "threads.models.ImportState",

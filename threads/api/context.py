@@ -80,7 +80,7 @@ class ThreadContextApi(APIView):
     )
     def get(self, request: Request, id: str) -> Response:
         thread = thread_for_request(request, id)
-        params = self.InputSerializer(data=request.query_params)
+        params = self.InputSerializer(data=request.query_params.dict())
         params.is_valid(raise_exception=True)
         answer = working_context(thread=thread, overrides=dict(params.validated_data))
         # The answer is plain values already (OutputSerializer documents it); running it through

@@ -211,7 +211,7 @@ class PageOutputSerializer(serializers.Serializer):
 
 def _list(request: Request, external_id: str | None) -> Response:
     agent = require_agent(request, "read LangGraph checkpoints")
-    query = ListFilterSerializer(data=request.query_params)
+    query = ListFilterSerializer(data=request.query_params.dict())
     query.is_valid(raise_exception=True)
     data = query.validated_data
     limit = data["limit"]
@@ -341,7 +341,7 @@ class ThreadLanggraphCheckpointApi(APIView):
     )
     def get(self, request: Request, id: str, checkpoint_id: str) -> Response:
         agent = require_agent(request, "read LangGraph checkpoints")
-        query = self.QuerySerializer(data=request.query_params)
+        query = self.QuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         thread = lg_thread_get(workspace=agent.workspace, external_id=id)
         row = None
