@@ -9,6 +9,8 @@ from typing import Any
 from drf_spectacular.openapi import AutoSchema
 from rest_framework import serializers
 
+from threads.api.serializers import StrictCharField
+
 
 class ViewScopedAutoSchema(AutoSchema):
     def get_serializer_name(self, serializer: Any, direction: Any) -> str:
@@ -27,7 +29,7 @@ class ViewScopedAutoSchema(AutoSchema):
         # A CharField that may not be blank refuses "" (and, trimmed, "  "): say so.
         if (
             direction == "request"
-            and type(field) is serializers.CharField
+            and type(field) in (serializers.CharField, StrictCharField)
             and not field.allow_blank
             and result.get("type") == "string"
         ):

@@ -38,8 +38,15 @@ COMMON_ERRORS = {
 }
 # Optional event fields the domain reads as absent when null; the others refuse null.
 NULLABLE_EVENT_FIELDS = frozenset(
-    ("client_event_id", "created_at", "metadata", "idempotency_key", "result", "verified_facts",
-     "refers_to")
+    (
+        "client_event_id",
+        "created_at",
+        "metadata",
+        "idempotency_key",
+        "result",
+        "verified_facts",
+        "refers_to",
+    )
 )
 WRITE_ERRORS = {
     "413": "the body is larger than the limit",
@@ -191,6 +198,10 @@ TOOLS_SCHEMA: dict[str, Any] = {
 }
 
 
+# Bodies the server needs (the others default to {} when none is sent).
+BODY_REQUIRED = ("/api/v1/threads/{id}/events/", "/api/v1/threads/{id}/tools/")
+
+
 def _operations(schema: dict[str, Any]) -> Any:
     for path, item in schema.get("paths", {}).items():
         for method, operation in item.items():
@@ -217,13 +228,21 @@ def contract_hook(result: dict[str, Any], generator: Any, request: Any, public: 
             for code, description in errors.items():
                 responses.setdefault(
                     code,
-                    {"content": {"application/json": {"schema": ERROR_REF}},
-                     "description": description},
+                    {
+                        "content": {"application/json": {"schema": ERROR_REF}},
+                        "description": description,
+                    },
                 )
         if path == "/api/v1/imports/" and method == "post":
             # A file part, not a text field
             form = operation["requestBody"]["content"]["multipart/form-data"]
             form["encoding"] = {"file": {"contentType": "application/octet-stream"}}
+        if path in BODY_REQUIRED and method in ("post", "put"):
+            operation["requestBody"]["required"] = True
+        if path == "/api/v1/side-effects/":
+            for parameter in operation.get("parameters", []):
+                if parameter.get("name") == "thread":
+                    parameter["schema"]["minLength"] = 1
         if path == "/api/v1/threads/{id}/tools/" and method == "put":
             operation["requestBody"]["content"]["application/json"]["schema"] = TOOLS_SCHEMA
         for parameter in operation.get("parameters", []):
