@@ -234,6 +234,9 @@ CTXADMIN_MAX_JSON_DEPTH = env.int("CTXADMIN_MAX_JSON_DEPTH", default=64)
 CTXADMIN_FULL_VERIFY_PERIOD = timedelta(
     seconds=env.int("CTXADMIN_FULL_VERIFY_PERIOD", default=24 * 3600)
 )
+# A task still PENDING after this many seconds: no worker has taken it. Progress regions say so
+# and stop polling (a web process started without a worker would otherwise poll forever).
+CTXADMIN_TASK_PICKUP_WARNING = env.int("CTXADMIN_TASK_PICKUP_WARNING", default=30)
 CTXADMIN_LLM_BASE_URL = env.str("CTXADMIN_LLM_BASE_URL", default="")
 CTXADMIN_LLM_MODEL = env.str("CTXADMIN_LLM_MODEL", default="")
 CTXADMIN_LLM_API_KEY = env.str("CTXADMIN_LLM_API_KEY", default="")
