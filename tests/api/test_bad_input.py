@@ -157,3 +157,19 @@ def test_every_method_on_every_path_answers_json(
     elif response.status_code >= 400:
         _assert_error_shape(response)
     assert _counts() == before
+
+
+@pytest.mark.parametrize("method", ["post", "put", "patch", "delete"])
+@pytest.mark.parametrize(
+    "path", ["/api/v1/threads/", "/api/v1/threads/{thread}/fold/", "/api/v1/nowhere/"]
+)
+def test_a_session_write_without_csrf_token_is_a_json_403_or_404(
+    operator_client: Any, seeded: Any, method: str, path: str
+) -> None:
+    before = _counts()
+    response = getattr(operator_client, method)(
+        path.format(thread=seeded.id), data=b"{}", content_type="application/json"
+    )
+    assert response.status_code in (403, 404, 405), response.content[:300]
+    _assert_error_shape(response)
+    assert _counts() == before
