@@ -209,6 +209,31 @@ def _operations(schema: dict[str, Any]) -> Any:
                 yield path, method, operation
 
 
+def _document_errors(operation: dict[str, Any], method: str) -> None:
+    errors = dict(COMMON_ERRORS)
+    if method in ("post", "put", "patch"):
+        errors.update(WRITE_ERRORS)
+    responses = operation.setdefault("responses", {})
+    for code, description in errors.items():
+        responses.setdefault(
+            code,
+            {"content": {"application/json": {"schema": ERROR_REF}}, "description": description},
+        )
+
+
+def _tighten_parameters(path: str, operation: dict[str, Any]) -> None:
+    for parameter in operation.get("parameters", []):
+        name, schema = parameter.get("name"), parameter.get("schema")
+        if name == "page_after" and schema is not None:
+            schema["pattern"] = "^.+:[0-9]+$"  # the `next` of a previous page
+        if name == "thread" and path == "/api/v1/side-effects/" and schema is not None:
+            schema["minLength"] = 1
+        if name == "filter" and "langgraph" in path:
+            # JSON text of an object, not any string
+            parameter.pop("schema", None)
+            parameter["content"] = {"application/json": {"schema": ANY_OBJECT}}
+
+
 def contract_hook(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict:
     components = result.setdefault("components", {}).setdefault("schemas", {})
     if "EventInput" in components:
@@ -220,38 +245,14 @@ def contract_hook(result: dict[str, Any], generator: Any, request: Any, public: 
             minItems=1, maxItems=settings.CTXADMIN_MAX_BATCH_EVENTS
         )
     for path, method, operation in _operations(result):
-        responses = operation.setdefault("responses", {})
-        errors = dict(COMMON_ERRORS)
-        if method in ("post", "put", "patch"):
-            errors.update(WRITE_ERRORS)
         if "Error" in components:
-            for code, description in errors.items():
-                responses.setdefault(
-                    code,
-                    {
-                        "content": {"application/json": {"schema": ERROR_REF}},
-                        "description": description,
-                    },
-                )
-        if path == "/api/v1/imports/" and method == "post":
-            # A file part, not a text field
-            form = operation["requestBody"]["content"]["multipart/form-data"]
-            form["encoding"] = {"file": {"contentType": "application/octet-stream"}}
+            _document_errors(operation, method)
+        _tighten_parameters(path, operation)
         if path in BODY_REQUIRED and method in ("post", "put"):
             operation["requestBody"]["required"] = True
-        if path == "/api/v1/side-effects/":
-            for parameter in operation.get("parameters", []):
-                if parameter.get("name") == "thread":
-                    parameter["schema"]["minLength"] = 1
         if path == "/api/v1/threads/{id}/tools/" and method == "put":
             operation["requestBody"]["content"]["application/json"]["schema"] = TOOLS_SCHEMA
-        for parameter in operation.get("parameters", []):
-            if parameter.get("name") == "page_after" and "schema" in parameter:
-                parameter["schema"]["pattern"] = "^.+:[0-9]+$"
-            if parameter.get("in") == "query" and parameter.get("name") == "filter":
-                if path.startswith("/api/v1/") and "langgraph" in path:
-                    description = parameter.get("description", "")
-                    parameter.pop("schema", None)
-                    parameter["content"] = {"application/json": {"schema": ANY_OBJECT}}
-                    parameter["description"] = description
+        if path == "/api/v1/imports/" and method == "post":
+            form = operation["requestBody"]["content"]["multipart/form-data"]
+            form["encoding"] = {"file": {"contentType": "application/octet-stream"}}
     return result
