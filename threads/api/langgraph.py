@@ -365,7 +365,10 @@ class ThreadLanggraphWritesApi(APIView):
             class Meta:
                 ref_name = "LanggraphWriteInput"
 
-            idx = serializers.IntegerField(help_text="negative for special channels")
+            # The column is a 32-bit integer: a larger idx would fail in PostgreSQL, not here.
+            idx = serializers.IntegerField(
+                min_value=-(2**31), max_value=2**31 - 1, help_text="negative for special channels"
+            )
             channel = StrictCharField(max_length=255)
             type = StrictCharField(max_length=64)
             data = Base64Field()  # type: ignore[assignment]
