@@ -9,6 +9,7 @@ from typing import Any
 from drf_spectacular.openapi import AutoSchema
 from rest_framework import serializers
 
+from threads.api.schema_contract import NON_BLANK
 from threads.api.serializers import StrictCharField
 
 
@@ -35,5 +36,5 @@ class ViewScopedAutoSchema(AutoSchema):
         ):
             result.setdefault("minLength", 1)
             if field.trim_whitespace:
-                result.setdefault("pattern", r"\S")
+                result.setdefault("pattern", NON_BLANK)
         return result

@@ -54,9 +54,14 @@ WRITE_ERRORS = {
 }
 
 
+# A character Python's str.strip() keeps, as an ECMA-262 pattern: its \s lacks \x1c-\x1f and
+# \x85 (Python strips them) and has \ufeff (Python keeps it).
+NON_BLANK = r"[^\s\x1c-\x1f\x85]|\ufeff"
+
+
 def _text(limit: int = MAX_ID_LENGTH) -> dict[str, Any]:
     # The domain strips before it checks: a text of only whitespace is empty.
-    return {"type": "string", "minLength": 1, "maxLength": limit, "pattern": r"\S"}
+    return {"type": "string", "minLength": 1, "maxLength": limit, "pattern": NON_BLANK}
 
 
 def _enum(values: tuple[str, ...]) -> dict[str, Any]:
@@ -92,7 +97,7 @@ EVENT_FIELDS: dict[str, dict[str, Any]] = {
         "type": "array",
         "items": {
             "type": "object",
-            "properties": {"key": _text(2**31), "value": {}},
+            "properties": {"key": {"type": "string", "minLength": 1}, "value": {}},
             "required": ["key", "value"],
             "additionalProperties": False,
         },
@@ -108,12 +113,12 @@ EVENT_FIELDS: dict[str, dict[str, Any]] = {
 FACT_TYPES = ("fact", "correction")
 FACT_PAYLOAD = {
     "type": "object",
-    "properties": {"key": _text(2**31), "value": {}},
+    "properties": {"key": {"type": "string", "minLength": 1}, "value": {}},
     "required": ["key", "value"],
 }
 TEXT_PAYLOAD = {
     "type": "object",
-    "properties": {"text": {"type": "string", "pattern": r"\S"}},
+    "properties": {"text": {"type": "string", "pattern": NON_BLANK}},
     "required": ["text"],
 }
 
