@@ -213,6 +213,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "threads.api.schema_contract.contract_hook",
+    ],
     # Several enums share a field name ("state"): name these after what they are.
     "ENUM_NAME_OVERRIDES": {
         "ImportStateEnum": "threads.models.ImportState",
@@ -282,6 +286,9 @@ CTXADMIN_MAX_JSON_DEPTH = env.int("CTXADMIN_MAX_JSON_DEPTH", default=64)
 CTXADMIN_FULL_VERIFY_PERIOD = timedelta(
     seconds=env.int("CTXADMIN_FULL_VERIFY_PERIOD", default=24 * 3600)
 )
+# A task still PENDING after this many seconds: no worker has taken it. Progress regions say so
+# and stop polling (a web process started without a worker would otherwise poll forever).
+CTXADMIN_TASK_PICKUP_WARNING = env.int("CTXADMIN_TASK_PICKUP_WARNING", default=30)
 CTXADMIN_LLM_BASE_URL = env.str("CTXADMIN_LLM_BASE_URL", default="")
 CTXADMIN_LLM_MODEL = env.str("CTXADMIN_LLM_MODEL", default="")
 CTXADMIN_LLM_API_KEY = env.str("CTXADMIN_LLM_API_KEY", default="")

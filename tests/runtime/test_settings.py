@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from threads.headskey import signing_key_generate
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOW_SETTINGS = """
@@ -123,3 +125,33 @@ def test_check_deploy_is_clean(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "System check identified no issues (0 silenced)." in done.stdout
     assert settings_under(env)["hosts"] == ["ctxadmin.example.com", "ctxadmin.internal"]
+
+
+def test_check_deploy_is_clean_with_production_keys(tmp_path: Path) -> None:
+    """As production runs it: a chain key and a signing key for chain heads (a PEM file)."""
+    pem = tmp_path / "heads-signing-key.pem"
+    pem.write_bytes(
+        Ed25519PrivateKey.generate().private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    env = clean_env(
+        tmp_path,
+        DJANGO_DEBUG="0",
+        DJANGO_SECRET_KEY=secrets.token_urlsafe(48)[:50],
+        DJANGO_ALLOWED_HOSTS="ctxadmin.example.com",
+        CTXADMIN_CHAIN_KEY=secrets.token_hex(32),
+        CTXADMIN_HEADS_SIGNING_KEY=str(pem),
+    )
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "System check identified no issues (0 silenced)." in done.stdout

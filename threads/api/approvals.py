@@ -61,7 +61,7 @@ class ApprovalListApi(APIView):
         operation_id="approvals_list",
     )
     def get(self, request: Request) -> Response:
-        filters = StatusFilterSerializer(data=request.query_params)
+        filters = StatusFilterSerializer(data=request.query_params.dict())
         filters.is_valid(raise_exception=True)
         approvals = approvals_in(
             workspace_ids=workspace_ids_for_request(request),
@@ -110,7 +110,7 @@ class ThreadApprovalsApi(APIView):
     )
     def get(self, request: Request, id: str) -> Response:
         thread = thread_for_request(request, id)
-        filters = StatusFilterSerializer(data=request.query_params)
+        filters = StatusFilterSerializer(data=request.query_params.dict())
         filters.is_valid(raise_exception=True)
         approvals = approvals_of_thread(
             thread=thread, status=filters.validated_data.get("status", "")

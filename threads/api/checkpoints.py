@@ -25,8 +25,10 @@ from threads.api.auth import thread_for_request
 from threads.api.permissions import IsPerson, IsPersonForWrites
 from threads.api.serializers import (
     ErrorSerializer,
+    StrictCharField,
     ThreadOutputSerializer,
     external_id_validated,
+    optional_body,
 )
 from threads.api.summaries import SummaryOutputSerializer
 from threads.domain.langgraph import REPAIR_KEY
@@ -78,7 +80,7 @@ class CheckpointOutputSerializer(serializers.ModelSerializer):
         version = checkpoint.summary_version
         return version.version if version is not None else None
 
-    @extend_schema_field(serializers.CharField(allow_null=True))
+    @extend_schema_field(StrictCharField(allow_null=True))
     def get_created_by(self, checkpoint: Checkpoint) -> str | None:
         user = checkpoint.created_by
         return user.get_username() if user is not None else None
@@ -92,7 +94,7 @@ class ThreadCheckpointsApi(APIView):
             ref_name = "ThreadCheckpointsInput"
 
         # The stubs type Field.label (a field's caption); here it is the checkpoint's label.
-        label = serializers.CharField(  # type: ignore[assignment]
+        label = StrictCharField(  # type: ignore[assignment]
             required=False, allow_blank=True, max_length=200
         )
 
@@ -113,7 +115,7 @@ class ThreadCheckpointsApi(APIView):
     )
     def post(self, request: Request, id: str) -> Response:
         thread = thread_for_request(request, id)
-        body = self.InputSerializer(data=request.data or {})
+        body = self.InputSerializer(data=optional_body(request))
         body.is_valid(raise_exception=True)
         checkpoint = checkpoint_create(
             thread=thread, label=body.validated_data.get("label", ""), actor=request.user
@@ -133,7 +135,7 @@ class CheckpointPreviewApi(APIView):
 
         checkpoint = serializers.DictField()
         safe = serializers.BooleanField()
-        unsafe_reason = serializers.CharField(allow_blank=True)
+        unsafe_reason = StrictCharField(allow_blank=True)
         new_version = serializers.IntegerField()
         restores_version = serializers.IntegerField(allow_null=True)
         events_after_cursor = serializers.IntegerField()
@@ -160,7 +162,7 @@ class ThreadRollbackApi(APIView):
             ref_name = "ThreadRollbackInput"
 
         checkpoint = serializers.IntegerField(min_value=1)
-        reason = serializers.CharField(max_length=2000)
+        reason = StrictCharField(max_length=2000)
 
     class OutputSerializer(SummaryOutputSerializer):
         restored_from = serializers.IntegerField(source="restored_from_id")
@@ -208,7 +210,7 @@ class ThreadForkApi(APIView):
             ref_name = "ThreadForkInput"
 
         checkpoint = serializers.IntegerField(min_value=1)
-        external_id = serializers.CharField(max_length=200)
+        external_id = StrictCharField(max_length=200)
 
         def validate_external_id(self, value: str) -> str:
             return external_id_validated(value)

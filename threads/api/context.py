@@ -86,7 +86,7 @@ class ThreadContextApi(APIView):
     )
     def get(self, request: Request, id: str) -> Response:
         thread = thread_for_request(request, id)
-        params = self.InputSerializer(data=request.query_params)
+        params = self.InputSerializer(data=request.query_params.dict())
         params.is_valid(raise_exception=True)
         with context_request_observed(thread=thread) as seen:
             answer = seen.answer = working_context(

@@ -227,7 +227,7 @@ class ThreadEventsApi(APIView):
     )
     def get(self, request: Request, id: str) -> Response:
         thread = thread_for_request(request, id)
-        page = self.PageFilterSerializer(data=request.query_params)
+        page = self.PageFilterSerializer(data=request.query_params.dict())
         page.is_valid(raise_exception=True)
         after, limit = page.validated_data["after"], page.validated_data["limit"]
         # One extra row tells whether another page follows, without a count.

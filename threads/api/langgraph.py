@@ -21,7 +21,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from threads.api.auth import require_agent
-from threads.api.serializers import ErrorSerializer
+from threads.api.serializers import ErrorSerializer, StrictCharField
 from threads.domain.errors import NotFound
 from threads.selectors.langgraph import (
     LanggraphTuple,
@@ -79,15 +79,15 @@ class Base64Field(serializers.Field):
 
 
 class ValueSerializer(serializers.Serializer):
-    channel = serializers.CharField(max_length=255)
-    version = serializers.CharField(max_length=255, help_text="the channel version, as text")
-    type = serializers.CharField(max_length=64, help_text="the serializer's type tag")
+    channel = StrictCharField(max_length=255)
+    version = StrictCharField(max_length=255, help_text="the channel version, as text")
+    type = StrictCharField(max_length=64, help_text="the serializer's type tag")
     # The stubs type Serializer.data (the rendered answer); here it is the bytes.
     data = Base64Field()  # type: ignore[assignment]
 
 
 class MessageEntrySerializer(serializers.Serializer):
-    id = serializers.CharField(max_length=180, help_text="the LangChain message id")
+    id = StrictCharField(max_length=180, help_text="the LangChain message id")
     digest = serializers.RegexField(r"^[0-9a-f]{64}$", help_text="SHA-256 of its JSON form")
     message = serializers.JSONField(
         required=False,
@@ -97,8 +97,8 @@ class MessageEntrySerializer(serializers.Serializer):
 
 
 class MessagesSerializer(serializers.Serializer):
-    channel = serializers.CharField(max_length=255)
-    version = serializers.CharField(max_length=255)
+    channel = StrictCharField(max_length=255)
+    version = StrictCharField(max_length=255)
     entries = MessageEntrySerializer(many=True)
     side_effect_tools = serializers.ListField(
         child=serializers.CharField(max_length=200),
@@ -110,18 +110,18 @@ class MessagesSerializer(serializers.Serializer):
 
 
 class WriteOutputSerializer(serializers.Serializer):
-    task_id = serializers.CharField()
-    task_path = serializers.CharField()
+    task_id = StrictCharField()
+    task_path = StrictCharField()
     idx = serializers.IntegerField()
-    channel = serializers.CharField()
-    type = serializers.CharField()
+    channel = StrictCharField()
+    type = StrictCharField()
     # The stubs type Serializer.data (the rendered answer); here it is the bytes.
     data = Base64Field()  # type: ignore[assignment]
 
 
 class ValueOutputSerializer(serializers.Serializer):
-    channel = serializers.CharField()
-    type = serializers.CharField()
+    channel = StrictCharField()
+    type = StrictCharField()
     # The stubs type Serializer.data (the rendered answer); here it is the bytes.
     data = Base64Field()  # type: ignore[assignment]
 
@@ -132,10 +132,10 @@ class TupleOutputSerializer(serializers.Serializer):
     class Meta:
         ref_name = "LanggraphTuple"
 
-    thread_id = serializers.CharField()
-    checkpoint_ns = serializers.CharField(allow_blank=True)
-    checkpoint_id = serializers.CharField()
-    parent_checkpoint_id = serializers.CharField(allow_null=True)
+    thread_id = StrictCharField()
+    checkpoint_ns = StrictCharField(allow_blank=True)
+    checkpoint_id = StrictCharField()
+    parent_checkpoint_id = StrictCharField(allow_null=True)
     checkpoint = serializers.DictField(help_text="the checkpoint without channel_values")
     metadata = serializers.DictField()
     values = ValueOutputSerializer(many=True)
@@ -182,16 +182,16 @@ class ListFilterSerializer(serializers.Serializer):
     class Meta:
         ref_name = "LanggraphListFilter"
 
-    checkpoint_ns = serializers.CharField(
+    checkpoint_ns = StrictCharField(
         required=False, allow_blank=True, help_text="one namespace; all when absent"
     )
-    checkpoint_id = serializers.CharField(required=False, help_text="only this checkpoint")
-    before = serializers.CharField(required=False, help_text="checkpoint_ids below this one")
-    filter = serializers.CharField(
+    checkpoint_id = StrictCharField(required=False, help_text="only this checkpoint")
+    before = StrictCharField(required=False, help_text="checkpoint_ids below this one")
+    filter = StrictCharField(
         required=False, help_text="a JSON object: metadata keys and the values they must equal"
     )
     limit = serializers.IntegerField(min_value=1, max_value=MAX_PAGE, default=MAX_PAGE)
-    page_after = serializers.CharField(required=False, help_text="the `next` of the previous page")
+    page_after = StrictCharField(required=False, help_text="the `next` of the previous page")
 
     def validate_filter(self, value: str) -> dict[str, Any]:
         try:
@@ -214,12 +214,12 @@ class PageOutputSerializer(serializers.Serializer):
         ref_name = "LanggraphPage"
 
     checkpoints = TupleOutputSerializer(many=True)
-    next = serializers.CharField(allow_null=True, help_text="pass as `page_after`; null at the end")
+    next = StrictCharField(allow_null=True, help_text="pass as `page_after`; null at the end")
 
 
 def _list(request: Request, external_id: str | None) -> Response:
     agent = require_agent(request, "read LangGraph checkpoints")
-    query = ListFilterSerializer(data=request.query_params)
+    query = ListFilterSerializer(data=request.query_params.dict())
     query.is_valid(raise_exception=True)
     data = query.validated_data
     limit = data["limit"]
@@ -250,9 +250,9 @@ class ThreadLanggraphCheckpointsApi(APIView):
         class Meta:
             ref_name = "LanggraphPutInput"
 
-        checkpoint_ns = serializers.CharField(max_length=255, allow_blank=True, default="")
-        checkpoint_id = serializers.CharField(max_length=64)
-        parent_checkpoint_id = serializers.CharField(
+        checkpoint_ns = StrictCharField(max_length=255, allow_blank=True, default="")
+        checkpoint_id = StrictCharField(max_length=64)
+        parent_checkpoint_id = StrictCharField(
             max_length=64, allow_blank=True, allow_null=True, default=""
         )
         checkpoint = serializers.DictField(help_text="the checkpoint without channel_values")
@@ -264,9 +264,9 @@ class ThreadLanggraphCheckpointsApi(APIView):
         class Meta:
             ref_name = "LanggraphPutOutput"
 
-        thread_id = serializers.CharField()
-        checkpoint_ns = serializers.CharField(allow_blank=True)
-        checkpoint_id = serializers.CharField()
+        thread_id = StrictCharField()
+        checkpoint_ns = StrictCharField(allow_blank=True)
+        checkpoint_id = StrictCharField()
         cursor = serializers.IntegerField()
         ctxadmin_checkpoint = serializers.IntegerField()
 
@@ -339,7 +339,7 @@ class ThreadLanggraphCheckpointApi(APIView):
         class Meta:
             ref_name = "LanggraphTupleQuery"
 
-        checkpoint_ns = serializers.CharField(required=False, allow_blank=True, default="")
+        checkpoint_ns = StrictCharField(required=False, allow_blank=True, default="")
 
     @extend_schema(
         operation_id="langgraph_checkpoint_get",
@@ -350,7 +350,7 @@ class ThreadLanggraphCheckpointApi(APIView):
     )
     def get(self, request: Request, id: str, checkpoint_id: str) -> Response:
         agent = require_agent(request, "read LangGraph checkpoints")
-        query = self.QuerySerializer(data=request.query_params)
+        query = self.QuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         thread = lg_thread_get(workspace=agent.workspace, external_id=id)
         row = None
@@ -382,15 +382,18 @@ class ThreadLanggraphWritesApi(APIView):
             class Meta:
                 ref_name = "LanggraphWriteInput"
 
-            idx = serializers.IntegerField(help_text="negative for special channels")
-            channel = serializers.CharField(max_length=255)
-            type = serializers.CharField(max_length=64)
+            # The column is a 32-bit integer: a larger idx would fail in PostgreSQL, not here.
+            idx = serializers.IntegerField(
+                min_value=-(2**31), max_value=2**31 - 1, help_text="negative for special channels"
+            )
+            channel = StrictCharField(max_length=255)
+            type = StrictCharField(max_length=64)
             data = Base64Field()  # type: ignore[assignment]
 
-        checkpoint_ns = serializers.CharField(max_length=255, allow_blank=True, default="")
-        checkpoint_id = serializers.CharField(max_length=64)
-        task_id = serializers.CharField(max_length=200)
-        task_path = serializers.CharField(max_length=500, allow_blank=True, default="")
+        checkpoint_ns = StrictCharField(max_length=255, allow_blank=True, default="")
+        checkpoint_id = StrictCharField(max_length=64)
+        task_id = StrictCharField(max_length=200)
+        task_path = StrictCharField(max_length=500, allow_blank=True, default="")
         writes = WriteSerializer(many=True)
         interrupts = InterruptSerializer(many=True, required=False, default=list)
 
@@ -448,7 +451,7 @@ class ThreadLanggraphCopyApi(APIView):
         class Meta:
             ref_name = "LanggraphCopyInput"
 
-        target_thread_id = serializers.CharField(max_length=200)
+        target_thread_id = StrictCharField(max_length=200)
 
     @extend_schema(
         operation_id="langgraph_thread_copy",
@@ -490,7 +493,7 @@ class LanggraphPruneApi(APIView):
             ref_name = "LanggraphPruneInput"
 
         thread_ids = serializers.ListField(
-            child=serializers.CharField(max_length=200), allow_empty=True, max_length=1000
+            child=StrictCharField(max_length=200), allow_empty=True, max_length=1000
         )
         strategy = serializers.ChoiceField(choices=PRUNE_STRATEGIES, default="keep_latest")
 
@@ -520,7 +523,7 @@ class LanggraphDeleteForRunsApi(APIView):
             ref_name = "LanggraphDeleteForRunsInput"
 
         run_ids = serializers.ListField(
-            child=serializers.CharField(max_length=200), allow_empty=True, max_length=1000
+            child=StrictCharField(max_length=200), allow_empty=True, max_length=1000
         )
 
     @extend_schema(

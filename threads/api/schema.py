@@ -7,6 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.openapi import AutoSchema
+from rest_framework import serializers
+
+from threads.api.schema_contract import NON_BLANK
+from threads.api.serializers import StrictCharField
 
 
 class ViewScopedAutoSchema(AutoSchema):
@@ -18,3 +22,19 @@ class ViewScopedAutoSchema(AutoSchema):
             owner = owner.removesuffix("Api").removesuffix("View")
             name = owner + name.removesuffix("Serializer")
         return name
+
+    def _map_serializer_field(
+        self, field: Any, direction: Any, bypass_extensions: bool = False
+    ) -> dict[str, Any]:
+        result = super()._map_serializer_field(field, direction, bypass_extensions)
+        # A CharField that may not be blank refuses "" (and, trimmed, "  "): say so.
+        if (
+            direction == "request"
+            and type(field) in (serializers.CharField, StrictCharField)
+            and not field.allow_blank
+            and result.get("type") == "string"
+        ):
+            result.setdefault("minLength", 1)
+            if field.trim_whitespace:
+                result.setdefault("pattern", NON_BLANK)
+        return result

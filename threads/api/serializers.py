@@ -45,6 +45,28 @@ class ErrorDetailSerializer(serializers.Serializer):
         return fields
 
 
+def optional_body(request: Any) -> Any:
+    """The body of an operation whose body is optional: {} when none was sent; otherwise what
+    was sent, so that `null`, `[]` or `0` meet the serializer's refusal instead of passing as
+    "no body"."""
+    if not int(request.META.get("CONTENT_LENGTH") or 0):
+        return {}
+    return request.data
+
+
+class StrictCharField(serializers.CharField):
+    """A JSON string, nothing else: DRF's CharField turns 0 into "0", which the schema (type
+    string) forbids. Its max_length bounds the text as sent, as the schema's maxLength does,
+    not the text once trimmed."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        if self.max_length is not None and len(data) > self.max_length:
+            self.fail("max_length", max_length=self.max_length)
+        return super().to_internal_value(data)
+
+
 class ErrorSerializer(serializers.Serializer):
     """Every error: `{"error": {"code", "message", "fields"}}` (docs/api.md §1.3)."""
 

@@ -69,7 +69,7 @@ class SideEffectListApi(APIView):
         operation_id="side_effects_list",
     )
     def get(self, request: Request) -> Response:
-        filters = self.FilterSerializer(data=request.query_params)
+        filters = self.FilterSerializer(data=request.query_params.dict())
         filters.is_valid(raise_exception=True)
         effects = side_effects_in(
             workspace_ids=workspace_ids_for_request(request),

@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 
 from threads.access import require_role
 from threads.api.auth import is_agent, thread_for_request
+from threads.api.serializers import StrictCharField, optional_body
 from threads.models import Role, SummaryVersion
 from threads.selectors import summary_version_get, summary_versions_full
 from threads.services.folding import fold_request
@@ -29,9 +30,9 @@ class SummaryOutputSerializer(serializers.ModelSerializer):
             class Meta:
                 ref_name = "VerificationCheck"
 
-            name = serializers.CharField()
+            name = StrictCharField()
             ok = serializers.BooleanField()
-            detail = serializers.CharField(allow_blank=True)
+            detail = StrictCharField(allow_blank=True)
 
         class Meta:
             ref_name = "Verification"
@@ -42,7 +43,7 @@ class SummaryOutputSerializer(serializers.ModelSerializer):
     verification = serializers.SerializerMethodField()
     # A plain string here: the thread's `summarizer` already names this choice set in the
     # schema, and a second name for it is a drf-spectacular warning (check --deploy fails).
-    backend = serializers.CharField(help_text="the summariser backend: structured or llm")
+    backend = StrictCharField(help_text="the summariser backend: structured or llm")
 
     class Meta:
         model = SummaryVersion
@@ -78,13 +79,13 @@ class ThreadFoldApi(APIView):
         class Meta:
             ref_name = "FoldRequest"
 
-        reason = serializers.CharField(required=False, allow_blank=True, max_length=300)
+        reason = StrictCharField(required=False, allow_blank=True, max_length=300)
 
     class OutputSerializer(serializers.Serializer):
         class Meta:
             ref_name = "FoldTask"
 
-        task_id = serializers.CharField()
+        task_id = StrictCharField()
 
     @extend_schema(
         request=InputSerializer, responses={202: OutputSerializer}, operation_id="thread_fold"
@@ -94,7 +95,7 @@ class ThreadFoldApi(APIView):
         principal = request.user
         if not is_agent(principal):
             require_role(principal, thread.workspace, Role.OPERATOR)
-        body = self.InputSerializer(data=request.data or {})
+        body = self.InputSerializer(data=optional_body(request))
         body.is_valid(raise_exception=True)
         who = principal.label if is_agent(principal) else principal.get_username()  # type: ignore[union-attr]
         reason = body.validated_data.get("reason") or f"requested by {who}"

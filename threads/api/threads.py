@@ -146,7 +146,7 @@ class ThreadListCreateApi(APIView):
         "limit/offset.",
     )
     def get(self, request: Request) -> Response:
-        filters = self.ListFilterSerializer(data=request.query_params)
+        filters = self.ListFilterSerializer(data=request.query_params.dict())
         filters.is_valid(raise_exception=True)
         params = filters.validated_data
         limit, offset = params["limit"], params["offset"]

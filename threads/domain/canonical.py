@@ -15,7 +15,9 @@ def format_time(value: datetime) -> str:
     """RFC 3339 in UTC with exactly six fractional digits and a `Z` suffix."""
     if value.tzinfo is None:
         raise ValueError("naive datetime: canonical times are timezone-aware")
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    utc = value.astimezone(UTC)
+    # %Y does not pad years before 1000 on every platform ("562-09-04"); RFC 3339 needs four.
+    return f"{utc.year:04d}-" + utc.strftime("%m-%dT%H:%M:%S.%fZ")
 
 
 def _default(value: Any) -> Any:

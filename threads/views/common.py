@@ -7,11 +7,13 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page, Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
@@ -127,11 +129,19 @@ def problem(request: HtmxHttpRequest, exc: DomainError, back: str) -> HttpRespon
     return response
 
 
+def unclaimed(run: TaskRun) -> bool:
+    """No worker has taken the task: it has stayed PENDING past CTXADMIN_TASK_PICKUP_WARNING.
+    Eager tasks and a live worker leave PENDING at once, so they never show it."""
+    waited = (timezone.now() - run.created_at).total_seconds()
+    return run.state == TaskState.PENDING and waited > settings.CTXADMIN_TASK_PICKUP_WARNING
+
+
 def progress_context(run: TaskRun, back: str) -> dict[str, Any]:
     total = run.total or 0
     return {
         "run": run,
         "finished": run.state in (TaskState.SUCCESS, TaskState.FAILURE),
+        "unclaimed": unclaimed(run),
         "fraction": (run.done / total) if total else None,
         "back": back,
     }

@@ -1,0 +1,263 @@
+"""What the server checks, said in the OpenAPI schema (docs/api.md §1, §3).
+
+A drf-spectacular postprocessing hook: serializers describe most inputs, but some are validated
+by the domain (an event's fields per kind, tool definitions) and every operation can answer the
+common errors in the contract's shape. Schemathesis holds the server to this schema
+(tests/api/test_schemathesis.py): what the schema allows is accepted, what it forbids is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+from threads.domain.events import (
+    ANNOTATION_TYPES,
+    AUTHORITIES,
+    KIND_FIELDS,
+    MAX_ID_LENGTH,
+    RESULT_STATUSES,
+    ROLES,
+)
+from threads.domain.tools import MAX_NAME_LENGTH, MAX_TOOLS
+
+ERROR_REF = {"$ref": "#/components/schemas/Error"}
+
+# Statuses any operation under /api/ may answer in the error shape: a bad request or parameter,
+# no or a bad key, a role that may not, an unknown object or route, a method the route lacks,
+# an Accept it cannot satisfy. Writes add an oversize body and an unsupported media type.
+COMMON_ERRORS = {
+    "400": "invalid input",
+    "401": "no or an invalid API key",
+    "403": "the caller may not",
+    "404": "no such object, or not the caller's",
+    "405": "the route does not answer this method",
+    "406": "no representation matches Accept",
+    "422": "well-formed, but refused in the thread's present state",
+}
+# Optional event fields the domain reads as absent when null; the others refuse null.
+NULLABLE_EVENT_FIELDS = frozenset(
+    (
+        "client_event_id",
+        "created_at",
+        "metadata",
+        "idempotency_key",
+        "result",
+        "verified_facts",
+        "refers_to",
+    )
+)
+WRITE_ERRORS = {
+    "413": "the body is larger than the limit",
+    "415": "unsupported Content-Type",
+}
+
+
+# A character Python's str.strip() keeps, as an ECMA-262 pattern: its \s lacks \x1c-\x1f and
+# \x85 (Python strips them) and has \ufeff (Python keeps it).
+NON_BLANK = r"[^\s\x1c-\x1f\x85]|\ufeff"
+
+
+def _text(limit: int = MAX_ID_LENGTH) -> dict[str, Any]:
+    # The domain strips before it checks: a text of only whitespace is empty.
+    return {"type": "string", "minLength": 1, "maxLength": limit, "pattern": NON_BLANK}
+
+
+def _enum(values: tuple[str, ...]) -> dict[str, Any]:
+    return {"type": "string", "enum": list(values)}
+
+
+ANY_OBJECT: dict[str, Any] = {"type": "object", "additionalProperties": {}}
+TIME = {"type": "string", "format": "date-time"}
+
+# One schema per field of an event, as normalize_event checks it.
+EVENT_FIELDS: dict[str, dict[str, Any]] = {
+    "client_event_id": _text(),
+    "created_at": TIME,
+    "metadata": ANY_OBJECT,
+    "role": _enum(ROLES),
+    "content": {
+        "oneOf": [
+            {"type": "string"},
+            {"type": "array", "items": {"oneOf": [{"type": "string"}, ANY_OBJECT]}},
+        ],
+        "description": "a string or a list of parts (strings or objects)",
+    },
+    "name": _text(),
+    "tool_call_id": _text(),
+    "tool_name": _text(),
+    "arguments": ANY_OBJECT,
+    "side_effect": {"type": "boolean"},
+    "idempotency_key": _text(),
+    "group": _text(),
+    "status": _enum(RESULT_STATUSES),
+    "result": {},
+    "verified_facts": {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {"key": {"type": "string", "minLength": 1}, "value": {}},
+            "required": ["key", "value"],
+            "additionalProperties": False,
+        },
+    },
+    "request_id": _text(),
+    "type": _enum(ANNOTATION_TYPES),
+    "authority": _enum(AUTHORITIES),
+    "payload": ANY_OBJECT,
+    "refers_to": {"type": "array", "items": {"type": "integer", "minimum": 1}},
+    "action": _text(300),
+    "expires_at": TIME,
+}
+FACT_TYPES = ("fact", "correction")
+FACT_PAYLOAD = {
+    "type": "object",
+    "properties": {"key": {"type": "string", "minLength": 1}, "value": {}},
+    "required": ["key", "value"],
+}
+TEXT_PAYLOAD = {
+    "type": "object",
+    "properties": {"text": {"type": "string", "pattern": NON_BLANK}},
+    "required": ["text"],
+}
+
+
+def _event_variant(kind: str, overrides: dict[str, dict[str, Any]] | None = None) -> dict:
+    required, optional = KIND_FIELDS[kind]
+    properties: dict[str, Any] = {"kind": {"type": "string", "enum": [kind]}}
+    for name in ("client_event_id", "created_at", "metadata", *required, *optional):
+        field = dict((overrides or {}).get(name, EVENT_FIELDS[name]))
+        if name in NULLABLE_EVENT_FIELDS:
+            field["nullable"] = True
+        properties[name] = field
+    variant = {
+        "type": "object",
+        "title": kind,
+        "properties": properties,
+        "required": ["kind", *required],
+        "additionalProperties": False,
+    }
+    if kind == "tool_call":
+        # side_effect true needs an idempotency_key
+        variant["anyOf"] = [
+            {"properties": {"side_effect": {"enum": [False]}}},
+            {"required": ["idempotency_key"], "properties": {"idempotency_key": _text()}},
+        ]
+    return variant
+
+
+def event_input_schema() -> dict[str, Any]:
+    variants = [_event_variant(kind) for kind in KIND_FIELDS if kind != "annotation"]
+    variants.append(
+        _event_variant(
+            "annotation",
+            {"type": _enum(FACT_TYPES), "payload": FACT_PAYLOAD},
+        )
+    )
+    variants.append(
+        _event_variant(
+            "annotation",
+            {
+                "type": _enum(tuple(t for t in ANNOTATION_TYPES if t not in FACT_TYPES)),
+                "payload": TEXT_PAYLOAD,
+            },
+        )
+    )
+    return {
+        "description": "One event as an agent posts it (docs/api.md §3): the common fields and "
+        "those of its kind; any other field is refused.",
+        "oneOf": variants,
+    }
+
+
+TOOL_NAME = _text(MAX_NAME_LENGTH)
+TOOLS_SCHEMA: dict[str, Any] = {
+    "type": "array",
+    "maxItems": MAX_TOOLS,
+    "uniqueItems": True,
+    "description": "tool definitions, each named once: OpenAI Chat Completions "
+    '(`{"type": "function", "function": {"name", ...}}`), OpenAI Responses (`{"type": '
+    '"function", "name", ...}`) or Anthropic (`{"name", "input_schema", ...}`)',
+    "items": {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {
+                    "function": {
+                        "type": "object",
+                        "properties": {"name": TOOL_NAME},
+                        "required": ["name"],
+                    }
+                },
+                "required": ["function"],
+            },
+            {
+                "type": "object",
+                "properties": {"name": TOOL_NAME},
+                "required": ["name"],
+                "not": {"required": ["function"]},
+            },
+        ]
+    },
+}
+
+
+# Bodies the server needs (the others default to {} when none is sent).
+BODY_REQUIRED = ("/api/v1/threads/{id}/events/", "/api/v1/threads/{id}/tools/")
+
+
+def _operations(schema: dict[str, Any]) -> Any:
+    for path, item in schema.get("paths", {}).items():
+        for method, operation in item.items():
+            if method in ("get", "post", "put", "patch", "delete"):
+                yield path, method, operation
+
+
+def _document_errors(operation: dict[str, Any], method: str) -> None:
+    errors = dict(COMMON_ERRORS)
+    if method in ("post", "put", "patch"):
+        errors.update(WRITE_ERRORS)
+    responses = operation.setdefault("responses", {})
+    for code, description in errors.items():
+        responses.setdefault(
+            code,
+            {"content": {"application/json": {"schema": ERROR_REF}}, "description": description},
+        )
+
+
+def _tighten_parameters(path: str, operation: dict[str, Any]) -> None:
+    for parameter in operation.get("parameters", []):
+        name, schema = parameter.get("name"), parameter.get("schema")
+        if name == "page_after" and schema is not None:
+            schema["pattern"] = "^.+:[0-9]+$"  # the `next` of a previous page
+        if name == "thread" and path == "/api/v1/side-effects/" and schema is not None:
+            schema["minLength"] = 1
+        if name == "filter" and "langgraph" in path:
+            # JSON text of an object, not any string
+            parameter.pop("schema", None)
+            parameter["content"] = {"application/json": {"schema": ANY_OBJECT}}
+
+
+def contract_hook(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict:
+    components = result.setdefault("components", {}).setdefault("schemas", {})
+    if "EventInput" in components:
+        components["EventInput"] = event_input_schema()
+    if "EventBatchInput" in components:
+        batch = components["EventBatchInput"]
+        batch["additionalProperties"] = False
+        batch["properties"]["events"].update(
+            minItems=1, maxItems=settings.CTXADMIN_MAX_BATCH_EVENTS
+        )
+    for path, method, operation in _operations(result):
+        if "Error" in components:
+            _document_errors(operation, method)
+        _tighten_parameters(path, operation)
+        if path in BODY_REQUIRED and method in ("post", "put"):
+            operation["requestBody"]["required"] = True
+        if path == "/api/v1/threads/{id}/tools/" and method == "put":
+            operation["requestBody"]["content"]["application/json"]["schema"] = TOOLS_SCHEMA
+        if path == "/api/v1/imports/" and method == "post":
+            form = operation["requestBody"]["content"]["multipart/form-data"]
+            form["encoding"] = {"file": {"contentType": "application/octet-stream"}}
+    return result
