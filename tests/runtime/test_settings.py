@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from threads.headskey import signing_key_generate
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOW_SETTINGS = """
@@ -130,13 +128,7 @@ def test_check_deploy_is_clean(tmp_path: Path) -> None:
 def test_check_deploy_is_clean_with_production_keys(tmp_path: Path) -> None:
     """As production runs it: a chain key and a signing key for chain heads (a PEM file)."""
     pem = tmp_path / "heads-signing-key.pem"
-    pem.write_bytes(
-        Ed25519PrivateKey.generate().private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
+    signing_key_generate(pem)
     env = clean_env(
         tmp_path,
         DJANGO_DEBUG="0",
