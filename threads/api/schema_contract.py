@@ -109,6 +109,7 @@ EVENT_FIELDS: dict[str, dict[str, Any]] = {
     "refers_to": {"type": "array", "items": {"type": "integer", "minimum": 1}},
     "action": _text(300),
     "expires_at": TIME,
+    "retracts": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
 }
 FACT_TYPES = ("fact", "correction")
 FACT_PAYLOAD = {
