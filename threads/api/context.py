@@ -17,6 +17,8 @@ from threads.api.auth import thread_for_request
 from threads.selectors import working_context
 from threads.services.metrics import context_request_observed
 
+MAX_TOKENS = 2**31 - 1
+
 
 class ContextSummarySerializer(serializers.Serializer):
     version = serializers.IntegerField()
@@ -56,11 +58,17 @@ class ContextIntegritySerializer(serializers.Serializer):
 
 class ThreadContextApi(APIView):
     class InputSerializer(serializers.Serializer):
-        window = serializers.IntegerField(min_value=1, required=False)
-        reserved_output = serializers.IntegerField(min_value=0, required=False)
-        reasoning_reserve = serializers.IntegerField(min_value=0, required=False)
-        safety_margin = serializers.IntegerField(min_value=0, required=False)
-        fixed_tokens = serializers.IntegerField(min_value=0, required=False)
+        # Bounded as the thread's own settings are stored (32-bit): a larger number would fail
+        # in the database that logs the request, not here.
+        window = serializers.IntegerField(min_value=1, max_value=MAX_TOKENS, required=False)
+        reserved_output = serializers.IntegerField(
+            min_value=0, max_value=MAX_TOKENS, required=False
+        )
+        reasoning_reserve = serializers.IntegerField(
+            min_value=0, max_value=MAX_TOKENS, required=False
+        )
+        safety_margin = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+        fixed_tokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
 
     class OutputSerializer(serializers.Serializer):
         class Meta:

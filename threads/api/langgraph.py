@@ -101,7 +101,7 @@ class MessagesSerializer(serializers.Serializer):
     version = StrictCharField(max_length=255)
     entries = MessageEntrySerializer(many=True)
     side_effect_tools = serializers.ListField(
-        child=serializers.CharField(max_length=200),
+        child=StrictCharField(max_length=200),
         required=False,
         default=list,
         max_length=1000,
@@ -370,7 +370,9 @@ class InterruptSerializer(serializers.Serializer):
         ref_name = "LanggraphInterruptInput"
 
     id = serializers.CharField(max_length=180, help_text="the interrupt's id")
-    value = serializers.JSONField(help_text="the interrupt's value as plain JSON")
+    value = serializers.JSONField(
+        allow_null=True, help_text="the interrupt's value as plain JSON (null included)"
+    )
 
 
 class ThreadLanggraphWritesApi(APIView):

@@ -23,6 +23,7 @@ AGENT_KINDS = (*RETRACTABLE_KINDS, *MARKER_KINDS)
 SERVER_KINDS = ("approval_decision", "side_effect_resolution")
 COMMON_FIELDS = ("client_event_id", "kind", "created_at", "metadata")
 MAX_ID_LENGTH = 200
+MAX_SEQ = 2**63 - 1  # a seq is a 64-bit column
 
 # kind -> (required, optional) fields of the kind's own data
 KIND_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -202,7 +203,7 @@ def _validate_kind(kind: str, body: dict[str, Any], errors: dict[str, str]) -> N
         target = body.get("retracts")
         if target is None:
             errors["retracts"] = "this field is required"
-        elif not isinstance(target, int) or isinstance(target, bool) or target < 1:
+        elif not isinstance(target, int) or isinstance(target, bool) or not 1 <= target <= MAX_SEQ:
             errors["retracts"] = "must be a positive seq number"
 
 
