@@ -369,7 +369,7 @@ class InterruptSerializer(serializers.Serializer):
     class Meta:
         ref_name = "LanggraphInterruptInput"
 
-    id = serializers.CharField(max_length=180, help_text="the interrupt's id")
+    id = StrictCharField(max_length=180, help_text="the interrupt's id")
     value = serializers.JSONField(
         allow_null=True, help_text="the interrupt's value as plain JSON (null included)"
     )
