@@ -117,7 +117,9 @@ def _refers_to_seqs(body: Any) -> bool:
     """An annotation's refers_to must name seqs the thread already holds, a rule of the stored
     state that a schema cannot say and that answers 400 like the other event rules
     (tests/api/test_event_errors.py holds it)."""
-    events = body.get("events", [body]) if isinstance(body, dict) else []
+    if not isinstance(body, dict):
+        return False
+    events = body["events"] if isinstance(body.get("events"), list) else [body]
     return any(isinstance(e, dict) and e.get("refers_to") for e in events)
 
 

@@ -93,16 +93,14 @@ class ThreadListCreateApi(APIView):
             required=False, allow_blank=True, help_text="external_id or title contains (any case)"
         )
         status = serializers.ChoiceField(choices=ThreadStatus.choices, required=False)
-        has_unknown_side_effects = serializers.BooleanField(
-            required=False, allow_null=True, default=None
-        )
+        has_unknown_side_effects = serializers.BooleanField(required=False, default=None)
         verification = serializers.ChoiceField(
             choices=["failed"],
             required=False,
             help_text="failed: the latest decided summary version was rejected, or the chain "
             "is broken",
         )
-        pending_approvals = serializers.BooleanField(required=False, allow_null=True, default=None)
+        pending_approvals = serializers.BooleanField(required=False, default=None)
         limit = serializers.IntegerField(
             min_value=1, max_value=MAX_PAGE_SIZE, default=DEFAULT_PAGE_SIZE
         )
