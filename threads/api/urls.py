@@ -4,7 +4,7 @@ from threads.api import events, integrity, tasks
 from threads.api import threads as threads_api
 from threads.api import tools as tools_api
 
-# Threads, events and task status (helper A).
+# Threads, events and task status.
 urlpatterns: list = [
     path("threads/", threads_api.ThreadListCreateApi.as_view(), name="threads"),
     path("threads/<str:id>/", threads_api.ThreadDetailApi.as_view(), name="thread-detail"),
@@ -13,7 +13,7 @@ urlpatterns: list = [
     path("tasks/<str:task_id>/", tasks.TaskDetailApi.as_view(), name="task-detail"),
 ]
 
-# Chain verification (helper C).
+# Chain verification.
 urlpatterns += [
     path("threads/<str:id>/verify/", integrity.ThreadVerifyApi.as_view(), name="thread-verify"),
     path(
@@ -23,7 +23,7 @@ urlpatterns += [
     ),
 ]
 
-# Working context, folding and summaries (helper E1).
+# Working context, folding and summaries.
 from threads.api import context, summaries  # noqa: E402
 
 urlpatterns += [
@@ -41,7 +41,7 @@ urlpatterns += [
     ),
 ]
 
-# Checkpoints, rollback, fork, side effects and approvals (helper E2).
+# Checkpoints, rollback, fork, side effects and approvals.
 from threads.api import approvals, checkpoints, side_effects  # noqa: E402
 
 urlpatterns += [
