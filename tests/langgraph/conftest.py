@@ -4,26 +4,13 @@ django's live_server over a transactional database, a workspace key, and savers 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
 
 import pytest
 from ctxadmin_client.langgraph import CtxadminSaver
 
-from tests import factories
+from tests.live_server import Server, server
 
-
-@dataclass
-class Server:
-    url: str
-    api_key: str
-    workspace: Any
-
-
-@pytest.fixture
-def server(live_server: Any, transactional_db: None) -> Server:
-    workspace, key = factories.make_workspace("acme")
-    return Server(url=live_server.url, api_key=key, workspace=workspace)
+__all__ = ["Server", "server"]
 
 
 @pytest.fixture
