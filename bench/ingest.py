@@ -3,6 +3,8 @@
     uv run python bench/ingest.py                 # starts its own throwaway PostgreSQL 15
     uv run python bench/ingest.py --dsn postgres://user@host:5432/db   # an existing database
     uv run python bench/ingest.py --profile       # also cProfile the API side
+    uv run python bench/ingest.py --server        # 16 agents through gunicorn instead
+    uv run python bench/ingest.py --server --profile   # ... and cProfile gunicorn's workers
 
 Three comparisons, each on the same rows:
 - batch ingest: POST /api/v1/threads/{id}/events/ with 500 events per request (Django's test
@@ -19,6 +21,10 @@ client_event_id as agents send them. The cluster runs with PostgreSQL's durable 
 
 Prints a table with ratios against the floors, writes bench/results/ingest.json and the table
 into docs/benchmarks.md.
+
+`--server` measures through the production server instead (bench/ingest_server.py): 16 agents
+at once against gunicorn, next to the stack ceiling behind the same gunicorn and raw psycopg
+from 16 connections; bench/results/ingest-server.json and its own table in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -493,6 +499,15 @@ def main() -> None:
     parser.add_argument("--single", type=int, default=600, help="events in the single runs")
     parser.add_argument("--profile", action="store_true", help="cProfile the API side")
     parser.add_argument("--no-docs", action="store_true", help="leave docs/benchmarks.md alone")
+    parser.add_argument(
+        "--server", action="store_true", help="16 agents through gunicorn (bench/ingest_server.py)"
+    )
+    parser.add_argument(
+        "--server-single", type=int, default=60, help="events each agent posts one by one"
+    )
+    parser.add_argument(
+        "--server-batches", type=int, default=8, help="50-event batches each agent posts"
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="ctxadmin-bench-var-") as var_dir:
@@ -505,6 +520,9 @@ def main() -> None:
 
 def run(args: argparse.Namespace, dsn: str, var_dir: str) -> None:
     setup_django(dsn, var_dir)
+    if args.server:
+        run_server(args, dsn, var_dir)
+        return
     events = tau_events()
     sizes = [len(json.dumps(e, separators=(",", ":")).encode()) for e in events]
     singles = events[: args.single]
@@ -607,6 +625,66 @@ def run(args: argparse.Namespace, dsn: str, var_dir: str) -> None:
         out = RESULTS.parent / "ingest-profile.txt"
         profile_api(bench, events, 150, out)
         print(f"wrote {out.relative_to(ROOT)}")
+
+
+def run_server(args: argparse.Namespace, dsn: str, var_dir: str) -> None:
+    import ingest_server
+
+    events = tau_events()
+    bench = Bench(dsn)
+    postgres_version = bench.raw.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
+    # The rows the events become: what the ceiling and the raw side write.
+    warm, _ = bench.api_batches(events)
+    rows = bench.stored_rows(warm)
+    results = ingest_server.measure(
+        dsn,
+        var_dir,
+        events,
+        rows,
+        singles=args.server_single,
+        batches=args.server_batches,
+        repeat=args.repeat,
+        profile=RESULTS.parent / "ingest-server-profile.txt" if args.profile else None,
+    )
+    results["measured_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    results["environment"] = {
+        "cpus": os.cpu_count(),
+        "postgresql": postgres_version,
+        "python": sys.version.split()[0],
+        "durability": "fsync=on, synchronous_commit=on" if not args.dsn else "as on --dsn",
+    }
+    results["repeat"] = args.repeat
+    rendered = ingest_server.table(results)
+    print(rendered)
+    out = RESULTS.parent / "ingest-server.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2, default=str) + "\n")
+    print(f"wrote {out.relative_to(ROOT)}")
+    if not args.no_docs:
+        write_server_docs(results, rendered)
+        print(f"wrote {DOCS.relative_to(ROOT)}")
+
+
+def write_server_docs(results: dict[str, Any], rendered: str) -> None:
+    begin, end = "<!-- ingest-server:begin -->", "<!-- ingest-server:end -->"
+    env, load = results["environment"], results["load_average_1min"]
+    block = (
+        f"{begin}\n"
+        f"Measured {results['measured_at']} on {env['cpus']} cores, PostgreSQL "
+        f"{env['postgresql']}, Python {env['python']}, `{results['server']}`: "
+        f"{results['agents']} agents at once, each to its own thread with its own API key; "
+        f"{results['events']['single']} single-event requests and "
+        f"{results['events']['batch'] // results['events']['batch_size']} batches of "
+        f"{results['events']['batch_size']} per agent and side; median of "
+        f"{results['repeat']} rounds; load average {load['before']:.1f} → "
+        f"{load['after']:.1f}.\n\n{rendered}\n{end}"
+    )
+    text = DOCS.read_text()
+    if begin in text and end in text:
+        text = text[: text.index(begin)] + block + text[text.index(end) + len(end) :]
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    DOCS.write_text(text)
 
 
 if __name__ == "__main__":

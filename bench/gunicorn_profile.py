@@ -1,0 +1,45 @@
+"""gunicorn hooks that cProfile each worker's requests (`gunicorn -c bench/gunicorn_profile.py`,
+used by `bench/ingest.py --server --profile`): every request runs under the profiler of the
+thread that serves it (cProfile sees one thread only, and gthread workers serve requests on a
+pool), and a worker that exits writes its requests' merged statistics to
+$CTXADMIN_BENCH_PROFILE_DIR/worker-<pid>.prof."""
+
+from __future__ import annotations
+
+import cProfile
+import os
+import pstats
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+_local = threading.local()
+_profiles: list[cProfile.Profile] = []
+
+
+def _profiled(app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes]]:
+    def call(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        profiler = getattr(_local, "profiler", None)
+        if profiler is None:
+            profiler = _local.profiler = cProfile.Profile()
+            _profiles.append(profiler)
+        profiler.enable()
+        try:
+            return list(app(environ, start_response))  # the body too, inside the profile
+        finally:
+            profiler.disable()
+
+    return call
+
+
+def post_worker_init(worker: Any) -> None:
+    worker.wsgi = _profiled(worker.wsgi)
+
+
+def worker_exit(server: Any, worker: Any) -> None:
+    if not _profiles:
+        return
+    stats = pstats.Stats(_profiles[0])
+    for profiler in _profiles[1:]:
+        stats.add(profiler)
+    stats.dump_stats(os.path.join(os.environ["CTXADMIN_BENCH_PROFILE_DIR"], f"worker-{os.getpid()}.prof"))

@@ -1,0 +1,393 @@
+"""Ingest through the production server (`bench/ingest.py --server`): 16 agents appending at once
+to gunicorn, next to the stack ceiling behind the same gunicorn and next to raw psycopg.
+
+Three sides, on the same rows, for single events and for 50-event batches:
+- ctxadmin: `POST /api/v1/threads/{id}/events/`, each agent to its own thread, over one
+  keep-alive HTTP connection per agent, with its own API key;
+- the stack ceiling (bench/stack_ceiling.py `ServedInsert`), behind the same gunicorn, settings,
+  middleware and API-key authentication: parses the same bodies and writes the rows ctxadmin
+  stored for them as the append writes them (a prepared INSERT; COPY for a batch), nothing else;
+- raw psycopg from 16 connections: one INSERT per transaction (autocommit) for singles, one COPY
+  of the batch's rows per transaction for batches.
+The sides alternate, whole runs at a time, in an order that rotates every round, so that each
+sees the machine in the same states; each number is the median over the rounds.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import pstats
+import secrets
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+AGENTS = 16
+BATCH = 50
+# The web tier as docs/operations.md runs it, on this 2-core machine.
+SERVER_ARGS = ("--workers", "2", "--worker-class", "gthread", "--threads", "4", "--timeout", "60")
+# Requests per API key: high enough that no agent is refused, so that the limiter still counts.
+RATE = "1000000/min"
+FLOORS = {"single": 0.8, "batch": 0.8}
+P99_LIMIT_MS = 50.0
+SIDES = ("ctxadmin", "ceiling", "raw")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def write_rows(rows: list[tuple[Any, ...]], path: Path) -> list[tuple[Any, ...]]:
+    """The stored rows (bench/ingest.py EVENT_COLUMNS) as the append writes them, all columns
+    but thread_id: the JSON columns as canonical text. Written to `path` for the ceiling;
+    returned for the raw side."""
+    out = [(r[0], r[1], r[2], r[3], canonical(r[4]), canonical(r[5]), *r[6:]) for r in rows]
+    path.write_text(json.dumps([[r[0], r[1], r[2].isoformat(), *r[3:]] for r in out]))
+    return out
+
+
+@contextmanager
+def gunicorn(env: dict[str, str], *, profile_dir: Path | None = None) -> Iterator[int]:
+    """gunicorn serving ctxadmin.wsgi with bench/server_settings.py on a free port."""
+    port = _free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "ctxadmin.wsgi",
+        *SERVER_ARGS,
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--chdir",
+        str(ROOT),
+        "--pythonpath",
+        str(BENCH),
+        "--no-control-socket",  # its default path is one per user: two benches would share it
+    ]
+    server_env = {**os.environ, **env, "DJANGO_SETTINGS_MODULE": "server_settings"}
+    if profile_dir is not None:
+        command += ["-c", str(BENCH / "gunicorn_profile.py")]
+        server_env["CTXADMIN_BENCH_PROFILE_DIR"] = str(profile_dir)
+    process = subprocess.Popen(command, env=server_env)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                connection.request("GET", "/api/v1/threads/")  # any answer will do
+                connection.getresponse().read()
+                connection.close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("gunicorn did not start") from None
+                time.sleep(0.2)
+        yield port
+    finally:
+        process.send_signal(signal.SIGTERM)  # graceful: workers write their profiles
+        process.wait(timeout=60)
+
+
+class Agent:
+    """One agent: its API key, its keep-alive connection, its requests and their latencies."""
+
+    def __init__(self, port: int, key: str) -> None:
+        self.port, self.key = port, key
+        self.connection: http.client.HTTPConnection | None = None
+
+    def post(self, path: str, body: bytes, first: int) -> float:
+        if self.connection is None:
+            self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        headers = {
+            "Authorization": f"Bearer {self.key}",
+            "Content-Type": "application/json",
+            "X-Bench-Row": str(first),
+        }
+        start = time.perf_counter()
+        self.connection.request("POST", path, body, headers)
+        response = self.connection.getresponse()
+        content = response.read()
+        seconds = time.perf_counter() - start
+        if response.status != 201:
+            raise SystemExit(f"ingest refused: {response.status} {content[:500]!r}")
+        if response.getheader("Connection", "").lower() == "close":
+            self.connection.close()
+            self.connection = None
+        return seconds
+
+
+def run_together(work: list[Callable[[], list[float]]]) -> tuple[float, list[float]]:
+    """Run each agent's work on its own thread, all released at once; (wall seconds from the
+    release to the last one done, every request's latency)."""
+    barrier = threading.Barrier(len(work) + 1)
+    latencies: list[list[float]] = [[] for _ in work]
+    errors: list[BaseException] = []
+
+    def agent(index: int) -> None:
+        barrier.wait()
+        try:
+            latencies[index] = work[index]()
+        except BaseException as exc:  # noqa: B036 - reported in the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=agent, args=(i,)) for i in range(len(work))]
+    for thread in threads:
+        thread.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - start
+    if errors:
+        raise errors[0]
+    return wall, [seconds for agent_latencies in latencies for seconds in agent_latencies]
+
+
+class ServerBench:
+    def __init__(self, dsn: str, port: int, keys: list[str], workspace: Any) -> None:
+        self.dsn, self.port, self.keys, self.workspace = dsn, port, keys, workspace
+        self.threads = 0
+
+    def new_threads(self) -> list[str]:
+        from threads.services.threads import thread_get_or_create
+
+        out = []
+        for _ in range(AGENTS):
+            self.threads += 1
+            thread, _ = thread_get_or_create(
+                workspace=self.workspace, external_id=f"served-{self.threads}"
+            )
+            out.append(str(thread.pk))
+        return out
+
+    def http_side(self, path: str, bodies: list[tuple[bytes, int]]) -> tuple[float, list[float]]:
+        """Every agent posts `bodies` ((body, index of its first row)) to its own new thread."""
+        agents = [Agent(self.port, key) for key in self.keys]
+        threads = self.new_threads()
+
+        def work(agent: Agent, thread: str) -> list[float]:
+            return [agent.post(path.format(id=thread), body, first) for body, first in bodies]
+
+        try:
+            return run_together(
+                [lambda a=a, t=t: work(a, t) for a, t in zip(agents, threads, strict=True)]
+            )
+        finally:
+            for agent in agents:
+                if agent.connection is not None:
+                    agent.connection.close()
+
+    def raw_side(self, rows: list[tuple[Any, ...]], batch: int) -> tuple[float, list[float]]:
+        """16 psycopg connections, each writing `rows` to its own new thread: one INSERT per
+        transaction (batch 1), else one COPY of `batch` rows per transaction."""
+        import psycopg
+
+        from stack_ceiling import SERVED_COPY, SERVED_INSERT
+
+        threads = self.new_threads()
+        connections = [
+            psycopg.connect(self.dsn, autocommit=True, prepare_threshold=0) for _ in threads
+        ]
+
+        def work(connection: psycopg.Connection[Any], thread: str) -> list[float]:
+            params = [(thread, *row) for row in rows]
+            out = []
+            with connection.cursor() as cursor:
+                for first in range(0, len(params), batch):
+                    start = time.perf_counter()
+                    if batch == 1:
+                        cursor.execute(SERVED_INSERT, params[first])
+                    else:
+                        with connection.transaction(), cursor.copy(SERVED_COPY) as stream:
+                            for row in params[first : first + batch]:
+                                stream.write_row(row)
+                    out.append(time.perf_counter() - start)
+            return out
+
+        try:
+            return run_together(
+                [lambda c=c, t=t: work(c, t) for c, t in zip(connections, threads, strict=True)]
+            )
+        finally:
+            for connection in connections:
+                connection.close()
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def measure(
+    dsn: str,
+    var_dir: str,
+    events: list[dict[str, Any]],
+    rows: list[tuple[Any, ...]],
+    *,
+    singles: int,
+    batches: int,
+    repeat: int,
+    profile: Path | None,
+) -> dict[str, Any]:
+    from threads.services.workspaces import api_key_create, workspace_create
+
+    workspace, key = workspace_create(name=f"served-{secrets.token_hex(4)}")
+    keys = [key] + [
+        api_key_create(workspace=workspace, name=f"agent-{i}") for i in range(1, AGENTS)
+    ]
+    batch_events = batches * BATCH
+    assert len(rows) >= max(singles, batch_events)
+    work = Path(tempfile.mkdtemp(prefix="ctxadmin-bench-served-", dir=var_dir))
+    raw_rows = write_rows(rows[: max(singles, batch_events)], work / "rows.json")
+    env = {
+        "CTXADMIN_BENCH_ROWS": str(work / "rows.json"),
+        "CTXADMIN_API_RATE": RATE,
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
+    }
+    bodies = {
+        "single": [(json.dumps(e).encode(), i) for i, e in enumerate(events[:singles])],
+        "batch": [
+            (json.dumps({"events": events[i : i + BATCH]}).encode(), i)
+            for i in range(0, batch_events, BATCH)
+        ],
+    }
+    paths = {"ctxadmin": "/api/v1/threads/{id}/events/", "ceiling": "/served/{id}/"}
+    counts = {"single": AGENTS * singles, "batch": AGENTS * batch_events}
+    runs: dict[str, dict[str, list[dict[str, float]]]] = {
+        mode: {side: [] for side in SIDES} for mode in bodies
+    }
+    with gunicorn(env) as port:
+        bench = ServerBench(dsn, port, keys, workspace)
+
+        def side_run(mode: str, side: str) -> tuple[float, list[float]]:
+            if side == "raw":
+                size = singles if mode == "single" else batch_events
+                return bench.raw_side(raw_rows[:size], 1 if mode == "single" else BATCH)
+            return bench.http_side(paths[side], bodies[mode])
+
+        # Warm up every side (imports, tiktoken's tables, plan caches, connections).
+        for mode in bodies:
+            for side in SIDES:
+                side_run(mode, side)
+        load_before = os.getloadavg()[0]
+        for round_ in range(repeat):
+            print(f"server round {round_ + 1}/{repeat} …", file=sys.stderr)
+            order = SIDES[round_ % 3 :] + SIDES[: round_ % 3]
+            for mode in bodies:
+                for side in order:
+                    wall, latencies = side_run(mode, side)
+                    runs[mode][side].append(
+                        {
+                            "events_per_s": counts[mode] / wall,
+                            "p50_ms": percentile(latencies, 0.5) * 1000,
+                            "p99_ms": percentile(latencies, 0.99) * 1000,
+                        }
+                    )
+        load_after = os.getloadavg()[0]
+    if profile is not None:
+        profile_server(env, bodies, paths, keys, dsn, workspace, profile)
+    results: dict[str, Any] = {
+        "server": f"gunicorn {' '.join(SERVER_ARGS)}",
+        "agents": AGENTS,
+        "events": {"single": singles, "batch": batch_events, "batch_size": BATCH},
+        "rate_limit": RATE,
+        "load_average_1min": {"before": load_before, "after": load_after},
+        "runs": runs,
+        "comparisons": {},
+    }
+    for mode in bodies:
+        median = {
+            side: {
+                name: statistics.median(run[name] for run in runs[mode][side])
+                for name in ("events_per_s", "p50_ms", "p99_ms")
+            }
+            for side in SIDES
+        }
+        results["comparisons"][mode] = {
+            **median,
+            "vs_ceiling": median["ctxadmin"]["events_per_s"] / median["ceiling"]["events_per_s"],
+            "vs_raw": median["ctxadmin"]["events_per_s"] / median["raw"]["events_per_s"],
+            "ceiling_vs_raw": median["ceiling"]["events_per_s"] / median["raw"]["events_per_s"],
+            "floor": FLOORS[mode],
+        }
+    return results
+
+
+def profile_server(
+    env: dict[str, str],
+    bodies: dict[str, list[tuple[bytes, int]]],
+    paths: dict[str, str],
+    keys: list[str],
+    dsn: str,
+    workspace: Any,
+    out: Path,
+) -> None:
+    """cProfile gunicorn's workers (bench/gunicorn_profile.py) while the 16 agents append to
+    ctxadmin, single events then batches, one server per mode; both reports in one file."""
+    text: list[str] = []
+    for mode in ("single", "batch"):
+        with tempfile.TemporaryDirectory(prefix="ctxadmin-bench-profile-") as folder:
+            with gunicorn(env, profile_dir=Path(folder)) as port:
+                bench = ServerBench(dsn, port, keys, workspace)
+                bench.http_side(paths["ctxadmin"], bodies[mode])  # warm-up
+                bench.http_side(paths["ctxadmin"], bodies[mode])
+                bench.http_side(paths["ctxadmin"], bodies[mode])
+            files = sorted(str(p) for p in Path(folder).glob("worker-*.prof"))
+            if not files:
+                raise SystemExit("the workers wrote no profile")
+            import io
+
+            stream = io.StringIO()
+            stats = pstats.Stats(*files, stream=stream).strip_dirs()
+            stream.write(f"===== gunicorn workers, ctxadmin {mode} ingest, 3 runs of 16 agents\n")
+            stats.sort_stats("cumulative").print_stats(60)
+            stats.sort_stats("tottime").print_stats(40)
+            text.append(stream.getvalue())
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(text))
+
+
+def table(results: dict[str, Any]) -> str:
+    rows = [
+        "| ingest, 16 agents | ctxadmin ev/s | ceiling ev/s | raw psycopg ev/s | "
+        "ctxadmin / ceiling | floor | ctxadmin / raw | p50 / p99 ms: ctxadmin | ceiling | raw |",
+        "|---|---:|---:|---:|---:|---|---:|---|---|---|",
+    ]
+    labels = {"single": "one event per request", "batch": f"{BATCH} events per request"}
+    for mode, label in labels.items():
+        c = results["comparisons"][mode]
+        verdict = "meets" if c["vs_ceiling"] >= c["floor"] else "MISSES"
+        latency = " | ".join(f"{c[s]['p50_ms']:.1f} / {c[s]['p99_ms']:.1f}" for s in SIDES)
+        rows.append(
+            f"| {label} | {c['ctxadmin']['events_per_s']:,.0f} | "
+            f"{c['ceiling']['events_per_s']:,.0f} | {c['raw']['events_per_s']:,.0f} | "
+            f"{c['vs_ceiling']:.2f}× | ≥ {c['floor']:.2f}× {verdict} | {c['vs_raw']:.2f}× | "
+            f"{latency} |"
+        )
+    p99 = results["comparisons"]["single"]["ctxadmin"]["p99_ms"]
+    rows.append("")
+    rows.append(
+        f"Single-event p99 through gunicorn: {p99:.1f} ms (limit ≤ {P99_LIMIT_MS:.0f} ms: "
+        f"{'meets' if p99 <= P99_LIMIT_MS else 'MISSES'})."
+    )
+    return "\n".join(rows)
