@@ -1,7 +1,8 @@
-"""gunicorn hooks that cProfile each worker's requests (`gunicorn -c bench/gunicorn_profile.py`,
-used by `bench/ingest.py --server --profile`): every request runs under the profiler of the
-thread that serves it (cProfile sees one thread only, and gthread workers serve requests on a
-pool), and a worker that exits writes its requests' merged statistics to
+"""gunicorn hooks that cProfile, in CPU time, each worker's requests (`gunicorn -c
+bench/gunicorn_profile.py`, used by `bench/ingest.py --server --profile`): every request runs
+under the profiler of the thread that serves it (cProfile sees one thread only, and gthread
+workers serve requests on a pool; only requests that carry an `X-Bench-Profile` header, so that
+warm-ups stay out), and a worker that exits writes its requests' merged statistics to
 $CTXADMIN_BENCH_PROFILE_DIR/worker-<pid>.prof."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import cProfile
 import os
 import pstats
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -19,9 +21,11 @@ _profiles: list[cProfile.Profile] = []
 
 def _profiled(app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes]]:
     def call(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if "HTTP_X_BENCH_PROFILE" not in environ:  # a warm-up request
+            return app(environ, start_response)
         profiler = getattr(_local, "profiler", None)
         if profiler is None:
-            profiler = _local.profiler = cProfile.Profile()
+            profiler = _local.profiler = cProfile.Profile(time.thread_time)
             _profiles.append(profiler)
         profiler.enable()
         try:
@@ -42,4 +46,5 @@ def worker_exit(server: Any, worker: Any) -> None:
     stats = pstats.Stats(_profiles[0])
     for profiler in _profiles[1:]:
         stats.add(profiler)
-    stats.dump_stats(os.path.join(os.environ["CTXADMIN_BENCH_PROFILE_DIR"], f"worker-{os.getpid()}.prof"))
+    folder = os.environ["CTXADMIN_BENCH_PROFILE_DIR"]
+    stats.dump_stats(os.path.join(folder, f"worker-{os.getpid()}.prof"))

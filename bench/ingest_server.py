@@ -16,6 +16,7 @@ sees the machine in the same states; each number is the median over the rounds.
 from __future__ import annotations
 
 import http.client
+import io
 import json
 import os
 import pstats
@@ -29,6 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -111,8 +113,8 @@ def gunicorn(env: dict[str, str], *, profile_dir: Path | None = None) -> Iterato
 class Agent:
     """One agent: its API key, its keep-alive connection, its requests and their latencies."""
 
-    def __init__(self, port: int, key: str) -> None:
-        self.port, self.key = port, key
+    def __init__(self, port: int, key: str, *, profile: bool = False) -> None:
+        self.port, self.key, self.profile = port, key, profile
         self.connection: http.client.HTTPConnection | None = None
 
     def post(self, path: str, body: bytes, first: int) -> float:
@@ -123,6 +125,8 @@ class Agent:
             "Content-Type": "application/json",
             "X-Bench-Row": str(first),
         }
+        if self.profile:
+            headers["X-Bench-Profile"] = "1"
         start = time.perf_counter()
         self.connection.request("POST", path, body, headers)
         response = self.connection.getresponse()
@@ -166,7 +170,7 @@ def run_together(work: list[Callable[[], list[float]]]) -> tuple[float, list[flo
 class ServerBench:
     def __init__(self, dsn: str, port: int, keys: list[str], workspace: Any) -> None:
         self.dsn, self.port, self.keys, self.workspace = dsn, port, keys, workspace
-        self.threads = 0
+        self.threads, self.prefix = 0, f"served-{secrets.token_hex(3)}"
 
     def new_threads(self) -> list[str]:
         from threads.services.threads import thread_get_or_create
@@ -175,23 +179,23 @@ class ServerBench:
         for _ in range(AGENTS):
             self.threads += 1
             thread, _ = thread_get_or_create(
-                workspace=self.workspace, external_id=f"served-{self.threads}"
+                workspace=self.workspace, external_id=f"{self.prefix}-{self.threads}"
             )
             out.append(str(thread.pk))
         return out
 
-    def http_side(self, path: str, bodies: list[tuple[bytes, int]]) -> tuple[float, list[float]]:
+    def http_side(
+        self, path: str, bodies: list[tuple[bytes, int]], *, profile: bool = False
+    ) -> tuple[float, list[float]]:
         """Every agent posts `bodies` ((body, index of its first row)) to its own new thread."""
-        agents = [Agent(self.port, key) for key in self.keys]
+        agents = [Agent(self.port, key, profile=profile) for key in self.keys]
         threads = self.new_threads()
 
         def work(agent: Agent, thread: str) -> list[float]:
             return [agent.post(path.format(id=thread), body, first) for body, first in bodies]
 
         try:
-            return run_together(
-                [lambda a=a, t=t: work(a, t) for a, t in zip(agents, threads, strict=True)]
-            )
+            return run_together([partial(work, a, t) for a, t in zip(agents, threads, strict=True)])
         finally:
             for agent in agents:
                 if agent.connection is not None:
@@ -201,7 +205,6 @@ class ServerBench:
         """16 psycopg connections, each writing `rows` to its own new thread: one INSERT per
         transaction (batch 1), else one COPY of `batch` rows per transaction."""
         import psycopg
-
         from stack_ceiling import SERVED_COPY, SERVED_INSERT
 
         threads = self.new_threads()
@@ -226,7 +229,7 @@ class ServerBench:
 
         try:
             return run_together(
-                [lambda c=c, t=t: work(c, t) for c, t in zip(connections, threads, strict=True)]
+                [partial(work, c, t) for c, t in zip(connections, threads, strict=True)]
             )
         finally:
             for connection in connections:
@@ -342,27 +345,27 @@ def profile_server(
     workspace: Any,
     out: Path,
 ) -> None:
-    """cProfile gunicorn's workers (bench/gunicorn_profile.py) while the 16 agents append to
-    ctxadmin, single events then batches, one server per mode; both reports in one file."""
+    """cProfile gunicorn's workers in CPU time (bench/gunicorn_profile.py) while the 16 agents
+    append, to ctxadmin and to the ceiling, single events then batches, one server per report
+    (after a warm-up run it leaves out); all four reports in one file."""
     text: list[str] = []
     for mode in ("single", "batch"):
-        with tempfile.TemporaryDirectory(prefix="ctxadmin-bench-profile-") as folder:
-            with gunicorn(env, profile_dir=Path(folder)) as port:
-                bench = ServerBench(dsn, port, keys, workspace)
-                bench.http_side(paths["ctxadmin"], bodies[mode])  # warm-up
-                bench.http_side(paths["ctxadmin"], bodies[mode])
-                bench.http_side(paths["ctxadmin"], bodies[mode])
-            files = sorted(str(p) for p in Path(folder).glob("worker-*.prof"))
-            if not files:
-                raise SystemExit("the workers wrote no profile")
-            import io
-
-            stream = io.StringIO()
-            stats = pstats.Stats(*files, stream=stream).strip_dirs()
-            stream.write(f"===== gunicorn workers, ctxadmin {mode} ingest, 3 runs of 16 agents\n")
-            stats.sort_stats("cumulative").print_stats(60)
-            stats.sort_stats("tottime").print_stats(40)
-            text.append(stream.getvalue())
+        for side in ("ctxadmin", "ceiling"):
+            with tempfile.TemporaryDirectory(prefix="ctxadmin-bench-profile-") as folder:
+                with gunicorn(env, profile_dir=Path(folder)) as port:
+                    bench = ServerBench(dsn, port, keys, workspace)
+                    bench.http_side(paths[side], bodies[mode])  # warm-up, not profiled
+                    for _ in range(2):
+                        bench.http_side(paths[side], bodies[mode], profile=True)
+                files = sorted(str(p) for p in Path(folder).glob("worker-*.prof"))
+                if not files:
+                    raise SystemExit("the workers wrote no profile")
+                stream = io.StringIO()
+                stream.write(f"===== gunicorn workers, {side} {mode} ingest, 2 runs of 16 agents\n")
+                stats = pstats.Stats(*files, stream=stream).strip_dirs()
+                stats.sort_stats("cumulative").print_stats(70)
+                stats.sort_stats("tottime").print_stats(40)
+                text.append(stream.getvalue())
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(text))
 

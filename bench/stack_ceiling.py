@@ -13,9 +13,9 @@ Under gunicorn (bench/ingest_server.py serves this module as ROOT_URLCONF, with 
 routes after its own, through the same settings, middleware and server) the ceiling is
 `ServedInsert`: it authenticates and parses as `InsertOnly` does, then writes the rows ctxadmin
 stored for the same events, read at start-up from the file CTXADMIN_BENCH_ROWS names, the way
-the append writes them: one prepared INSERT in autocommit (its own transaction) for a single event, COPY in one
-transaction for a batch. The request says which rows in its `X-Bench-Row` header (the index of
-its first event); the thread is the one in the path, never looked up.
+the append writes them: one prepared INSERT in autocommit (its own transaction) for a single
+event, COPY in one transaction for a batch. The request says which rows in its `X-Bench-Row`
+header (the index of its first event); the thread is the one in the path, never looked up.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def served_rows() -> list[tuple[Any, ...]]:
 
 class ServedInsert(APIView):
     def post(self, request: Request, id: str) -> Response:
-        data = request.data  # parsed (and checked) as the append endpoint parses it
+        data: Any = request.data  # parsed (and checked) as the append endpoint parses it
         first = int(request.headers["X-Bench-Row"])
         count = len(data["events"]) if "events" in data else 1
         rows = [(id, *row) for row in served_rows()[first : first + count]]

@@ -10,8 +10,11 @@ import pytest
 from django.utils import timezone
 
 from tests import factories as f
+from threads.domain.events import normalize_event
 from threads.models import SummaryPhase, SummaryVersion, TaskRun, Thread
 from threads.services import folding, triggers
+from threads.services.event_rows import HOOK_CALL_SIDE_EFFECT
+from threads.services.events import event_append_batch
 
 pytestmark = pytest.mark.django_db
 
@@ -68,6 +71,26 @@ def test_side_effect_timeout_is_risk(thread: Thread) -> None:
     assert [k for k, _ in reasons] == ["risk"]
     chosen = triggers.choose_trigger(reasons + [("capacity", "x")])
     assert chosen is not None and chosen["kind"] == "risk"
+
+
+def test_an_appends_results_say_whether_their_calls_have_side_effects(
+    thread: Thread, django_assert_num_queries: Any
+) -> None:
+    # What the hooks get from an append: a result's view says whether its call has a side
+    # effect, so the triggers read no call; stored events, without that, are read back.
+    f.append(
+        thread, f.user("refund"), f.call("r1", "refund", {}, "refund-1"), f.call("l1", "lookup")
+    )
+    new = [
+        normalize_event(b, max_bytes=1 << 20) for b in (f.result("r1", "timeout"), f.result("l1"))
+    ]
+    appended = event_append_batch(thread=thread, new_events=new)
+    views = [a.row.hook_view() for a in appended if a.row is not None]
+    assert [v[HOOK_CALL_SIDE_EFFECT] for v in views] == [True, False]
+    with django_assert_num_queries(0):
+        reasons = triggers.event_triggers(thread=thread, events=views)
+    assert [k for k, _ in reasons] == ["risk"] and "r1" in reasons[0][1]
+    assert triggers.event_triggers(thread=thread, events=[a.event for a in appended]) == reasons
 
 
 def test_correction_is_structural(thread: Thread) -> None:

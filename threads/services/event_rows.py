@@ -53,6 +53,10 @@ class NewRow:
     metadata_text: str
     data_text: str
     token_count: int = 0
+    # A tool result's: whether the call it answers has a side effect (the append knows it
+    # from binding the result; the fold triggers need not read the call again). None for
+    # other kinds.
+    call_side_effect: bool | None = None
 
     @property
     def role(self) -> str:
@@ -87,8 +91,16 @@ class NewRow:
         return event
 
     def hook_view(self) -> dict[str, Any]:
-        """What the append hooks read of an event: seq, kind and the kind's fields."""
-        return {"seq": self.seq, "kind": self.kind, **self.data}
+        """What the append hooks read of an event: seq, kind and the kind's fields; a tool
+        result's also `call_side_effect` (HOOK_CALL_SIDE_EFFECT)."""
+        view = {"seq": self.seq, "kind": self.kind, **self.data}
+        if self.call_side_effect is not None:
+            view[HOOK_CALL_SIDE_EFFECT] = self.call_side_effect
+        return view
+
+
+# The key of a tool result's hook view that says whether its call has a side effect.
+HOOK_CALL_SIDE_EFFECT = "call_side_effect"
 
 
 # The columns of a new event row, in the order _event_rows gives them (all but id).

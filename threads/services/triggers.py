@@ -30,6 +30,7 @@ from threads.domain.units import last_closed_boundary, split_units
 from threads.models import Event, EventKind, SummaryVersion, Thread
 from threads.services import events as event_service
 from threads.services import folding
+from threads.services.event_rows import HOOK_CALL_SIDE_EFFECT
 from threads.services.folding import (
     FoldResult,
     Outcome,
@@ -61,19 +62,20 @@ def event_triggers(
     """Structural and risk reasons raised by newly appended events: [(kind, reason)]."""
     events = list(events)
     reasons: list[tuple[str, str]] = []
-    result_call_seqs = [_data(e)["call_seq"] for e in events if _kind(e) == EventKind.TOOL_RESULT]
-    side_effect_calls = (
-        set(
+    # Whether a result's call has a side effect: the append said so for its new results
+    # (HOOK_CALL_SIDE_EFFECT); only other results' calls are read.
+    results = [_data(e) for e in events if _kind(e) == EventKind.TOOL_RESULT]
+    side_effect_calls = {r["call_seq"] for r in results if r.get(HOOK_CALL_SIDE_EFFECT) is True}
+    unknown = [r["call_seq"] for r in results if r.get(HOOK_CALL_SIDE_EFFECT) is None]
+    if unknown:
+        side_effect_calls.update(
             Event.objects.filter(
                 thread=thread,
-                seq__in=result_call_seqs,
+                seq__in=unknown,
                 kind=EventKind.TOOL_CALL,
                 data__side_effect=True,
             ).values_list("seq", flat=True)
         )
-        if result_call_seqs
-        else set()
-    )
     tool_values: dict[str, tuple[Any, int]] = {}
     for event in events:
         kind, data, seq = _kind(event), _data(event), _seq(event)
