@@ -8,6 +8,7 @@ in-process and a real worker receives the same message it always did.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,11 +24,18 @@ SIDE_EFFECT_STATUS_CHECK = "ctxadmin.side_effect_status_check"
 IMPORT_TRACE = "ctxadmin.import_trace"
 
 
+_discovery = threading.Lock()
+
+
 def _task(name: str) -> Task:
     app = current_app
     if name not in app.tasks:
         # The web process has not imported the task modules yet: autodiscovery registers them.
-        app.loader.import_default_modules()
+        # One thread at a time: in a threaded web worker, a thread that came second found the
+        # registry still without the task while the first was importing it (NotRegistered).
+        with _discovery:
+            if name not in app.tasks:
+                app.loader.import_default_modules()
     return app.tasks[name]
 
 
