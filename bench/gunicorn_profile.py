@@ -3,7 +3,7 @@ bench/gunicorn_profile.py`, used by `bench/ingest.py --server --profile`): every
 under the profiler of the thread that serves it (cProfile sees one thread only, and gthread
 workers serve requests on a pool; only requests that carry an `X-Bench-Profile` header, so that
 warm-ups stay out), and a worker that exits writes its requests' merged statistics to
-$CTXADMIN_BENCH_PROFILE_DIR/worker-<pid>.prof."""
+$CTXADMIN_BENCH_PROFILE_DIR/worker-<pid>.prof. ctxadmin's gunicorn config comes with it."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from ctxadmin.gunicorn_conf import *  # noqa: F403 - ctxadmin's own settings and hooks
 
 _local = threading.local()
 _profiles: list[cProfile.Profile] = []

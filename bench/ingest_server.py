@@ -75,8 +75,8 @@ def write_rows(rows: list[tuple[Any, ...]], path: Path) -> list[tuple[Any, ...]]
 
 @contextmanager
 def gunicorn(env: dict[str, str], *, profile_dir: Path | None = None) -> Iterator[tuple[int, int]]:
-    """gunicorn serving ctxadmin.wsgi with bench/server_settings.py on a free port: (the port,
-    the master's pid)."""
+    """gunicorn serving ctxadmin.wsgi with ctxadmin's gunicorn config and
+    bench/server_settings.py on a free port: (the port, the master's pid)."""
     port = _free_port()
     command = [
         sys.executable,
@@ -94,7 +94,9 @@ def gunicorn(env: dict[str, str], *, profile_dir: Path | None = None) -> Iterato
     ]
     server_env = {**os.environ, **env, "DJANGO_SETTINGS_MODULE": "server_settings"}
     if profile_dir is not None:
-        command += ["-c", str(BENCH / "gunicorn_profile.py")]
+        command += ["-c", str(BENCH / "gunicorn_profile.py")]  # ctxadmin's config and hooks
+    else:
+        command += ["-c", "python:ctxadmin.gunicorn_conf"]
         server_env["CTXADMIN_BENCH_PROFILE_DIR"] = str(profile_dir)
     process = subprocess.Popen(command, env=server_env)
     try:
