@@ -95,9 +95,9 @@ def gunicorn(env: dict[str, str], *, profile_dir: Path | None = None) -> Iterato
     server_env = {**os.environ, **env, "DJANGO_SETTINGS_MODULE": "server_settings"}
     if profile_dir is not None:
         command += ["-c", str(BENCH / "gunicorn_profile.py")]  # ctxadmin's config and hooks
+        server_env["CTXADMIN_BENCH_PROFILE_DIR"] = str(profile_dir)
     else:
         command += ["-c", "python:ctxadmin.gunicorn_conf"]
-        server_env["CTXADMIN_BENCH_PROFILE_DIR"] = str(profile_dir)
     process = subprocess.Popen(command, env=server_env)
     try:
         deadline = time.monotonic() + 60
