@@ -526,6 +526,16 @@ def table(results: dict[str, Any]) -> str:
             f"{c['essential_ms_per_request']:.2f} ms more, so on a machine whose cores are the "
             f"limit no append that does them passes {c['bound_vs_ceiling']:.2f}× the ceiling."
         )
+    rows.append("")
+    rows.append(
+        "Each round's ratio against the ceiling: "
+        + "; ".join(
+            f"{label}: "
+            + ", ".join(f"{r:.2f}" for r in results["comparisons"][mode]["vs_ceiling_by_round"])
+            for mode, label in labels.items()
+        )
+        + "."
+    )
     p99 = results["comparisons"]["single"]["ctxadmin"]["p99_ms"]
     rows.append("")
     rows.append(
