@@ -169,7 +169,8 @@ def _postmaster(dsn: str) -> int:
             command = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if command and command[0].endswith(b"postgres") and port.encode() in b" ".join(command):
+        options = list(zip(command, command[1:], strict=False))
+        if command[0].endswith(b"postgres") and (b"-p", port.encode()) in options:
             return int(entry.name)
     raise SystemExit(f"no PostgreSQL server on port {port} on this machine")
 
