@@ -48,7 +48,7 @@ SERVER_ARGS = tuple(
 RATE = "1000000/min"
 FLOORS = {"single": 0.8, "batch": 0.8}
 P99_LIMIT_MS = 50.0
-SIDES = ("ctxadmin", "ceiling", "raw")
+SIDES = ("ctxadmin", "ceiling", "locked", "raw")
 CPU_KINDS = ("server", "postgres", "agents")
 
 
@@ -339,7 +339,11 @@ def measure(
             for i in range(0, batch_events, BATCH)
         ],
     }
-    paths = {"ctxadmin": "/api/v1/threads/{id}/events/", "ceiling": "/served/{id}/"}
+    paths = {
+        "ctxadmin": "/api/v1/threads/{id}/events/",
+        "ceiling": "/served/{id}/",
+        "locked": "/served-locked/{id}/",
+    }
     counts = {"single": AGENTS * singles, "batch": AGENTS * batch_events}
     runs: dict[str, dict[str, list[dict[str, float]]]] = {
         mode: {side: [] for side in SIDES} for mode in bodies
@@ -361,7 +365,7 @@ def measure(
         load_before = os.getloadavg()[0]
         for round_ in range(repeat):
             print(f"server round {round_ + 1}/{repeat} …", file=sys.stderr)
-            order = SIDES[round_ % 3 :] + SIDES[: round_ % 3]
+            order = SIDES[round_ % len(SIDES) :] + SIDES[: round_ % len(SIDES)]
             for mode in bodies:
                 for side in order:
                     wall, latencies, cpu = side_run(mode, side)
@@ -397,12 +401,16 @@ def measure(
             }
             for side in SIDES
         }
+
         # The ratio of each round's two adjacent runs, then their median: each pair saw the
         # machine in the same state, which the medians of each side alone do not guarantee.
-        pairs = [
-            ours["events_per_s"] / theirs["events_per_s"]
-            for ours, theirs in zip(runs[mode]["ctxadmin"], runs[mode]["ceiling"], strict=True)
-        ]
+        def paired(side: str, mode: str = mode) -> list[float]:
+            return [
+                ours["events_per_s"] / theirs["events_per_s"]
+                for ours, theirs in zip(runs[mode][side], runs[mode]["ceiling"], strict=True)
+            ]
+
+        pairs, locked = paired("ctxadmin"), paired("locked")
         # The CPU one request of the ceiling costs (gunicorn's workers, PostgreSQL and the
         # agents), and the bound that essential work puts on ctxadmin's ratio when the
         # machine's cores are what limits.
@@ -412,6 +420,7 @@ def measure(
             **median,
             "vs_ceiling": statistics.median(pairs),
             "vs_ceiling_by_round": pairs,
+            "locked_vs_ceiling": statistics.median(locked),
             "ceiling_cpu_ms_per_request": ceiling_ms,
             "essential_ms_per_request": extra_ms,
             "bound_vs_ceiling": ceiling_ms / (ceiling_ms + extra_ms),
@@ -492,9 +501,10 @@ def essential_work(events: list[dict[str, Any]], *, singles: int, batches: int) 
 
 def table(results: dict[str, Any]) -> str:
     rows = [
-        "| ingest, 16 agents | ctxadmin ev/s | ceiling ev/s | raw psycopg ev/s | "
-        "ctxadmin / ceiling | floor | ctxadmin / raw | p50 / p99 ms: ctxadmin | ceiling | raw |",
-        "|---|---:|---:|---:|---:|---|---:|---|---|---|",
+        "| ingest, 16 agents | ctxadmin ev/s | ceiling ev/s | ctxadmin / ceiling | floor | "
+        "locked ceiling ev/s (/ ceiling) | raw psycopg ev/s | ctxadmin / raw | "
+        "p50 / p99 ms: ctxadmin | ceiling | locked | raw |",
+        "|---|---:|---:|---:|---|---:|---:|---:|---|---|---|---|",
     ]
     labels = {"single": "one event per request", "batch": f"{BATCH} events per request"}
     for mode, label in labels.items():
@@ -503,9 +513,10 @@ def table(results: dict[str, Any]) -> str:
         latency = " | ".join(f"{c[s]['p50_ms']:.1f} / {c[s]['p99_ms']:.1f}" for s in SIDES)
         rows.append(
             f"| {label} | {c['ctxadmin']['events_per_s']:,.0f} | "
-            f"{c['ceiling']['events_per_s']:,.0f} | {c['raw']['events_per_s']:,.0f} | "
-            f"{c['vs_ceiling']:.2f}× | ≥ {c['floor']:.2f}× {verdict} | {c['vs_raw']:.2f}× | "
-            f"{latency} |"
+            f"{c['ceiling']['events_per_s']:,.0f} | {c['vs_ceiling']:.2f}× | "
+            f"≥ {c['floor']:.2f}× {verdict} | {c['locked']['events_per_s']:,.0f} "
+            f"({c['locked_vs_ceiling']:.2f}×) | {c['raw']['events_per_s']:,.0f} | "
+            f"{c['vs_raw']:.2f}× | {latency} |"
         )
     rows += [
         "",

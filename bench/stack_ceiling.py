@@ -16,6 +16,9 @@ stored for the same events, read at start-up from the file CTXADMIN_BENCH_ROWS n
 the append writes them: one prepared INSERT in autocommit (its own transaction) for a single
 event, COPY in one transaction for a batch. The request says which rows in its `X-Bench-Row`
 header (the index of its first event); the thread is the one in the path, never looked up.
+`ServedLockedInsert` does the same inside the transaction any correct append needs (lock the
+thread, write, move its head, commit): not a ceiling of the brief's kind, it tells how much of
+ctxadmin's cost those statements alone are.
 """
 
 from __future__ import annotations
@@ -95,10 +98,42 @@ class ServedInsert(APIView):
         return Response({"stored": len(rows)}, status=status.HTTP_201_CREATED)
 
 
+class ServedLockedInsert(ServedInsert):
+    """`ServedInsert` inside the least transaction a correct append needs: lock the thread's
+    row (the seq and the chain's head come from it), write the rows, move the head, commit —
+    the statements ctxadmin's append runs, with nothing computed in between."""
+
+    def post(self, request: Request, id: str) -> Response:
+        data: Any = request.data
+        first = int(request.headers["X-Bench-Row"])
+        count = len(data["events"]) if "events" in data else 1
+        rows = [(id, *row) for row in served_rows()[first : first + count]]
+        with transaction.atomic(), server_cursor(connection) as pg:
+            with pg.connection.pipeline():
+                pg.execute(SERVED_LOCK, (id,))
+                pg.fetchall()
+            if len(rows) >= COPY_MIN_ROWS:
+                with pg.copy(SERVED_COPY) as stream:
+                    for row in rows:
+                        stream.write_row(row)
+            with pg.connection.pipeline():
+                if len(rows) < COPY_MIN_ROWS:
+                    pg.executemany(SERVED_INSERT, rows)
+                pg.execute(SERVED_HEAD, (rows[-1][1], rows[-1][-1], id))
+        return Response({"stored": len(rows)}, status=status.HTTP_201_CREATED)
+
+
+SERVED_LOCK = "SELECT last_seq, chain_head FROM threads_thread WHERE id = %s FOR UPDATE"
+SERVED_HEAD = (
+    "UPDATE threads_thread SET last_seq = %s, chain_head = %s, updated_at = now() WHERE id = %s"
+)
+
+
 urlpatterns = [
     path("ceiling/<str:id>/", InsertOnly.as_view()),
     path("bare/<str:id>/", bare_insert),
     path("served/<str:id>/", ServedInsert.as_view()),
+    path("served-locked/<str:id>/", ServedLockedInsert.as_view()),
     # ctxadmin's own routes, behind the same server and middleware.
     path("", include("ctxadmin.urls")),
 ]
