@@ -1,12 +1,15 @@
 """Ingest through the production server (`bench/ingest.py --server`): 16 agents appending at once
 to gunicorn, next to the stack ceiling behind the same gunicorn and next to raw psycopg.
 
-Three sides, on the same rows, for single events and for 50-event batches:
+Four sides, on the same rows, for single events and for 50-event batches:
 - ctxadmin: `POST /api/v1/threads/{id}/events/`, each agent to its own thread, over one
   keep-alive HTTP connection per agent, with its own API key;
 - the stack ceiling (bench/stack_ceiling.py `ServedInsert`), behind the same gunicorn, settings,
   middleware and API-key authentication: parses the same bodies and writes the rows ctxadmin
   stored for them as the append writes them (a prepared INSERT; COPY for a batch), nothing else;
+- the locked ceiling (`ServedLockedInsert`): the same inside the least transaction a correct
+  append needs (lock the thread, write, move its head, commit), to tell what those statements
+  alone cost;
 - raw psycopg from 16 connections: one INSERT per transaction (autocommit) for singles, one COPY
   of the batch's rows per transaction for batches.
 The sides alternate, whole runs at a time, in an order that rotates every round, so that each
