@@ -17,7 +17,11 @@ register = template.Library()
 
 # A status's badge colour, per subject: (colour by status, colour of any other status).
 BADGE_TONES: dict[str, tuple[dict[str, str], str]] = {
-    "approval": ({ApprovalStatus.PENDING: "info", ApprovalStatus.APPROVED: "ok"}, "bad"),
+    "approval": (
+        # "expired": pending past its expires_at, undecidable (threads/views/queues.py).
+        {ApprovalStatus.PENDING: "info", ApprovalStatus.APPROVED: "ok", "expired": "muted"},
+        "bad",
+    ),
     "side_effect": (
         {
             SideEffectStatus.UNKNOWN: "warn",

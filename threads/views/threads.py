@@ -145,7 +145,8 @@ def thread_timeline(request: HtmxHttpRequest, id: str) -> HttpResponse:
             else None
         )
         item["effect"] = effects.get(event.seq)
-        item["approval"] = approvals.get(event.seq)
+        item["approval"] = approval = approvals.get(event.seq)
+        item["approval_expired"] = approval is not None and selectors.approval_expired(approval)
         shown[event.seq] = item
     units = []
     split = split_units(
