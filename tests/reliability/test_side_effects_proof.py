@@ -245,10 +245,22 @@ class SideEffectMachine(RuleBasedStateMachine):
             assert exc.code == "already_resolved"
             assert effect.status not in (SideEffectStatus.RUNNING, SideEffectStatus.UNKNOWN)
 
+    def _unknown(self) -> list[SideEffect]:
+        return list(SideEffect.objects.filter(thread=self.thread, status=SideEffectStatus.UNKNOWN))
+
+    @precondition(lambda self: bool(self._unknown()))
+    @rule(data=st.data(), status=OUTCOMES)
+    def resolve_unknown(self, data: st.DataObject, status: str) -> None:
+        """What an operator does with an unknown outcome (docs/design.md §7.2)."""
+        effect = data.draw(st.sampled_from(self._unknown()))
+        side_effect_resolve(
+            side_effect=effect, actor=self.person, status=status, evidence="checked"
+        )
+
     @precondition(lambda self: self.thread.last_seq > 0)
     @rule(data=st.data())
     def retract(self, data: st.DataObject) -> None:
-        """Retracting a call or its result leaves side effects as they are (api.md §3.1)."""
+        """Retracting a call or its result leaves side effects as they are (docs/api.md §3.1)."""
         self.thread.refresh_from_db()
         seq = data.draw(st.integers(1, self.thread.last_seq))
         try:
@@ -283,6 +295,23 @@ class SideEffectMachine(RuleBasedStateMachine):
             SideEffect.objects.filter(thread=self.thread).values_list("idempotency_key", flat=True)
         )
         assert len(keys) == len(set(keys))  # one record per key, however often it was called
+
+
+@pytest.mark.django_db
+def test_the_machine_sees_a_move_away_from_unknown(workspace: Any) -> None:
+    """The invariant is not vacuous: a timeout then a resolution is a move it checks."""
+    SideEffectMachine.workspace = workspace
+    SideEffectMachine.person = f.make_person(workspace, "otto", "operator")
+    machine = SideEffectMachine()
+    machine.call("k1")
+    f.append(machine.thread, f.result("c1", status="timeout"))
+    machine.statuses_follow_the_log()
+    [effect] = machine._unknown()
+    side_effect_resolve(
+        side_effect=effect, actor=machine.person, status="failed", evidence="checked"
+    )
+    machine.statuses_follow_the_log()
+    assert machine.left_unknown == 1
 
 
 EXAMPLES = 60

@@ -364,7 +364,8 @@ def side_effect_and_approval_statements(
         thread_id = Thread._meta.pk.get_db_prep_save(thread.pk, connection)  # type: ignore[union-attr]
         statements.append(
             (
-                # A resolution recorded while the call ran overrides its result (§7.1):
+                # A resolution recorded while the call ran overrides its result
+                # (docs/design.md §7.1):
                 # only a running record takes the result's status.
                 f"UPDATE {table} SET status = CASE WHEN status = %s THEN %s ELSE status END, "
                 "result_seq = %s, request_id = %s, updated_at = %s "
