@@ -188,7 +188,8 @@ def derived_status(log: list[Event], call_seq: int) -> str:
     return status
 
 
-KEYS = st.sampled_from(["k1", "k2", "k3"])
+# Mostly a key per call, sometimes a retry with a key already used.
+KEYS = st.integers(1, 8).map(lambda n: f"k{n}")
 RESULTS = st.sampled_from(["succeeded", "failed", "timeout", "cancelled"])
 OUTCOMES = st.sampled_from(["succeeded", "failed", "cancelled"])
 
@@ -223,7 +224,10 @@ class SideEffectMachine(RuleBasedStateMachine):
     def result(self, data: st.DataObject, status: str) -> None:
         """A result for an open call, or for a closed one (refused: no open call), or for one
         whose result was retracted."""
-        call_id = data.draw(st.sampled_from([f"c{n}" for n in range(1, self.calls + 1)]))
+        every = [f"c{n}" for n in range(1, self.calls + 1)]
+        call_id = data.draw(st.sampled_from(self.open) if self.open else st.sampled_from(every))
+        if data.draw(st.booleans()):  # now and then a call that is closed already
+            call_id = data.draw(st.sampled_from(every))
         try:
             f.append(self.thread, f.result(call_id, status=status))
         except DomainError as exc:
