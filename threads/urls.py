@@ -18,6 +18,11 @@ urlpatterns = [
     path("threads/", threads.thread_list, name="thread-list"),
     path("threads/<str:id>/", threads.thread_timeline, name="thread-timeline"),
     path("threads/<str:id>/events/<int:seq>/", threads.thread_event, name="thread-event"),
+    path(
+        "threads/<str:id>/events/<int:seq>/body/",
+        threads.thread_event_body,
+        name="thread-event-body",
+    ),
     path("threads/<str:id>/context/", context.thread_context, name="thread-context"),
     path("threads/<str:id>/summaries/", summaries.summary_list, name="summary-list"),
     path(

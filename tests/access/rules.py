@@ -131,6 +131,7 @@ RULES: dict[str, Rule] = {
     "threads/": html({"GET": OP}),
     "threads/<str:id>/": html({"GET": OP}, object=True),
     "threads/<str:id>/events/<int:seq>/": html({"GET": OP}, object=True),
+    "threads/<str:id>/events/<int:seq>/body/": html({"GET": OP}, object=True),
     "threads/<str:id>/context/": html({"GET": OP}, object=True),
     "threads/<str:id>/summaries/": html({"GET": OP}, object=True),
     "threads/<str:id>/summaries/<int:version>/": html({"GET": OP}, object=True),

@@ -3,7 +3,7 @@
 - `GET /api/v1/approvals/?status=pending`: agents (their workspace) and people (theirs).
 - `POST /api/v1/approvals/{id}/decide/` `{"decision": "approve|reject", "reason"}` (reviewer+,
   people only): appends an `approval_decision` event; a second decision is 409
-  `already_decided`.
+  `already_decided`, a request past its `expires_at` 409 `approval_expired`.
 - `GET /api/v1/threads/{id}/approvals/`: one thread's requests and decisions, which the agent
   polls to read a decision back.
 """
@@ -44,19 +44,28 @@ class ApprovalOutputSerializer(serializers.Serializer):
         allow_null=True, help_text="seq of the approval_decision event"
     )
     expires_at = serializers.DateTimeField(allow_null=True)
+    expired = serializers.BooleanField(
+        help_text="still pending and past expires_at: it can no longer be decided"
+    )
     created_at = serializers.DateTimeField()
 
 
 class StatusFilterSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=ApprovalStatus.values, required=False)
+    expired = serializers.BooleanField(required=False, default=None)
 
 
 STATUS_PARAMETER = OpenApiParameter("status", str, enum=ApprovalStatus.values)
+EXPIRED_PARAMETER = OpenApiParameter(
+    "expired",
+    bool,
+    description="true: only requests that expired undecided; false: only the others",
+)
 
 
 class ApprovalListApi(APIView):
     @extend_schema(
-        parameters=[STATUS_PARAMETER],
+        parameters=[STATUS_PARAMETER, EXPIRED_PARAMETER],
         responses={200: ApprovalOutputSerializer(many=True), **ERRORS},
         operation_id="approvals_list",
     )
@@ -66,6 +75,7 @@ class ApprovalListApi(APIView):
         approvals = approvals_in(
             workspace_ids=workspace_ids_for_request(request),
             status=filters.validated_data.get("status", ""),
+            expired=filters.validated_data["expired"],
         )
         return Response(
             ApprovalOutputSerializer(approval_rows(approvals[:MAX_LIST]), many=True).data
@@ -104,7 +114,7 @@ class ApprovalDecideApi(APIView):
 
 class ThreadApprovalsApi(APIView):
     @extend_schema(
-        parameters=[STATUS_PARAMETER],
+        parameters=[STATUS_PARAMETER, EXPIRED_PARAMETER],
         responses={200: ApprovalOutputSerializer(many=True), **ERRORS},
         operation_id="thread_approvals_list",
     )
@@ -113,6 +123,8 @@ class ThreadApprovalsApi(APIView):
         filters = StatusFilterSerializer(data=request.query_params.dict())
         filters.is_valid(raise_exception=True)
         approvals = approvals_of_thread(
-            thread=thread, status=filters.validated_data.get("status", "")
+            thread=thread,
+            status=filters.validated_data.get("status", ""),
+            expired=filters.validated_data["expired"],
         )
         return Response(ApprovalOutputSerializer(approval_rows(approvals), many=True).data)

@@ -52,6 +52,7 @@ from threads.selectors.integrity import (
     unsafe_checkpoints_for_member,
 )
 from threads.selectors.queues import (
+    approval_expired,
     approval_get_in,
     approval_rows,
     approvals_in,
@@ -97,6 +98,7 @@ __all__ = [
     "api_key_get_active",
     "api_key_get_in",
     "api_keys_for_workspaces",
+    "approval_expired",
     "approval_get_in",
     "approval_rows",
     "approvals_for_requests",

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-from django.db.models import (
-    QuerySet,
-)
+from django.db.models import Q, QuerySet
+from django.utils import timezone
 
 from threads.domain.errors import NotFound
 from threads.models import (
@@ -87,14 +87,35 @@ def side_effect_rows(effects: QuerySet[SideEffect] | list[SideEffect]) -> list[d
     ]
 
 
+def approval_expired(approval: ApprovalRequest, now: datetime | None = None) -> bool:
+    """Whether a request can no longer be decided: still pending, and its `expires_at` has
+    passed (by the server's clock). A decided request keeps its decision, expiry or not."""
+    return (
+        approval.status == ApprovalStatus.PENDING
+        and approval.expires_at is not None
+        and approval.expires_at <= (now or timezone.now())
+    )
+
+
+def filter_expired(
+    approvals: QuerySet[ApprovalRequest], expired: bool, now: datetime | None = None
+) -> QuerySet[ApprovalRequest]:
+    """Only the expired requests (see approval_expired), or only the others."""
+    condition = Q(status=ApprovalStatus.PENDING, expires_at__lte=now or timezone.now())
+    return approvals.filter(condition) if expired else approvals.exclude(condition)
+
+
 def approvals_in(
-    *, workspace_ids: Any, status: str = "", thread: str = ""
+    *, workspace_ids: Any, status: str = "", thread: str = "", expired: bool | None = None
 ) -> QuerySet[ApprovalRequest]:
     """Approval requests of the given workspaces (an agent's one, or a person's), oldest
-    first. `thread` narrows to one thread by UUID or external_id."""
+    first. `thread` narrows to one thread by UUID or external_id; `expired` to the requests
+    that expired unanswered (True) or to the others (False)."""
     approvals = ApprovalRequest.objects.filter(thread__workspace_id__in=workspace_ids)
     if status:
         approvals = approvals.filter(status=status)
+    if expired is not None:
+        approvals = filter_expired(approvals, expired)
     if thread:
         approvals = filter_by_thread(approvals, thread)
     return approvals.select_related(
@@ -109,10 +130,14 @@ def approval_get_in(*, workspace_ids: Any, id: int) -> ApprovalRequest:
     return found
 
 
-def approvals_of_thread(*, thread: Thread, status: str = "") -> QuerySet[ApprovalRequest]:
+def approvals_of_thread(
+    *, thread: Thread, status: str = "", expired: bool | None = None
+) -> QuerySet[ApprovalRequest]:
     approvals = ApprovalRequest.objects.filter(thread=thread)
     if status:
         approvals = approvals.filter(status=status)
+    if expired is not None:
+        approvals = filter_expired(approvals, expired)
     return approvals.select_related(
         "thread", "request_event", "decision_event", "decided_by"
     ).order_by("request_event__seq")
@@ -121,9 +146,11 @@ def approvals_of_thread(*, thread: Thread, status: str = "") -> QuerySet[Approva
 def approval_rows(
     approvals: QuerySet[ApprovalRequest] | list[ApprovalRequest],
 ) -> list[dict[str, Any]]:
-    """Approval requests as plain rows; `decision` is what the agent polls for. The one
+    """Approval requests as plain rows; `decision` is what the agent polls for, `expired`
+    says no decision can come any more (the status stays `pending`). The one
     definition of an approval's row: the API answers it, the rollback preview shows it."""
     decisions = {ApprovalStatus.APPROVED: "approve", ApprovalStatus.REJECTED: "reject"}
+    now = timezone.now()
     return [
         {
             "id": a.pk,
@@ -142,6 +169,7 @@ def approval_rows(
             "decided_at": a.decided_at,
             "decision_seq": a.decision_event.seq if a.decision_event else None,
             "expires_at": a.expires_at,
+            "expired": approval_expired(a, now),
             "created_at": a.created_at,
         }
         for a in approvals

@@ -319,10 +319,14 @@ def side_effect_and_approval_statements(
     right after the events' INSERT, in the same round trip: rows that point at a new event
     find it by (thread, seq), so no event key is read back first."""
     new_effects: list[SideEffect] = []
+    keys: set[str] = set()
     approvals: list[ApprovalRequest] = []
     results: list[NewRow] = []
     for event in events:
         if event.kind == EventKind.TOOL_CALL and event.data.get("side_effect"):
+            if event.data["idempotency_key"] in keys:
+                continue  # a retry within the batch: the key's record is its first call's
+            keys.add(event.data["idempotency_key"])
             new_effects.append(
                 SideEffect(
                     thread=thread,
@@ -349,9 +353,16 @@ def side_effect_and_approval_statements(
             )
     statements = []
     if new_effects:
+        # One record per idempotency key of the thread (docs/design.md §7.1): a later call
+        # with a recorded key is a retry, kept in the log but adding no record. The rows are
+        # written under the thread's lock, so NOT EXISTS sees every earlier call's record.
         statements.append(
             _insert_referring_to_events(
-                thread, new_effects, "call_event", [e.call_seq for e in new_effects]
+                thread,
+                new_effects,
+                "call_event",
+                [e.call_seq for e in new_effects],
+                unless_same="idempotency_key",
             )
         )
     if approvals:
@@ -365,10 +376,15 @@ def side_effect_and_approval_statements(
         thread_id = Thread._meta.pk.get_db_prep_save(thread.pk, connection)  # type: ignore[union-attr]
         statements.append(
             (
-                f"UPDATE {table} SET status = %s, result_seq = %s, request_id = %s, "
-                "updated_at = %s WHERE thread_id = %s AND call_seq = %s",
+                # A resolution recorded while the call ran overrides its result
+                # (docs/design.md §7.1):
+                # only a running record takes the result's status.
+                f"UPDATE {table} SET status = CASE WHEN status = %s THEN %s ELSE status END, "
+                "result_seq = %s, request_id = %s, updated_at = %s "
+                "WHERE thread_id = %s AND call_seq = %s",
                 [
                     (
+                        SideEffectStatus.RUNNING.value,
                         # A timeout says nothing about whether the effect happened: unknown.
                         RESULT_STATUS[r.data["status"]],
                         r.seq,
@@ -385,10 +401,16 @@ def side_effect_and_approval_statements(
 
 
 def _insert_referring_to_events(
-    thread: Thread, objs: Sequence[models.Model], event_field: str, seqs: Sequence[int]
+    thread: Thread,
+    objs: Sequence[models.Model],
+    event_field: str,
+    seqs: Sequence[int],
+    unless_same: str = "",
 ) -> Statement:
     """The INSERT of rows whose `event_field` points at a new event of `thread`, the event of
-    seqs[i] for objs[i]: its key is looked up in the statement by that seq."""
+    seqs[i] for objs[i]: its key is looked up in the statement by that seq. With
+    `unless_same` (a field name), a row whose value of that field the thread already has
+    is not inserted."""
     connection = connections[router.db_for_write(type(objs[0]))]
     meta = type(objs[0])._meta
     columns, rows = _row_params(objs, connection)
@@ -402,4 +424,15 @@ def _insert_referring_to_events(
         [*row[:at], thread_id, seq, *row[at + 1 :]] for seq, row in zip(seqs, rows, strict=True)
     ]
     table = connection.ops.quote_name(meta.db_table)
-    return f"INSERT INTO {table} ({columns}) VALUES ({', '.join(placeholders)})", params
+    if not unless_same:
+        return f"INSERT INTO {table} ({columns}) VALUES ({', '.join(placeholders)})", params
+    same = fields.index(meta.get_field(unless_same))  # type: ignore[arg-type]
+    column = connection.ops.quote_name(str(fields[same].column))
+    guarded: list[Sequence[Any]] = [
+        [*p, thread_id, row[same]] for p, row in zip(params, rows, strict=True)
+    ]
+    return (
+        f"INSERT INTO {table} ({columns}) SELECT {', '.join(placeholders)} "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {table} WHERE thread_id = %s AND {column} = %s)",
+        guarded,
+    )

@@ -7,15 +7,21 @@ import json
 from typing import Any
 
 from django import template
+from django.urls import reverse
 from django.utils.html import format_html
 
 from threads.models import ApprovalStatus, SideEffectStatus, SummaryPhase, TaskState
+from threads.views.present import body_cut
 
 register = template.Library()
 
 # A status's badge colour, per subject: (colour by status, colour of any other status).
 BADGE_TONES: dict[str, tuple[dict[str, str], str]] = {
-    "approval": ({ApprovalStatus.PENDING: "info", ApprovalStatus.APPROVED: "ok"}, "bad"),
+    "approval": (
+        # "expired": pending past its expires_at, undecidable (threads/views/queues.py).
+        {ApprovalStatus.PENDING: "info", ApprovalStatus.APPROVED: "ok", "expired": "muted"},
+        "bad",
+    ),
     "side_effect": (
         {
             SideEffectStatus.UNKNOWN: "warn",
@@ -129,3 +135,16 @@ def sort_header(
         "aria_sort": state,
         "arrow": {"ascending": " ↑", "descending": " ↓"}.get(state, ""),
     }
+
+
+@register.inclusion_tag("threads/_body.html")
+def body_block(
+    text: str, thread_id: Any = None, seq: Any = None, preview: str = "", long: bool = False
+) -> dict[str, Any]:
+    """An event's body on a page: at most BODY_SHOWN_CHARS of it, the whole body's size, and
+    a "Show all" that loads the rest from the event's body route (the same text the page
+    would have carried). `long` collapses it behind `preview`, as the timeline does."""
+    context: dict[str, Any] = {"text": text, "preview": preview, "long": long, **body_cut(text)}
+    if thread_id is not None and seq is not None:
+        context["href"] = reverse("thread-event-body", args=[thread_id, seq])
+    return context

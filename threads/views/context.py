@@ -15,7 +15,13 @@ from threads import selectors
 from threads.domain.errors import BudgetTooSmall
 from threads.models import SummaryPhase, SummaryVersion, Thread
 from threads.views.common import HtmxHttpRequest, thread_for
-from threads.views.present import headline_and_body, is_long, repeat_rows, tool_rows
+from threads.views.present import (
+    headline_and_body,
+    is_long,
+    preview_line,
+    repeat_rows,
+    tool_rows,
+)
 from threads.views.threads import thread_tabs
 
 CHART_W, CHART_H = 760, 220
@@ -183,6 +189,7 @@ def thread_context(request: HtmxHttpRequest, id: str) -> HttpResponse:
                 "body": body,
                 "tokens": event.get("token_count", 0),
                 "long": is_long(body),
+                "preview": preview_line(body),
             }
         )
     versions = selectors.summary_versions_for_thread(thread=thread)

@@ -15,6 +15,9 @@ from threads.models import Event, ThreadTool
 COLLAPSE_CHARS = 600
 COLLAPSE_LINES = 12
 PREVIEW_CHARS = 160
+# A page carries at most this much of one body; the rest is one request away (the event's
+# body route), so thirty 1 MiB tool results make a page of kilobytes, not of 30 MB.
+BODY_SHOWN_CHARS = 4096
 
 
 # JSON shorter than this on one line stays on one line.
@@ -67,16 +70,40 @@ def is_long(body: str) -> bool:
     return len(body) > COLLAPSE_CHARS or body.count("\n") > COLLAPSE_LINES
 
 
+def preview_line(body: str) -> str:
+    """The first PREVIEW_CHARS of a body on one line: the summary of a collapsed body."""
+    head = body[: PREVIEW_CHARS * 8]  # enough for the line; a 1 MiB body is not split whole
+    one_line = " ".join(head.split())
+    more = len(one_line) > PREVIEW_CHARS or bool(body[len(head) :].strip())
+    return one_line[:PREVIEW_CHARS] + ("…" if more else "")
+
+
+def body_cut(body: str) -> dict[str, Any]:
+    """The part of `body` a page shows, whether it was cut, and the whole body's size in
+    UTF-8 bytes (what "show all" would load)."""
+    shown = body[:BODY_SHOWN_CHARS]
+    return {
+        "shown": shown,
+        "cut": len(shown) < len(body),
+        "shown_bytes": len(shown.encode()),
+        "size": len(body.encode()),
+    }
+
+
+def event_body(event: Event) -> str:
+    """The whole body of one event, as the pages show it (the body route's answer)."""
+    return headline_and_body(event.kind, event.data)[1]
+
+
 def present(event: Event) -> dict[str, Any]:
     headline, body = headline_and_body(event.kind, event.data)
-    one_line = " ".join(body.split())
     return {
         "seq": event.seq,
         "kind": event.kind,
         "headline": headline,
         "body": body,
         "long": is_long(body),
-        "preview": one_line[:PREVIEW_CHARS] + ("…" if len(one_line) > PREVIEW_CHARS else ""),
+        "preview": preview_line(body),
         "tokens": event.token_count,
         "created_at": event.created_at,
         "role": event.data.get("role", ""),

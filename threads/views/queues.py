@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from threads import selectors
@@ -105,17 +106,35 @@ def side_effect_check_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     return progress_started(request, run, back)
 
 
+# The queue's status filter: "pending" is what still waits for a reviewer; "expired" is
+# pending past its expires_at, which nobody can decide any more (docs/design.md §7.3).
+EXPIRED = "expired"
+QUEUE_FILTERS: dict[str, dict[str, Any]] = {
+    ApprovalStatus.PENDING: {"status": ApprovalStatus.PENDING, "expired": False},
+    ApprovalStatus.APPROVED: {"status": ApprovalStatus.APPROVED},
+    ApprovalStatus.REJECTED: {"status": ApprovalStatus.REJECTED},
+    EXPIRED: {"expired": True},
+}
+
+
 def _approval_cards(request: HtmxHttpRequest, approvals: list[Any]) -> list[dict[str, Any]]:
     constraints = selectors.active_constraints(thread_ids={a.thread_id for a in approvals})
-    return [
-        {
-            "approval": a,
-            "constraints": constraints.get(a.thread_id, []),
-            "can_decide": a.status == ApprovalStatus.PENDING
-            and can(request, a.thread.workspace_id, Role.REVIEWER),
-        }
-        for a in approvals
-    ]
+    now = timezone.now()
+    cards = []
+    for a in approvals:
+        expired = selectors.approval_expired(a, now)
+        cards.append(
+            {
+                "approval": a,
+                "expired": expired,
+                "shown_status": EXPIRED if expired else a.status,
+                "constraints": constraints.get(a.thread_id, []),
+                "can_decide": a.status == ApprovalStatus.PENDING
+                and not expired
+                and can(request, a.thread.workspace_id, Role.REVIEWER),
+            }
+        )
+    return cards
 
 
 @login_required
@@ -124,7 +143,9 @@ def approval_list(request: HtmxHttpRequest) -> HttpResponse:
     status = request.GET.get("status", ApprovalStatus.PENDING)
     thread = request.GET.get("thread", "").strip()
     approvals = selectors.approvals_in(
-        workspace_ids=selectors.member_workspace_ids(request.user), status=status, thread=thread
+        workspace_ids=selectors.member_workspace_ids(request.user),
+        thread=thread,
+        **QUEUE_FILTERS.get(status, {"status": status}),
     )
     page = page_of(approvals, request, 25)
     context = {
@@ -132,7 +153,7 @@ def approval_list(request: HtmxHttpRequest) -> HttpResponse:
         "cards": _approval_cards(request, list(page.object_list)),
         "status": status,
         "thread_filter": thread,
-        "statuses": ApprovalStatus.values,
+        "statuses": list(QUEUE_FILTERS),
         "page_query": query_without(request, "page"),
     }
     return region(request, "threads/approval_list.html", context, "approvals")

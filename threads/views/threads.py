@@ -24,7 +24,7 @@ from threads.views.common import (
     region,
     thread_for,
 )
-from threads.views.present import present
+from threads.views.present import event_body, present
 
 TIMELINE_PAGE = 200
 THREADS_PER_PAGE = 50
@@ -145,7 +145,8 @@ def thread_timeline(request: HtmxHttpRequest, id: str) -> HttpResponse:
             else None
         )
         item["effect"] = effects.get(event.seq)
-        item["approval"] = approvals.get(event.seq)
+        item["approval"] = approval = approvals.get(event.seq)
+        item["approval_expired"] = approval is not None and selectors.approval_expired(approval)
         shown[event.seq] = item
     units = []
     split = split_units(
@@ -187,6 +188,20 @@ def thread_timeline(request: HtmxHttpRequest, id: str) -> HttpResponse:
         "page_size": TIMELINE_PAGE,
     }
     return render(request, "threads/thread_timeline.html", context)
+
+
+@login_required
+@require_GET
+def thread_event_body(request: HtmxHttpRequest, id: str, seq: int) -> HttpResponse:
+    """One event's whole body, which pages cut at BODY_SHOWN_CHARS: for htmx the fragment
+    that replaces the cut one (escaped, inside hx-disable), else the text itself as
+    text/plain, which a browser shows and never runs."""
+    thread = thread_for(request, id)
+    event = found(selectors.event_get, thread=thread, seq=seq)
+    body = event_body(event)
+    if request.htmx:
+        return render(request, "threads/_body_full.html", {"body": body})
+    return HttpResponse(body, content_type="text/plain; charset=utf-8")
 
 
 @login_required
