@@ -8,7 +8,8 @@ step calls a tool that answers 2 kB of varied text, as a file read in a code rev
 checkpointed twice, in two databases of one cluster:
 - by `langgraph.checkpoint.postgres.PostgresSaver` (its own tables), in-process over psycopg;
 - by `ctxadmin_client.langgraph.CtxadminSaver`, over ctxadmin's HTTP API served by gunicorn with
-  2 workers (sync), the database being ctxadmin's, migrated.
+  2 workers of 2 threads (gthread, keep-alive: the documented deployment), the database being
+  ctxadmin's, migrated.
 
 Measured: the bytes each side's tables grew by (`pg_total_relation_size`: heap, TOAST and
 indexes) — for ctxadmin every table of its schema, so events, checkpoints, the LangGraph tables,
@@ -205,8 +206,15 @@ def _gunicorn(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
         "-m",
         "gunicorn",
         "ctxadmin.wsgi",
+        # The documented deployment (docs/operations.md): threaded workers keep connections.
         "--workers",
         "2",
+        "--worker-class",
+        "gthread",
+        "--threads",
+        "2",
+        "--keep-alive",
+        "5",
         "--bind",
         f"127.0.0.1:{port}",
         "--log-level",
@@ -421,6 +429,7 @@ def run(args: argparse.Namespace, dsn: str, var_dir: str) -> None:
             "postgresql": version,
             "python": sys.version.split()[0],
             "gunicorn_workers": 2,
+            "gunicorn_threads": 2,
         },
         "postgres_saver": pg,
         "ctxadmin": ctx,

@@ -75,7 +75,10 @@ def test_equal_values_are_stored_once(server: Server, saver: CtxadminSaver) -> N
     for thread_id in ("dedup-1", "dedup-2"):
         _put(saver, thread_id, {"big": big, "other": thread_id})
     assert LanggraphChannelVersion.objects.count() == 4
-    assert LanggraphContent.objects.count() == 3  # big once, plus each thread's "other"
+    # big once; each thread's small "other" lives in its version row, no content row of its own
+    assert LanggraphContent.objects.count() == 1
+    small = LanggraphChannelVersion.objects.filter(channel="other")
+    assert all(v.content_id is None and v.data for v in small)
 
 
 def test_another_workspace_key_sees_nothing(server: Server, saver: CtxadminSaver) -> None:
