@@ -195,6 +195,9 @@ def _environment(dsn: str, var_dir: str) -> dict[str, str]:
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
         "DJANGO_SECURE_SSL_REDIRECT": "0",
         "CTXADMIN_VAR_DIR": var_dir,
+        # No API rate limit: a graph checkpointing every node makes more requests a minute
+        # than the default 1200 per key (an operator sizes CTXADMIN_API_RATE for such agents).
+        "CTXADMIN_API_RATE": "0",
     }
     env.pop("CELERY_BROKER_URL", None)
     return env

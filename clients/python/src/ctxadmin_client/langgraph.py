@@ -71,6 +71,12 @@ REPAIR_NOTE_PREFIX = "ctxadmin-repair-"
 INTERRUPT_ACTION = "langgraph.interrupt"
 INTERRUPT = "__interrupt__"  # LangGraph's channel of interrupt() writes
 PAGE = 100  # the server's largest page of checkpoints
+STORED_KEPT = 32  # checkpoint ids remembered per thread
+# How long a write of messages waits for its checkpoint's put (LangGraph sends both from
+# background threads, so the write may come first), and the pause between looks.
+PUT_WAIT_S = 2.0
+PUT_GAP_S = 0.05  # after a put ends, the next one may not have started yet
+PUT_POLL_S = 0.002
 # LangChain message types that have an event form in the log
 MIRRORED_TYPES = ("human", "system", "ai", "AIMessageChunk", "tool", "chat")
 
@@ -230,6 +236,11 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
         self._mirrored: dict[str, dict[str, str]] = {}
         # thread_id -> the last version of its mirrored channel the server is known to hold
         self._heads: dict[str, _Head] = {}
+        # thread_id -> the checkpoint ids it is known to hold (the latest few), the puts under
+        # way, and when the last one ended: a write of messages waits for its checkpoint's put
+        self._stored: dict[str, dict[str, None]] = {}
+        self._putting: dict[str, int] = {}
+        self._put_ended: dict[str, float] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -345,6 +356,26 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
             "metadata": get_serializable_checkpoint_metadata(config, metadata),
         }
         path = _api.thread_path(thread_id, "langgraph", "checkpoints")
+        with self._lock:
+            self._putting[thread_id] = self._putting.get(thread_id, 0) + 1
+        try:
+            return (
+                yield from self._put_send(thread_id, checkpoint_ns, path, body, blobs, mirrored)
+            )
+        finally:
+            with self._lock:
+                self._putting[thread_id] -= 1
+                self._put_ended[thread_id] = time.monotonic()
+
+    def _put_send(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        path: str,
+        body: dict[str, Any],
+        blobs: list[dict[str, Any]],
+        mirrored: tuple[str, str, Any] | None,
+    ) -> Operation[RunnableConfig]:
         head = None
         if mirrored is not None:
             with self._lock:
@@ -392,15 +423,38 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
                     continue
                 raise
             break
-        if mirrored is not None:
-            with self._lock:
+        with self._lock:
+            self._stored_add(thread_id, body["checkpoint_id"])
+            if mirrored is not None:
                 if as_bytes or found is None:
                     self._heads.pop(thread_id, None)
                 else:
                     entries, calls, answered = found
                     self._remember(thread_id, entries)
                     self._heads[thread_id] = _Head(mirrored[1], tuple(mirrored[2]), calls, answered)
-        return _config(thread_id, checkpoint_ns, checkpoint["id"])
+        return _config(thread_id, checkpoint_ns, body["checkpoint_id"])
+
+    def _stored_add(self, thread_id: str, checkpoint_id: str) -> None:
+        """Note that the server holds this checkpoint (the caller holds the lock)."""
+        stored = self._stored.setdefault(thread_id, {})
+        stored[checkpoint_id] = None
+        while len(stored) > STORED_KEPT:
+            del stored[next(iter(stored))]
+
+    def _put_awaited(self, thread_id: str, checkpoint_id: str) -> Operation[None]:
+        """Wait (a little) until the checkpoint a write follows is stored, while this saver is
+        putting to the thread: the server appends a write's messages to the log only right
+        after its checkpoint's, so that the log keeps the conversation's order."""
+        deadline = time.monotonic() + PUT_WAIT_S
+        while time.monotonic() < deadline:
+            with self._lock:
+                if checkpoint_id in self._stored.get(thread_id, {}):
+                    return
+                busy = self._putting.get(thread_id, 0) > 0
+                ended = self._put_ended.get(thread_id)
+            if not busy and (ended is None or time.monotonic() - ended > PUT_GAP_S):
+                return  # no put of it coming from here: the server decides
+            yield Sleep(PUT_POLL_S)
 
     @staticmethod
     def _found(
@@ -465,6 +519,8 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
                 if found is not None and found[0]:
                     mirrored[idx] = found[0]
         as_bytes = not mirrored
+        if mirrored:
+            yield from self._put_awaited(thread_id, str(configurable["checkpoint_id"]))
         while True:
             body_writes = []
             for idx, (channel, value) in enumerate(writes):
@@ -527,6 +583,8 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
             head = _head_of(str(version), decoded[: len(messages)])
             with self._lock:
                 self._heads[str(answer["thread_id"])] = head
+        with self._lock:
+            self._stored_add(str(answer["thread_id"]), str(answer["checkpoint_id"]))
         return found
 
     def _page(
