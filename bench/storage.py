@@ -240,9 +240,10 @@ class CountingTransport:
     """An httpx transport that counts the requests it carries, and their time."""
 
     def __init__(self) -> None:
-        import httpx
+        from ctxadmin_client.langgraph import nodelay_transport
 
-        self.inner = httpx.HTTPTransport()
+        # The transport CtxadminSaver.from_url uses (TCP_NODELAY), counted.
+        self.inner = nodelay_transport()
         self.requests = 0
         self.seconds = 0.0
         self.by_kind: dict[str, list[float]] = {}

@@ -193,12 +193,8 @@ def _thread_tuples_fill(thread: Thread, answers: list[LanggraphTuple]) -> None:
     for write in write_rows:
         writes.setdefault((write.checkpoint_ns, write.checkpoint_id), []).append(write)
     # Every message any of them needs, read from the log in one query.
-    seqs_of: dict[int, list[int]] = {}
-    needed: set[int] = set()
-    for stored_version in stored.values():
-        if stored_version.messages_until_seq is not None or stored_version.message_seqs is not None:
-            seqs_of[stored_version.pk] = lg_version_message_seqs(thread, stored_version)
-            needed.update(seqs_of[stored_version.pk])
+    seqs_of = _versions_message_seqs(thread, list(stored.values()))
+    needed: set[int] = {seq for seqs in seqs_of.values() for seq in seqs}
     for group in writes.values():
         for write in group:
             needed.update(int(seq) for seq in write.message_seqs or ())
@@ -221,6 +217,28 @@ def _thread_tuples_fill(thread: Thread, answers: list[LanggraphTuple]) -> None:
             for write in answer.writes
             if write.message_seqs is not None
         }
+
+
+def _versions_message_seqs(
+    thread: Thread, versions: Sequence[LanggraphChannelVersion]
+) -> dict[int, list[int]]:
+    """Version pk -> the seqs of its messages, for the mirrored ones among `versions`: one
+    query for all those that refer to "every message up to a seq"."""
+    found = {v.pk: [int(seq) for seq in v.message_seqs] for v in versions if v.message_seqs}
+    found.update({v.pk: [] for v in versions if v.message_seqs == []})
+    until = [v for v in versions if v.message_seqs is None and v.messages_until_seq is not None]
+    if until:
+        index = list(
+            LanggraphMessage.objects.filter(
+                thread=thread, last_seq__lte=max(v.messages_until_seq or 0 for v in until)
+            )
+            .order_by("seq")
+            .values_list("seq", "last_seq")
+        )
+        for version in until:
+            end = version.messages_until_seq or 0
+            found[version.pk] = [seq for seq, last in index if last <= end]
+    return found
 
 
 def _versions(row: LanggraphCheckpoint) -> dict[str, str]:
