@@ -301,7 +301,7 @@ def test_puts_send_only_new_messages_and_writes_refer_to_the_log(server: Server)
     for write in writes.filter(message_seqs__isnull=True):
         value = saver.serde.loads_typed((write.type, bytes(write.data)))
         assert any(message.id is None for message in value)
-    assert referenced.count() >= 5
+    assert referenced.count() >= 4  # at least the four AI messages, which come with ids
     assert all(bytes(w.data) == b"" for w in referenced)
     # The log holds each message once, in the conversation's order.
     messages = app.get_state(config).values["messages"]
