@@ -26,9 +26,8 @@ from threads.domain.errors import NotFound
 from threads.models import LanggraphWrite
 from threads.selectors.langgraph import (
     LanggraphTuple,
-    lg_checkpoint_get,
+    lg_checkpoint_find,
     lg_checkpoints_list,
-    lg_thread_get,
     lg_tuple,
     lg_tuples,
 )
@@ -385,14 +384,12 @@ class ThreadLanggraphCheckpointApi(APIView):
         agent = require_agent(request, "read LangGraph checkpoints")
         query = self.QuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
-        thread = lg_thread_get(workspace=agent.workspace, external_id=id)
-        row = None
-        if thread is not None:
-            row = lg_checkpoint_get(
-                thread=thread,
-                checkpoint_ns=query.validated_data["checkpoint_ns"],
-                checkpoint_id=None if checkpoint_id == "latest" else checkpoint_id,
-            )
+        row = lg_checkpoint_find(
+            workspace=agent.workspace,
+            external_id=id,
+            checkpoint_ns=query.validated_data["checkpoint_ns"],
+            checkpoint_id=None if checkpoint_id == "latest" else checkpoint_id,
+        )
         if row is None:
             raise NotFound("checkpoint not found")
         return Response(_tuple_json(lg_tuple(row)))

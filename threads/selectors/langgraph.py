@@ -70,6 +70,30 @@ def lg_checkpoint_get(
     return rows.order_by("-checkpoint_id", "-pk").first()
 
 
+def lg_checkpoint_cursor(*, thread: Thread, checkpoint_ns: str, checkpoint_id: str) -> int | None:
+    """The cursor of the checkpoint (the last seq of its mirrored messages), None when it is
+    not stored."""
+    return (
+        LanggraphCheckpoint.objects.filter(
+            thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
+        )
+        .values_list("cursor", flat=True)
+        .first()
+    )
+
+
+def lg_checkpoint_find(
+    *, workspace: Workspace, external_id: str, checkpoint_ns: str, checkpoint_id: str | None
+) -> LanggraphCheckpoint | None:
+    """`lg_checkpoint_get` by the thread's external_id, with its thread, in one query."""
+    rows = LanggraphCheckpoint.objects.filter(
+        thread__workspace=workspace, thread__external_id=external_id, checkpoint_ns=checkpoint_ns
+    ).select_related("thread")
+    if checkpoint_id is not None:
+        return rows.filter(checkpoint_id=checkpoint_id).first()
+    return rows.order_by("-checkpoint_id", "-pk").first()
+
+
 def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
     return all(metadata.get(key) == value for key, value in wanted.items())
 

@@ -55,6 +55,7 @@ from threads.models import (
 )
 from threads.selectors.checkpoints import side_effects_after
 from threads.selectors.langgraph import (
+    lg_checkpoint_cursor,
     lg_checkpoint_get,
     lg_message_index,
     lg_messages_after,
@@ -187,6 +188,23 @@ def _interrupts_request(thread: Thread, interrupts: Sequence[InterruptIn]) -> No
             continue  # the interrupt asked already, with another value: the first one stands
 
 
+def _locked_thread(workspace: Workspace, external_id: str, actor_label: str) -> Thread:
+    """The thread, locked (select_for_update) in the caller's transaction: one query when it
+    exists (the hot path: every put and write), created first otherwise."""
+    found = (
+        Thread.objects.select_for_update(of=("self",))
+        .select_related("workspace")
+        .filter(workspace=workspace, external_id=external_id)
+        .first()
+    )
+    if found is not None:
+        return found
+    thread, _ = thread_get_or_create(
+        workspace=workspace, external_id=external_id, actor_label=actor_label
+    )
+    return _lock(thread)
+
+
 def _lock(thread: Thread) -> Thread:
     # of=self: lock the thread row only, never the joined workspace row.
     return (
@@ -286,13 +304,20 @@ def _reference(
 
 
 def _messages_resolve(
-    thread: Thread, entries: Sequence[MessageIn], side_effect_tools: frozenset[str]
+    thread: Thread,
+    entries: Sequence[MessageIn],
+    side_effect_tools: frozenset[str],
+    known: dict[tuple[str, str], LanggraphMessage] | None = None,
 ) -> list[LanggraphMessage]:
     """The log's record of each entry, in order: the messages it holds already, and those it
     does not appended now (their JSON forms checked against their digests). Raises
     MessagesMissing for a message the log does not hold that came without its JSON form. Runs
     in the caller's transaction, which holds the thread's lock."""
-    known = {(m.message_id, m.digest): m for m in lg_message_index(thread, {e.id for e in entries})}
+    if known is None:
+        ids = {e.id for e in entries}
+        known = {(m.message_id, m.digest): m for m in lg_message_index(thread, ids)}
+    else:
+        known = dict(known)
     missing = sorted({e.id for e in entries if (e.id, e.digest) not in known and e.message is None})
     if missing:
         raise MessagesMissing(
@@ -342,8 +367,9 @@ def _base_reference(
     return None, [*lg_version_message_seqs(thread, base), *seqs], cursor
 
 
-def _messages_mirror(thread: Thread, checkpoint_ns: str, messages: MessagesIn) -> None:
-    """Mirror the messages the log does not hold yet, then store the version's reference."""
+def _messages_mirror(thread: Thread, checkpoint_ns: str, messages: MessagesIn) -> int:
+    """Mirror the messages the log does not hold yet, then store the version's reference.
+    Returns its cursor (the last seq of its messages)."""
     base = None
     if messages.base_version is not None:
         base = lg_version_get(
@@ -365,19 +391,24 @@ def _messages_mirror(thread: Thread, checkpoint_ns: str, messages: MessagesIn) -
     else:
         until, seqs, cursor = _base_reference(thread, base, refs)
         count = messages.base_count + len(refs)
-    LanggraphChannelVersion.objects.get_or_create(
-        thread=thread,
-        checkpoint_ns=checkpoint_ns,
-        channel=messages.channel,
-        version=messages.version,
-        defaults={
-            "type": "",
-            "messages_until_seq": until,
-            "message_seqs": seqs,
-            "message_count": count,
-            "cursor": cursor,
-        },
+    # The first row stored for a version wins (a repeated put is a no-op).
+    LanggraphChannelVersion.objects.bulk_create(
+        [
+            LanggraphChannelVersion(
+                thread=thread,
+                checkpoint_ns=checkpoint_ns,
+                channel=messages.channel,
+                version=messages.version,
+                type="",
+                messages_until_seq=until,
+                message_seqs=seqs,
+                message_count=count,
+                cursor=cursor,
+            )
+        ],
+        ignore_conflicts=True,
     )
+    return cursor
 
 
 def _mirrored_cursor(thread: Thread, checkpoint_ns: str, checkpoint: dict[str, Any]) -> int:
@@ -455,8 +486,16 @@ def langgraph_checkpoint_put_locked(
     """`langgraph_checkpoint_put` inside the caller's transaction, which holds the thread's lock
     (a repair that writes a LangGraph checkpoint along with its own changes)."""
     _values_store(thread, checkpoint_ns, values)
+    cursor = None
     if messages is not None:
-        _messages_mirror(thread, checkpoint_ns, messages)
+        mirrored = _messages_mirror(thread, checkpoint_ns, messages)
+        # The saver mirrors one channel: when this put's version of it is the checkpoint's, its
+        # cursor is the checkpoint's, with no query for the others.
+        versions = checkpoint.get("channel_versions") or {}
+        if messages.channel == MESSAGES_CHANNEL and (
+            str(versions.get(messages.channel)) == messages.version
+        ):
+            cursor = mirrored
     return _checkpoint_save(
         thread,
         checkpoint_ns=checkpoint_ns,
@@ -464,7 +503,9 @@ def langgraph_checkpoint_put_locked(
         parent_checkpoint_id=parent_checkpoint_id,
         checkpoint=checkpoint,
         metadata=metadata,
-        cursor=_mirrored_cursor(thread, checkpoint_ns, checkpoint),
+        cursor=cursor
+        if cursor is not None
+        else _mirrored_cursor(thread, checkpoint_ns, checkpoint),
         created_by=created_by,
     )
 
@@ -547,12 +588,9 @@ def langgraph_checkpoint_put(
     MessagesMissing (409) when a message named by id and digest is not in the log and its JSON
     form was not sent, MessagesNotMirrored (422) when the messages have no event form.
     """
-    thread, _ = thread_get_or_create(
-        workspace=workspace, external_id=external_id, actor_label=actor_label
-    )
     with transaction.atomic(durable=True):
         return langgraph_checkpoint_put_locked(
-            thread=_lock(thread),
+            thread=_locked_thread(workspace, external_id, actor_label),
             checkpoint_ns=checkpoint_ns,
             checkpoint_id=checkpoint_id,
             parent_checkpoint_id=parent_checkpoint_id,
@@ -566,16 +604,20 @@ def langgraph_checkpoint_put(
 
 def _writes_order_check(
     thread: Thread, checkpoint_ns: str, checkpoint_id: str, writes: Sequence[WriteIn]
-) -> None:
+) -> dict[tuple[str, str], LanggraphMessage]:
     """Refuse (MessagesUnordered) to append a write's new messages anywhere but right after
     the messages of the checkpoint it follows, which is where LangGraph's `add_messages` puts
     them: the log stays in the conversation's order even when a write arrives before its
-    checkpoint (LangGraph sends both from background threads)."""
+    checkpoint (LangGraph sends both from background threads). Returns the log's index of the
+    writes' messages."""
     pairs = {(e.id, e.digest) for w in writes for e in w.messages or ()}
-    known = {(m.message_id, m.digest) for m in lg_message_index(thread, {p[0] for p in pairs})}
-    if pairs <= known:
-        return  # nothing to append: only references
-    end = _messages_end(thread, checkpoint_ns, checkpoint_id)
+    known = {(m.message_id, m.digest): m for m in lg_message_index(thread, {p[0] for p in pairs})}
+    if pairs <= set(known):
+        return known  # nothing to append: only references
+    # The checkpoint's cursor is the last seq of its mirrored messages (0: none).
+    end = lg_checkpoint_cursor(
+        thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
+    )
     after = [] if end is None else lg_messages_after(thread, end)
     if end is None or any((m.message_id, m.digest) not in pairs for m in after):
         raise MessagesUnordered(
@@ -583,26 +625,7 @@ def _writes_order_check(
             "as bytes",
             fields={"checkpoint_id": checkpoint_id},
         )
-
-
-def _messages_end(thread: Thread, checkpoint_ns: str, checkpoint_id: str) -> int | None:
-    """The last seq of the mirrored messages of the checkpoint (0 when it has none yet); None
-    when the checkpoint is not stored or its messages are bytes."""
-    row = lg_checkpoint_get(thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id)
-    if row is None:
-        return None
-    version_id = (row.checkpoint.get("channel_versions") or {}).get(MESSAGES_CHANNEL)
-    if version_id is None:
-        return 0
-    version = lg_version_get(
-        thread=thread,
-        checkpoint_ns=checkpoint_ns,
-        channel=MESSAGES_CHANNEL,
-        version=str(version_id),
-    )
-    if version is None or lg_version_message_count(thread, version) is None:
-        return None
-    return version.cursor
+    return known
 
 
 def langgraph_writes_put(
@@ -626,46 +649,72 @@ def langgraph_writes_put(
     (action `langgraph.interrupt`), once. Locks the thread row (select_for_update) only when it
     has messages or interrupts to number; bytes alone number nothing. Raises MessagesNotMirrored
     (422) when the messages have no event form: the saver sends that write as bytes."""
-    thread, _ = thread_get_or_create(
-        workspace=workspace, external_id=external_id, actor_label=actor_label
-    )
+    mirrored = [w for w in writes if w.messages is not None]
+    with transaction.atomic(durable=True):
+        if interrupts or mirrored:
+            thread = _locked_thread(workspace, external_id, actor_label)
+        else:
+            thread, _ = thread_get_or_create(
+                workspace=workspace, external_id=external_id, actor_label=actor_label
+            )
+        _writes_store(
+            thread,
+            checkpoint_ns=checkpoint_ns,
+            checkpoint_id=checkpoint_id,
+            task_id=task_id,
+            task_path=task_path,
+            writes=writes,
+            mirrored=mirrored,
+            side_effect_tools=side_effect_tools,
+        )
+        if interrupts:
+            _interrupts_request(thread, interrupts)
+
+
+def _writes_store(
+    thread: Thread,
+    *,
+    checkpoint_ns: str,
+    checkpoint_id: str,
+    task_id: str,
+    task_path: str,
+    writes: Sequence[WriteIn],
+    mirrored: Sequence[WriteIn],
+    side_effect_tools: frozenset[str],
+) -> None:
     where = {
         "thread": thread,
         "checkpoint_ns": checkpoint_ns,
         "checkpoint_id": checkpoint_id,
         "task_id": task_id,
     }
-    mirrored = [w for w in writes if w.messages is not None]
-    with transaction.atomic(durable=True):
-        locked = _lock(thread) if interrupts or mirrored else thread
-        seqs: dict[int, list[int]] = {}
-        if mirrored:
-            _writes_order_check(locked, checkpoint_ns, checkpoint_id, mirrored)
-        for write in mirrored:
-            assert write.messages is not None
-            # Each message once in the log, as a put would mirror it; the write refers to it.
-            refs = _messages_resolve(locked, write.messages, side_effect_tools)
-            seqs[write.idx] = [ref.seq for ref in refs]
-        special = [w.idx for w in writes if w.idx < 0]
-        if special:
-            LanggraphWrite.objects.filter(**where, idx__in=special).delete()
-        LanggraphWrite.objects.bulk_create(
-            [
-                LanggraphWrite(
-                    **where,
-                    task_path=task_path,
-                    idx=w.idx,
-                    channel=w.channel,
-                    type=w.type,
-                    data=w.data,
-                    message_seqs=seqs.get(w.idx) if w.messages is not None else None,
-                )
-                for w in writes
-            ],
-            ignore_conflicts=True,
-        )
-        if interrupts:
-            _interrupts_request(locked, interrupts)
+    seqs: dict[int, list[int]] = {}
+    if mirrored:
+        known = _writes_order_check(thread, checkpoint_ns, checkpoint_id, mirrored)
+    for write in mirrored:
+        assert write.messages is not None
+        # Each message once in the log, as a put would mirror it; the write refers to it.
+        refs = _messages_resolve(thread, write.messages, side_effect_tools, known)
+        known.update({(r.message_id, r.digest): r for r in refs})
+        seqs[write.idx] = [ref.seq for ref in refs]
+    special = [w.idx for w in writes if w.idx < 0]
+    if special:
+        LanggraphWrite.objects.filter(**where, idx__in=special).delete()
+    LanggraphWrite.objects.bulk_create(
+        [
+            LanggraphWrite(
+                **where,
+                task_path=task_path,
+                idx=w.idx,
+                channel=w.channel,
+                type=w.type,
+                data=w.data,
+                message_seqs=seqs.get(w.idx) if w.messages is not None else None,
+            )
+            for w in writes
+        ],
+        ignore_conflicts=True,
+    )
 
 
 def _versions_collect(thread: Thread, keep: Sequence[LanggraphCheckpoint]) -> int:
