@@ -316,6 +316,7 @@ def ctxadmin_side(dsn: str, var_dir: str, steps: int, out_bytes: int) -> dict[st
             sizes = grown(before, table_sizes(conn))
         restores = restore_ms(saver, run["config"])
         checkpoints = len(list(saver.list(run["config"])))
+        limits = ceilings(f"http://127.0.0.1:{port}", key, saver, run["config"])
         saver.close()
     finally:
         server.terminate()
@@ -329,6 +330,39 @@ def ctxadmin_side(dsn: str, var_dir: str, steps: int, out_bytes: int) -> dict[st
         "http_seconds": http_seconds,
         "http_by_kind": by_kind,
         "folds": folds,
+        "ceilings": limits,
+    }
+
+
+def ceilings(base_url: str, key: str, saver: Any, config: dict[str, Any]) -> dict[str, float]:
+    """What bounds the floors from below, measured through the same gunicorn: the round trip of
+    the cheapest authenticated request (a `get_tuple` of a thread that does not exist: the key
+    checked, one query, a 404), and a restore split into its HTTP round trip (the server's work
+    and the transfer, JSON parsed) and the client's decoding (LangChain messages rebuilt)."""
+    import httpx
+    from ctxadmin_client.langgraph import nodelay_transport
+
+    thread_id = config["configurable"]["thread_id"]
+    headers = {"Authorization": f"Bearer {key}"}
+    path = "/api/v1/threads/{}/langgraph/checkpoints/latest/"
+    noop, fetch, decode = [], [], []
+    with httpx.Client(base_url=base_url, headers=headers, transport=nodelay_transport()) as http:
+        http.get(path.format("no-such-thread"))
+        for _ in range(50):
+            start = time.perf_counter()
+            http.get(path.format("no-such-thread"))
+            noop.append((time.perf_counter() - start) * 1000)
+        for _ in range(RESTORES):
+            start = time.perf_counter()
+            answer = http.get(path.format(thread_id), params={"checkpoint_ns": ""}).json()
+            fetch.append((time.perf_counter() - start) * 1000)
+            start = time.perf_counter()
+            saver._tuple(answer)
+            decode.append((time.perf_counter() - start) * 1000)
+    return {
+        "noop_ms": statistics.median(noop),
+        "restore_fetch_ms": statistics.median(fetch),
+        "restore_decode_ms": statistics.median(decode),
     }
 
 
@@ -368,6 +402,10 @@ def tables_line(sizes: dict[str, int]) -> str:
 def write_docs(results: dict[str, Any], rendered: str) -> None:
     begin, end = "<!-- storage:begin -->", "<!-- storage:end -->"
     env, pg, ctx = results["environment"], results["postgres_saver"], results["ctxadmin"]
+    limits = ctx["ceilings"]
+    per_step = ctx["http_requests"] / results["steps"]
+    ceiling_steps = 1000 / (per_step * limits["noop_ms"])
+    ceiling_ratio = ceiling_steps / pg["steps_per_s"]
     block = (
         f"{begin}\n"
         f"Measured {results['measured_at']} on {env['cpus']} cores, PostgreSQL "
@@ -388,6 +426,13 @@ def write_docs(results: dict[str, Any], rendered: str) -> None:
             for kind, v in ctx["http_by_kind"].items()
         )
         + ".\n"
+        f"- Ceilings, through the same gunicorn: the cheapest authenticated request (a 404 "
+        f"`get_tuple`) takes {limits['noop_ms']:.1f} ms, so {per_step:.1f} requests a step "
+        f"cannot go faster than {ceiling_steps:.1f} steps/s ({ceiling_ratio:.2f}× "
+        f"PostgresSaver's {pg['steps_per_s']:.1f}) even if the server did nothing; a restore is "
+        f"{limits['restore_fetch_ms']:.1f} ms of round trip (server, transfer, JSON) and "
+        f"{limits['restore_decode_ms']:.1f} ms of decoding on the client (LangChain messages "
+        f"rebuilt, as PostgresSaver also does in its {pg['restore_median_ms']:.1f} ms).\n"
         f"{end}"
     )
     text = DOCS.read_text() if DOCS.exists() else ""
@@ -451,6 +496,7 @@ def run(args: argparse.Namespace, dsn: str, var_dir: str) -> None:
     print("PostgresSaver tables:", tables_line(pg["tables"]))
     print("ctxadmin tables:", tables_line(ctx["tables"]))
     print(f"ctxadmin HTTP requests: {ctx['http_requests']} ({ctx['http_seconds']:.1f} s)")
+    print("ctxadmin ceilings:", ctx["ceilings"], "by kind:", ctx["http_by_kind"])
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2, default=str) + "\n")
     print(f"wrote {RESULTS.relative_to(ROOT)}")

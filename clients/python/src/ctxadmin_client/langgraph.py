@@ -79,6 +79,7 @@ STORED_KEPT = 32  # checkpoint ids remembered per thread
 PUT_WAIT_S = 2.0
 PUT_GAP_S = 0.05  # after a put ends, the next one may not have started yet
 PUT_POLL_S = 0.002
+ID_WAIT_S = 0.05  # how long a write waits for LangGraph to give its messages ids
 # LangChain message types that have an event form in the log
 MIRRORED_TYPES = ("human", "system", "ai", "AIMessageChunk", "tool", "chat")
 
@@ -459,6 +460,16 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
         while len(stored) > STORED_KEPT:
             del stored[next(iter(stored))]
 
+    @staticmethod
+    def _ids_awaited(values: Sequence[Sequence[BaseMessage]]) -> Operation[None]:
+        """Wait a moment for messages without an id (a ToolNode's) to get theirs: LangGraph's
+        `add_messages` gives them one, in place, when it applies the write, which it does
+        while the write is being sent. Without an id a message cannot be mirrored, and the write
+        goes as bytes."""
+        deadline = time.monotonic() + ID_WAIT_S
+        while any(not m.id for value in values for m in value) and time.monotonic() < deadline:
+            yield Sleep(PUT_POLL_S)
+
     def _put_awaited(self, thread_id: str, checkpoint_id: str) -> Operation[None]:
         """Wait (a little) until the checkpoint a write follows is stored, while this saver is
         putting to the thread: the server appends a write's messages to the log only right
@@ -522,7 +533,7 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
         interrupts: list[dict[str, Any]] = []
         # A write of messages to the mirrored channel goes as their JSON forms, which the server
         # mirrors into the log (the tool calls it answers are checked there): no second copy.
-        mirrored: dict[int, list[Entry]] = {}
+        candidates = []
         for idx, (channel, value) in enumerate(writes):
             if channel == INTERRUPT:
                 # Beside the bytes, as plain JSON: the server opens an approval request from it
@@ -532,13 +543,18 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
                     for item in (value if isinstance(value, list | tuple) else [value])
                     if isinstance(item, Interrupt)
                 )
-            elif channel == MESSAGES_CHANNEL and checkpoint_ns == "":
-                found = _mirrorable(value, calls=None)
-                if found is not None and found[0]:
-                    mirrored[idx] = found[0]
-        as_bytes = not mirrored
-        if mirrored:
+            elif channel == MESSAGES_CHANNEL and checkpoint_ns == "" and isinstance(value, list):
+                if value and all(isinstance(m, BaseMessage) for m in value):
+                    candidates.append(idx)
+        if candidates:
             yield from self._put_awaited(thread_id, str(configurable["checkpoint_id"]))
+            yield from self._ids_awaited([writes[idx][1] for idx in candidates])
+        mirrored: dict[int, list[Entry]] = {}
+        for idx in candidates:
+            found = _mirrorable(writes[idx][1], calls=None)
+            if found is not None and found[0]:
+                mirrored[idx] = found[0]
+        as_bytes = not mirrored
         while True:
             body_writes = []
             for idx, (channel, value) in enumerate(writes):
