@@ -8,7 +8,8 @@ step calls a tool that answers 2 kB of varied text, as a file read in a code rev
 checkpointed twice, in two databases of one cluster:
 - by `langgraph.checkpoint.postgres.PostgresSaver` (its own tables), in-process over psycopg;
 - by `ctxadmin_client.langgraph.CtxadminSaver`, over ctxadmin's HTTP API served by gunicorn with
-  2 workers (sync), the database being ctxadmin's, migrated.
+  2 workers of 4 threads (gthread, keep-alive: the documented deployment), the database being
+  ctxadmin's, migrated.
 
 Measured: the bytes each side's tables grew by (`pg_total_relation_size`: heap, TOAST and
 indexes) — for ctxadmin every table of its schema, so events, checkpoints, the LangGraph tables,
@@ -194,6 +195,9 @@ def _environment(dsn: str, var_dir: str) -> dict[str, str]:
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
         "DJANGO_SECURE_SSL_REDIRECT": "0",
         "CTXADMIN_VAR_DIR": var_dir,
+        # No API rate limit: a graph checkpointing every node makes more requests a minute
+        # than the default 1200 per key (an operator sizes CTXADMIN_API_RATE for such agents).
+        "CTXADMIN_API_RATE": "0",
     }
     env.pop("CELERY_BROKER_URL", None)
     return env
@@ -204,9 +208,18 @@ def _gunicorn(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
         sys.executable,
         "-m",
         "gunicorn",
+        "-c",
+        "python:ctxadmin.gunicorn_conf",
         "ctxadmin.wsgi",
+        # The documented deployment (docs/operations.md): threaded workers keep connections.
         "--workers",
         "2",
+        "--worker-class",
+        "gthread",
+        "--threads",
+        "4",
+        "--keep-alive",
+        "5",
         "--bind",
         f"127.0.0.1:{port}",
         "--log-level",
@@ -229,9 +242,10 @@ class CountingTransport:
     """An httpx transport that counts the requests it carries, and their time."""
 
     def __init__(self) -> None:
-        import httpx
+        from ctxadmin_client.langgraph import nodelay_transport
 
-        self.inner = httpx.HTTPTransport()
+        # The transport CtxadminSaver.from_url uses (TCP_NODELAY), counted.
+        self.inner = nodelay_transport()
         self.requests = 0
         self.seconds = 0.0
         self.by_kind: dict[str, list[float]] = {}
@@ -304,6 +318,7 @@ def ctxadmin_side(dsn: str, var_dir: str, steps: int, out_bytes: int) -> dict[st
             sizes = grown(before, table_sizes(conn))
         restores = restore_ms(saver, run["config"])
         checkpoints = len(list(saver.list(run["config"])))
+        limits = ceilings(f"http://127.0.0.1:{port}", key, saver, run["config"])
         saver.close()
     finally:
         server.terminate()
@@ -317,6 +332,39 @@ def ctxadmin_side(dsn: str, var_dir: str, steps: int, out_bytes: int) -> dict[st
         "http_seconds": http_seconds,
         "http_by_kind": by_kind,
         "folds": folds,
+        "ceilings": limits,
+    }
+
+
+def ceilings(base_url: str, key: str, saver: Any, config: dict[str, Any]) -> dict[str, float]:
+    """What bounds the floors from below, measured through the same gunicorn: the round trip of
+    the cheapest authenticated request (a `get_tuple` of a thread that does not exist: the key
+    checked, one query, a 404), and a restore split into its HTTP round trip (the server's work
+    and the transfer, JSON parsed) and the client's decoding (LangChain messages rebuilt)."""
+    import httpx
+    from ctxadmin_client.langgraph import nodelay_transport
+
+    thread_id = config["configurable"]["thread_id"]
+    headers = {"Authorization": f"Bearer {key}"}
+    path = "/api/v1/threads/{}/langgraph/checkpoints/latest/"
+    noop, fetch, decode = [], [], []
+    with httpx.Client(base_url=base_url, headers=headers, transport=nodelay_transport()) as http:
+        http.get(path.format("no-such-thread"))
+        for _ in range(50):
+            start = time.perf_counter()
+            http.get(path.format("no-such-thread"))
+            noop.append((time.perf_counter() - start) * 1000)
+        for _ in range(RESTORES):
+            start = time.perf_counter()
+            answer = http.get(path.format(thread_id), params={"checkpoint_ns": ""}).json()
+            fetch.append((time.perf_counter() - start) * 1000)
+            start = time.perf_counter()
+            saver._tuple(answer)
+            decode.append((time.perf_counter() - start) * 1000)
+    return {
+        "noop_ms": statistics.median(noop),
+        "restore_fetch_ms": statistics.median(fetch),
+        "restore_decode_ms": statistics.median(decode),
     }
 
 
@@ -356,6 +404,10 @@ def tables_line(sizes: dict[str, int]) -> str:
 def write_docs(results: dict[str, Any], rendered: str) -> None:
     begin, end = "<!-- storage:begin -->", "<!-- storage:end -->"
     env, pg, ctx = results["environment"], results["postgres_saver"], results["ctxadmin"]
+    limits = ctx["ceilings"]
+    per_step = ctx["http_requests"] / results["steps"]
+    ceiling_steps = 1000 / (per_step * limits["noop_ms"])
+    ceiling_ratio = ceiling_steps / pg["steps_per_s"]
     block = (
         f"{begin}\n"
         f"Measured {results['measured_at']} on {env['cpus']} cores, PostgreSQL "
@@ -376,6 +428,13 @@ def write_docs(results: dict[str, Any], rendered: str) -> None:
             for kind, v in ctx["http_by_kind"].items()
         )
         + ".\n"
+        f"- Ceilings, through the same gunicorn: the cheapest authenticated request (a 404 "
+        f"`get_tuple`) takes {limits['noop_ms']:.1f} ms, so {per_step:.1f} requests a step "
+        f"cannot go faster than {ceiling_steps:.1f} steps/s ({ceiling_ratio:.2f}× "
+        f"PostgresSaver's {pg['steps_per_s']:.1f}) even if the server did nothing; a restore is "
+        f"{limits['restore_fetch_ms']:.1f} ms of round trip (server, transfer, JSON) and "
+        f"{limits['restore_decode_ms']:.1f} ms of decoding on the client (LangChain messages "
+        f"rebuilt, as PostgresSaver also does in its {pg['restore_median_ms']:.1f} ms).\n"
         f"{end}"
     )
     text = DOCS.read_text() if DOCS.exists() else ""
@@ -421,6 +480,7 @@ def run(args: argparse.Namespace, dsn: str, var_dir: str) -> None:
             "postgresql": version,
             "python": sys.version.split()[0],
             "gunicorn_workers": 2,
+            "gunicorn_threads": 4,
         },
         "postgres_saver": pg,
         "ctxadmin": ctx,
@@ -438,6 +498,7 @@ def run(args: argparse.Namespace, dsn: str, var_dir: str) -> None:
     print("PostgresSaver tables:", tables_line(pg["tables"]))
     print("ctxadmin tables:", tables_line(ctx["tables"]))
     print(f"ctxadmin HTTP requests: {ctx['http_requests']} ({ctx['http_seconds']:.1f} s)")
+    print("ctxadmin ceilings:", ctx["ceilings"], "by kind:", ctx["http_by_kind"])
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2, default=str) + "\n")
     print(f"wrote {RESULTS.relative_to(ROOT)}")

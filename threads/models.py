@@ -8,10 +8,13 @@ marked unsafe) and the working context (computed, never stored).
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+
+from threads.domain.langgraph import checkpoint_pack, checkpoint_unpack
 
 
 class Role(models.TextChoices):
@@ -558,20 +561,35 @@ class LanggraphContent(models.Model):
 
 
 class LanggraphChannelVersion(models.Model):
-    """One version of one channel: serialised bytes (`content`), or for a mirrored `messages`
-    channel a reference to the log — every mirrored message up to `messages_until_seq`, or the
-    explicit `message_seqs` (the seqs of the events carrying each message, in order)."""
+    """One version of one channel: serialised bytes — small ones (`data`, up to
+    SMALL_VALUE_BYTES) in the row itself, larger ones in a shared `content` row — or for a
+    mirrored `messages` channel a reference to the log: every mirrored message up to
+    `messages_until_seq`, or the explicit `message_seqs` (the seqs of the events carrying each
+    message, in order), `message_count` of them."""
 
-    thread = models.ForeignKey(Thread, on_delete=models.PROTECT, related_name="lg_versions")
+    # Below this size a content row, its key and its index cost more than the bytes themselves.
+    SMALL_VALUE_BYTES = 64
+
+    # db_index=False: the unique constraint below starts with the thread.
+    thread = models.ForeignKey(
+        Thread, on_delete=models.PROTECT, related_name="lg_versions", db_index=False
+    )
     checkpoint_ns = models.CharField(max_length=255, blank=True, default="")
     channel = models.CharField(max_length=255)
     version = models.CharField(max_length=255)
     type = models.CharField(max_length=64)
+    data = models.BinaryField(null=True, blank=True)
     content = models.ForeignKey(
-        LanggraphContent, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        LanggraphContent,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        db_index=False,
     )
     messages_until_seq = models.PositiveBigIntegerField(null=True, blank=True)
     message_seqs = models.JSONField(null=True, blank=True)
+    message_count = models.PositiveIntegerField(null=True, blank=True)
     cursor = models.PositiveBigIntegerField(default=0)  # the last mirrored seq it refers to
 
     class Meta:
@@ -580,6 +598,14 @@ class LanggraphChannelVersion(models.Model):
                 fields=["thread", "checkpoint_ns", "channel", "version"],
                 name="lg_version_unique",
             ),
+        ]
+        # Only the rows that have a content row: most versions are small or mirrored.
+        indexes = [
+            models.Index(
+                fields=["content"],
+                condition=models.Q(content__isnull=False),
+                name="lg_version_content",
+            )
         ]
 
     def __str__(self) -> str:
@@ -590,7 +616,10 @@ class LanggraphMessage(models.Model):
     """Where a mirrored LangChain message is in the log: the event carrying it (`seq`) and its
     last event (`last_seq`, after its tool calls). An index of the log, never a copy."""
 
-    thread = models.ForeignKey(Thread, on_delete=models.PROTECT, related_name="lg_messages")
+    # db_index=False: the unique constraint below starts with the thread.
+    thread = models.ForeignKey(
+        Thread, on_delete=models.PROTECT, related_name="lg_messages", db_index=False
+    )
     message_id = models.CharField(max_length=200)
     digest = models.CharField(max_length=64)  # of the message's JSON form
     seq = models.PositiveBigIntegerField()
@@ -609,16 +638,21 @@ class LanggraphMessage(models.Model):
 
 
 class LanggraphCheckpoint(models.Model):
-    """A LangGraph checkpoint: its JSON without channel values, its metadata, and the ctxadmin
-    Checkpoint (label `langgraph:<checkpoint_id>`) that lists it among the thread's."""
+    """A LangGraph checkpoint: its JSON without channel values (stored compressed: its
+    `channel_versions` and `versions_seen` repeat the same version strings), its metadata, and
+    the ctxadmin Checkpoint (label `langgraph:<checkpoint_id>`) that lists it among the
+    thread's. `checkpoint` reads and writes the JSON."""
 
-    thread = models.ForeignKey(Thread, on_delete=models.PROTECT, related_name="lg_checkpoints")
+    # db_index=False: the unique constraint below starts with the thread.
+    thread = models.ForeignKey(
+        Thread, on_delete=models.PROTECT, related_name="lg_checkpoints", db_index=False
+    )
     checkpoint_ns = models.CharField(max_length=255, blank=True, default="")
     checkpoint_id = models.CharField(max_length=64)
     parent_checkpoint_id = models.CharField(max_length=64, blank=True, default="")
-    checkpoint = models.JSONField()
+    checkpoint_z = models.BinaryField()  # zlib of the compact JSON
     metadata = models.JSONField(default=dict)
-    run_id = models.CharField(max_length=200, blank=True, default="", db_index=True)
+    run_id = models.CharField(max_length=200, blank=True, default="")
     cursor = models.PositiveBigIntegerField(default=0)  # the last mirrored seq it stands on
     ctxadmin_checkpoint = models.OneToOneField(
         Checkpoint, on_delete=models.PROTECT, related_name="langgraph"
@@ -626,21 +660,45 @@ class LanggraphCheckpoint(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        # The unique constraint also serves "the namespace's latest" (read backwards).
         constraints = [
             models.UniqueConstraint(
                 fields=["thread", "checkpoint_ns", "checkpoint_id"], name="lg_checkpoint_unique"
             ),
         ]
-        indexes = [models.Index(fields=["thread", "checkpoint_ns", "-checkpoint_id"])]
+        # Only checkpoints of a run: most have no run_id.
+        indexes = [
+            models.Index(
+                fields=["run_id"], condition=~models.Q(run_id=""), name="lg_checkpoint_run"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"langgraph:{self.checkpoint_id}"
 
+    @property
+    def checkpoint(self) -> dict[str, Any]:
+        cached = self.__dict__.get("_checkpoint")
+        if cached is None:
+            cached = checkpoint_unpack(bytes(self.checkpoint_z))
+            self.__dict__["_checkpoint"] = cached
+        return cached
+
+    @checkpoint.setter
+    def checkpoint(self, value: dict[str, Any]) -> None:
+        self.checkpoint_z = checkpoint_pack(value)
+        self.__dict__["_checkpoint"] = value
+
 
 class LanggraphWrite(models.Model):
-    """A pending write of a task after checkpoint `checkpoint_id`, as serialised bytes."""
+    """A pending write of a task after checkpoint `checkpoint_id`: serialised bytes, or for a
+    write of LangChain messages to the mirrored channel the seqs of the events carrying them
+    (`message_seqs`; `data` is then empty)."""
 
-    thread = models.ForeignKey(Thread, on_delete=models.PROTECT, related_name="lg_writes")
+    # db_index=False: the unique constraint below starts with the thread.
+    thread = models.ForeignKey(
+        Thread, on_delete=models.PROTECT, related_name="lg_writes", db_index=False
+    )
     checkpoint_ns = models.CharField(max_length=255, blank=True, default="")
     checkpoint_id = models.CharField(max_length=64)
     task_id = models.CharField(max_length=200)
@@ -649,6 +707,7 @@ class LanggraphWrite(models.Model):
     channel = models.CharField(max_length=255)
     type = models.CharField(max_length=64)
     data = models.BinaryField()
+    message_seqs = models.JSONField(null=True, blank=True)
 
     class Meta:
         constraints = [

@@ -2,24 +2,36 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, message_to_dict
 
 from tests import factories
 from threads.domain.langgraph import message_digest
-from threads.models import Checkpoint, LanggraphChannelVersion, Thread
-from threads.selectors.langgraph import lg_checkpoint_get, lg_tuple
+from threads.models import (
+    Checkpoint,
+    LanggraphChannelVersion,
+    LanggraphCheckpoint,
+    LanggraphWrite,
+    Thread,
+)
+from threads.selectors.langgraph import lg_checkpoint_get, lg_checkpoints_list, lg_tuple, lg_tuples
 from threads.services.langgraph import (
     MessageIn,
+    MessagesBaseUnknown,
     MessagesIn,
     MessagesMissing,
     MessagesNotMirrored,
+    MessagesUnordered,
     ValueIn,
+    WriteIn,
     langgraph_checkpoint_put,
     langgraph_checkpoint_put_locked,
+    langgraph_writes_put,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -90,8 +102,7 @@ def test_messages_with_no_event_form_are_refused_whole() -> None:
     orphan = message_to_dict(ToolMessage("refunded", tool_call_id="nope", id="t9"))
     with pytest.raises(MessagesNotMirrored):
         _put(workspace, "cp-1", _entries([FORMS[0], orphan]), "1")
-    thread = Thread.objects.get(external_id="repair-1")
-    assert thread.last_seq == 0  # all or nothing
+    assert not Thread.objects.filter(external_id="repair-1").exists()  # all or nothing
     assert not LanggraphChannelVersion.objects.exists()
     assert not Checkpoint.objects.exists()
 
@@ -117,3 +128,140 @@ def test_a_repair_writes_a_new_head_inside_its_own_transaction() -> None:
     assert [v[0] for v in found.values] == ["other"]
     latest = lg_checkpoint_get(thread=thread, checkpoint_ns="", checkpoint_id=None)
     assert latest is not None and latest.checkpoint_id == "cp-3"
+
+
+def _put_after(
+    workspace: Any, checkpoint_id: str, entries: list[MessageIn], version: str, **base: Any
+) -> Any:
+    return langgraph_checkpoint_put(
+        workspace=workspace,
+        external_id="repair-1",
+        checkpoint_ns="",
+        checkpoint_id=checkpoint_id,
+        parent_checkpoint_id="",
+        checkpoint={"v": 4, "id": checkpoint_id, "channel_versions": {"messages": version}},
+        metadata={"source": "loop", "step": 0},
+        messages=MessagesIn(channel="messages", version=version, entries=entries, **base),
+        actor_label="api key test",
+    )
+
+
+def test_a_put_after_a_base_version_sends_only_the_new_messages() -> None:
+    workspace, _ = factories.make_workspace("acme")
+    _put_after(workspace, "cp-1", _entries(FORMS[:2]), "1")
+    row = _put_after(workspace, "cp-2", _entries(FORMS[2:]), "2", base_version="1", base_count=2)
+    assert lg_tuple(row).messages == {"messages": FORMS}
+    version = LanggraphChannelVersion.objects.get(version="2")
+    assert version.message_count == 3 and version.messages_until_seq == 4  # still "up to a seq"
+    # Nothing new: the same list again, by reference.
+    again = _put_after(workspace, "cp-3", [], "3", base_version="2", base_count=3)
+    assert lg_tuple(again).messages == {"messages": FORMS}
+
+
+def test_a_put_whose_base_does_not_fit_is_refused() -> None:
+    workspace, _ = factories.make_workspace("acme")
+    _put_after(workspace, "cp-1", _entries(FORMS[:2]), "1")
+    for base in ({"base_version": "nope", "base_count": 2}, {"base_version": "1", "base_count": 1}):
+        with pytest.raises(MessagesBaseUnknown):
+            _put_after(workspace, "cp-2", _entries(FORMS[2:]), "2", **base)
+    assert not LanggraphChannelVersion.objects.filter(version="2").exists()
+    assert Thread.objects.get(external_id="repair-1").last_seq == 3  # nothing appended
+
+
+def test_a_base_that_is_not_a_prefix_of_the_log_gives_explicit_seqs() -> None:
+    """A base version after an edit refers to explicit seqs: its extension does too, in order."""
+    workspace, _ = factories.make_workspace("acme")
+    _put_after(workspace, "cp-1", _entries(FORMS[:1]), "1")
+    other = message_to_dict(HumanMessage("unrelated", id="h9"))
+    _put_after(workspace, "cp-2", _entries([FORMS[0], other]), "2")  # h9 after h1 in the log
+    row = _put_after(workspace, "cp-3", _entries(FORMS[1:]), "3", base_version="1", base_count=1)
+    assert lg_tuple(row).messages == {"messages": FORMS}
+    version = LanggraphChannelVersion.objects.get(version="3")
+    assert version.messages_until_seq is None and version.message_count == 3
+
+
+def _write(workspace: Any, checkpoint_id: str, forms: list[dict[str, Any]]) -> None:
+    langgraph_writes_put(
+        workspace=workspace,
+        external_id="repair-1",
+        checkpoint_ns="",
+        checkpoint_id=checkpoint_id,
+        task_id="task-1",
+        task_path="",
+        writes=[WriteIn(idx=0, channel="messages", messages=_entries(forms))],
+        actor_label="api key test",
+    )
+
+
+def test_a_write_of_messages_is_mirrored_and_stored_as_a_reference() -> None:
+    workspace, _ = factories.make_workspace("acme")
+    row = _put_after(workspace, "cp-1", _entries(FORMS[:2]), "1")
+    _write(workspace, "cp-1", FORMS[2:])
+    write = LanggraphWrite.objects.get()
+    assert bytes(write.data) == b"" and write.message_seqs == [4]
+    found = lg_tuple(row)
+    assert found.write_messages == {write.pk: FORMS[2:]}
+    # The next put finds the message in the log: nothing appended twice.
+    _put_after(
+        workspace,
+        "cp-2",
+        _entries(FORMS[2:], with_forms=False),
+        "2",
+        base_version="1",
+        base_count=2,
+    )
+    assert Thread.objects.get(external_id="repair-1").last_seq == 4
+
+
+def test_a_write_that_would_break_the_conversations_order_is_refused() -> None:
+    workspace, _ = factories.make_workspace("acme")
+    with pytest.raises(MessagesUnordered):  # its checkpoint is not stored yet
+        _write(workspace, "cp-1", FORMS[:1])
+    _put_after(workspace, "cp-1", _entries(FORMS[:1]), "1")
+    _put_after(workspace, "cp-2", _entries(FORMS[:2]), "2")
+    with pytest.raises(MessagesUnordered):  # the log holds a later message than cp-1's
+        _write(workspace, "cp-1", [message_to_dict(HumanMessage("late", id="h7"))])
+    assert not LanggraphWrite.objects.exists()
+    _write(workspace, "cp-1", FORMS[1:2])  # already in the log: a reference, whatever the order
+    assert LanggraphWrite.objects.get().message_seqs == [2]
+
+
+def test_a_checkpoint_is_stored_compressed_and_read_back_exactly() -> None:
+    workspace, _ = factories.make_workspace("acme")
+    versions = {f"channel-{i}": f"{i:010}.0a1b2c3d" for i in range(20)}
+    checkpoint = {
+        "v": 4,
+        "id": "cp-1",
+        "channel_versions": versions,
+        "versions_seen": {f"node-{i}": dict(versions) for i in range(5)},
+    }
+    row = langgraph_checkpoint_put(
+        workspace=workspace,
+        external_id="repair-1",
+        checkpoint_ns="",
+        checkpoint_id="cp-1",
+        parent_checkpoint_id="",
+        checkpoint=checkpoint,
+        metadata={},
+        actor_label="api key test",
+    )
+    stored = LanggraphCheckpoint.objects.get(pk=row.pk)
+    assert stored.checkpoint == checkpoint
+    assert len(bytes(stored.checkpoint_z)) * 3 < len(json.dumps(checkpoint))
+
+
+def test_a_page_of_checkpoints_is_read_in_a_fixed_number_of_queries() -> None:
+    workspace, _ = factories.make_workspace("acme")
+    for n in range(1, 11):
+        _put_after(workspace, f"cp-{n:02}", _entries(FORMS[: 1 + n % 3]), str(n))
+    thread = Thread.objects.get(external_id="repair-1")
+
+    def queries(limit: int) -> int:
+        rows = lg_checkpoints_list(workspace=workspace, external_id="repair-1", limit=limit)
+        with CaptureQueriesContext(connection) as captured:
+            found = lg_tuples(rows)
+        assert len(found) == limit
+        return len(captured)
+
+    assert queries(2) == queries(10)
+    assert thread.lg_checkpoints.count() == 10

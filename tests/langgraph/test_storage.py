@@ -3,17 +3,20 @@ workspaces kept apart, delete / prune / copy that leave the event log and its ch
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
 import httpx
 import pytest
+from ctxadmin_client import Client
 from ctxadmin_client.langgraph import CtxadminSaver
 from drf_spectacular.drainage import GENERATOR_STATS
 from drf_spectacular.generators import SchemaGenerator
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, CheckpointMetadata, empty_checkpoint
+from langgraph.checkpoint.memory import InMemorySaver
 
 from tests import factories
 from tests.langgraph.conftest import Server
@@ -75,7 +78,10 @@ def test_equal_values_are_stored_once(server: Server, saver: CtxadminSaver) -> N
     for thread_id in ("dedup-1", "dedup-2"):
         _put(saver, thread_id, {"big": big, "other": thread_id})
     assert LanggraphChannelVersion.objects.count() == 4
-    assert LanggraphContent.objects.count() == 3  # big once, plus each thread's "other"
+    # big once; each thread's small "other" lives in its version row, no content row of its own
+    assert LanggraphContent.objects.count() == 1
+    small = LanggraphChannelVersion.objects.filter(channel="other")
+    assert all(v.content_id is None and v.data for v in small)
 
 
 def test_another_workspace_key_sees_nothing(server: Server, saver: CtxadminSaver) -> None:
@@ -257,3 +263,120 @@ def test_the_endpoints_are_in_the_openapi_schema() -> None:
         assert route in paths, route
     warnings = [w for w in GENERATOR_STATS._warn_cache if "langgraph" in str(w).lower()]
     assert warnings == []
+
+
+class Recording(httpx.HTTPTransport):
+    """A transport that keeps the JSON bodies the saver sends, by path."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[tuple[str, dict[str, Any]]] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "POST":
+            self.sent.append((request.url.path, json.loads(request.content)))
+        return super().handle_request(request)
+
+
+def _recording_saver(server: Server) -> tuple[CtxadminSaver, Recording]:
+    recording = Recording()
+    client = Client(server.url, server.api_key, transport=recording)  # type: ignore[arg-type]
+    return CtxadminSaver(client), recording
+
+
+def test_puts_send_only_new_messages_and_writes_refer_to_the_log(server: Server) -> None:
+    saver, recording = _recording_saver(server)
+    app, config = run_script(saver)["tools"]
+    thread = Thread.objects.get(external_id=config["configurable"]["thread_id"])
+    path = f"/threads/{thread.external_id}/langgraph/checkpoints/"
+    puts = [b["messages"] for p, b in recording.sent if p.endswith(path) and b["messages"]]
+    assert len(puts) >= 8
+    # After the first, every put builds on the version before it: one or two new messages.
+    assert all(m.get("base_version") for m in puts[1:])
+    assert max(len(m["entries"]) for m in puts[1:]) <= 2
+    # Most writes of messages went as JSON forms and are stored as references to the log.
+    writes = LanggraphWrite.objects.filter(thread=thread, channel="messages")
+    referenced = writes.filter(message_seqs__isnull=False)
+    # The others are messages LangGraph had not given an id yet (its reducer does).
+    for write in writes.filter(message_seqs__isnull=True):
+        value = saver.serde.loads_typed((write.type, bytes(write.data)))
+        assert any(message.id is None for message in value)
+    assert referenced.count() >= 4  # at least the four AI messages, which come with ids
+    assert all(bytes(w.data) == b"" for w in referenced)
+    # The log holds each message once, in the conversation's order.
+    messages = app.get_state(config).values["messages"]
+    carrying = Event.objects.filter(thread=thread, metadata__has_key="langchain").order_by("seq")
+    assert [str(i) for i in carrying.values_list("client_event_id", flat=True)] == [
+        str(m.id) for m in messages
+    ]
+    # And the state reads back as the in-memory saver has it.
+    memory_app, memory_config = run_script(InMemorySaver())["tools"]
+    assert values_form(app.get_state(config).values) == values_form(
+        memory_app.get_state(memory_config).values
+    )
+    saver.close()
+
+
+def test_a_saver_whose_knowledge_is_stale_resends_the_whole_list(server: Server) -> None:
+    saver, recording = _recording_saver(server)
+    first: list[Any] = [HumanMessage("refund order 7", id="h1")]
+    stored = _put(saver, "stale-1", {"messages": first})
+    # Another process deletes the thread's checkpoints: the version the saver would build on.
+    other = CtxadminSaver.from_url(server.url, server.api_key)
+    other.delete_thread("stale-1")
+    other.close()
+    recording.sent.clear()
+    second = [*first, AIMessage("done", id="a1")]
+    _put(
+        saver,
+        "stale-1",
+        {"messages": second},
+        checkpoint_id=stored["configurable"]["checkpoint_id"],
+    )
+    puts = [b["messages"] for _, b in recording.sent]
+    assert [bool(m.get("base_version")) for m in puts] == [True, False]  # refused, then all
+    assert [len(m["entries"]) for m in puts] == [1, 2]
+    found = saver.get_tuple({"configurable": {"thread_id": "stale-1"}})
+    assert found is not None
+    assert found.checkpoint["channel_values"]["messages"] == second
+    saver.close()
+
+
+def test_a_put_with_an_unknown_base_is_a_conflict_in_the_error_shape(
+    server: Server, saver: CtxadminSaver
+) -> None:
+    headers = {"Authorization": f"Bearer {server.api_key}"}
+    answer = httpx.post(
+        f"{server.url}/api/v1/threads/base-1/langgraph/checkpoints/",
+        headers=headers,
+        json={
+            "checkpoint_id": "cp-1",
+            "checkpoint": {"v": 4, "id": "cp-1", "channel_versions": {"messages": "2"}},
+            "messages": {
+                "channel": "messages",
+                "version": "2",
+                "entries": [],
+                "base_version": "1",
+                "base_count": 3,
+            },
+        },
+    )
+    assert answer.status_code == 409
+    assert answer.json()["error"]["code"] == "messages_base_unknown"
+
+
+def test_copy_thread_keeps_the_side_effect_marking(server: Server) -> None:
+    saver = CtxadminSaver.from_url(server.url, server.api_key, side_effect_tools=["add"])
+    _, config = run_script(saver)["tools"]
+    source_id = config["configurable"]["thread_id"]
+    saver.copy_thread(source_id, "copy-effects")
+
+    def marked(external_id: str) -> list[tuple[str, bool]]:
+        calls = Event.objects.filter(thread__external_id=external_id, kind="tool_call").order_by(
+            "seq"
+        )
+        return [(e.data["tool_name"], bool(e.data.get("side_effect"))) for e in calls]
+
+    assert ("add", True) in marked(source_id)
+    assert marked("copy-effects") == marked(source_id)
+    saver.close()

@@ -23,12 +23,13 @@ from rest_framework.views import APIView
 from threads.api.auth import require_agent
 from threads.api.serializers import ErrorSerializer, StrictCharField
 from threads.domain.errors import NotFound
+from threads.models import LanggraphWrite
 from threads.selectors.langgraph import (
     LanggraphTuple,
-    lg_checkpoint_get,
+    lg_checkpoint_find,
     lg_checkpoints_list,
-    lg_thread_get,
     lg_tuple,
+    lg_tuples,
 )
 from threads.services.langgraph import (
     PRUNE_STRATEGIES,
@@ -96,11 +97,8 @@ class MessageEntrySerializer(serializers.Serializer):
     )
 
 
-class MessagesSerializer(serializers.Serializer):
-    channel = StrictCharField(max_length=255)
-    version = StrictCharField(max_length=255)
-    entries = MessageEntrySerializer(many=True)
-    side_effect_tools = serializers.ListField(
+def _side_effect_tools() -> serializers.ListField:
+    return serializers.ListField(
         child=StrictCharField(max_length=200),
         required=False,
         default=list,
@@ -109,14 +107,40 @@ class MessagesSerializer(serializers.Serializer):
     )
 
 
+class MessagesSerializer(serializers.Serializer):
+    channel = StrictCharField(max_length=255)
+    version = StrictCharField(max_length=255)
+    entries = MessageEntrySerializer(
+        many=True, help_text="every message in order, or with `base_version` those after it"
+    )
+    side_effect_tools = _side_effect_tools()
+    base_version = StrictCharField(
+        max_length=255,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="an earlier version of this channel the server holds: `entries` then lists "
+        "only the messages after its first `base_count`",
+    )
+    base_count = serializers.IntegerField(
+        min_value=0, required=False, default=0, help_text="how many messages the base holds"
+    )
+
+
 class WriteOutputSerializer(serializers.Serializer):
     task_id = StrictCharField()
     task_path = StrictCharField()
     idx = serializers.IntegerField()
     channel = StrictCharField()
-    type = StrictCharField()
+    type = StrictCharField(allow_blank=True, help_text="empty for a write of `messages`")
     # The stubs type Serializer.data (the rendered answer); here it is the bytes.
     data = Base64Field()  # type: ignore[assignment]
+    messages = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        help_text="a write of LangChain messages to the mirrored channel: their JSON forms, "
+        "read from the log (then `type` and `data` are empty)",
+    )
 
 
 class ValueOutputSerializer(serializers.Serializer):
@@ -162,20 +186,24 @@ def _tuple_json(found: LanggraphTuple) -> dict[str, Any]:
             for c, t, d in found.values
         ],
         "messages": found.messages,
-        "writes": [
-            {
-                "task_id": w.task_id,
-                "task_path": w.task_path,
-                "idx": w.idx,
-                "channel": w.channel,
-                "type": w.type,
-                "data": base64.b64encode(bytes(w.data)).decode("ascii"),
-            }
-            for w in found.writes
-        ],
+        "writes": [_write_json(w, found.write_messages.get(w.pk)) for w in found.writes],
         "cursor": row.cursor,
         "ctxadmin_checkpoint": row.ctxadmin_checkpoint_id,
     }
+
+
+def _write_json(write: LanggraphWrite, messages: list[dict[str, Any]] | None) -> dict[str, Any]:
+    answer = {
+        "task_id": write.task_id,
+        "task_path": write.task_path,
+        "idx": write.idx,
+        "channel": write.channel,
+        "type": write.type,
+        "data": base64.b64encode(bytes(write.data)).decode("ascii"),
+    }
+    if messages is not None:
+        answer["messages"] = messages
+    return answer
 
 
 class ListFilterSerializer(serializers.Serializer):
@@ -237,7 +265,7 @@ def _list(request: Request, external_id: str | None) -> Response:
     rows = rows[:limit]
     return Response(
         {
-            "checkpoints": [_tuple_json(lg_tuple(row)) for row in rows],
+            "checkpoints": [_tuple_json(found) for found in lg_tuples(rows)],
             "next": f"{rows[-1].checkpoint_id}:{rows[-1].pk}" if more else None,
         }
     )
@@ -278,9 +306,11 @@ class ThreadLanggraphCheckpointsApi(APIView):
         description=(
             "Store a LangGraph checkpoint (the thread is created on first put). `values` are the "
             "channel versions that changed, as the saver serialised them; `messages` lists the "
-            "mirrored channel's messages by id and digest, with the JSON forms of those the log "
-            "may not hold. 409 `messages_missing` (fields.missing): send those forms. 422 "
-            "`messages_not_mirrored`: store that channel in `values` instead."
+            "mirrored channel's messages by id and digest (all of them, or those after a "
+            "`base_version`), with the JSON forms of those the log may not hold. 409 "
+            "`messages_missing` (fields.missing): send those forms. 409 `messages_base_unknown`: "
+            "send the whole list. 422 `messages_not_mirrored`: store that channel in `values` "
+            "instead."
         ),
     )
     def post(self, request: Request, id: str) -> Response:
@@ -308,6 +338,8 @@ class ThreadLanggraphCheckpointsApi(APIView):
                     for e in messages["entries"]
                 ],
                 side_effect_tools=frozenset(messages.get("side_effect_tools") or ()),
+                base_version=messages.get("base_version"),
+                base_count=messages.get("base_count") or 0,
             ),
             actor_label=agent.label,
         )
@@ -352,14 +384,12 @@ class ThreadLanggraphCheckpointApi(APIView):
         agent = require_agent(request, "read LangGraph checkpoints")
         query = self.QuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
-        thread = lg_thread_get(workspace=agent.workspace, external_id=id)
-        row = None
-        if thread is not None:
-            row = lg_checkpoint_get(
-                thread=thread,
-                checkpoint_ns=query.validated_data["checkpoint_ns"],
-                checkpoint_id=None if checkpoint_id == "latest" else checkpoint_id,
-            )
+        row = lg_checkpoint_find(
+            workspace=agent.workspace,
+            external_id=id,
+            checkpoint_ns=query.validated_data["checkpoint_ns"],
+            checkpoint_id=None if checkpoint_id == "latest" else checkpoint_id,
+        )
         if row is None:
             raise NotFound("checkpoint not found")
         return Response(_tuple_json(lg_tuple(row)))
@@ -372,6 +402,21 @@ class InterruptSerializer(serializers.Serializer):
     id = StrictCharField(max_length=180, help_text="the interrupt's id")
     value = serializers.JSONField(
         allow_null=True, help_text="the interrupt's value as plain JSON (null included)"
+    )
+
+
+def _write_in(write: dict[str, Any]) -> WriteIn:
+    if "messages" in write:
+        return WriteIn(
+            idx=write["idx"],
+            channel=write["channel"],
+            messages=[
+                MessageIn(id=e["id"], digest=e["digest"], message=e.get("message"))
+                for e in write["messages"]
+            ],
+        )
+    return WriteIn(
+        idx=write["idx"], channel=write["channel"], type=write["type"], data=write["data"]
     )
 
 
@@ -389,8 +434,26 @@ class ThreadLanggraphWritesApi(APIView):
                 min_value=-(2**31), max_value=2**31 - 1, help_text="negative for special channels"
             )
             channel = StrictCharField(max_length=255)
-            type = StrictCharField(max_length=64)
-            data = Base64Field()  # type: ignore[assignment]
+            type = StrictCharField(max_length=64, required=False)
+            data = Base64Field(required=False)  # type: ignore[assignment]
+            messages = MessageEntrySerializer(
+                many=True,
+                required=False,
+                help_text="instead of `type` and `data`: a write of LangChain messages to the "
+                "mirrored channel, each with its JSON form; mirrored into the log",
+            )
+
+            def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+                has_bytes = "type" in attrs and "data" in attrs
+                if has_bytes == ("messages" in attrs):
+                    raise serializers.ValidationError(
+                        {"messages": "send either `type` and `data` or `messages`"}
+                    )
+                if "messages" in attrs and any(e.get("message") is None for e in attrs["messages"]):
+                    raise serializers.ValidationError(
+                        {"messages": "each message of a write comes with its JSON form"}
+                    )
+                return attrs
 
         checkpoint_ns = StrictCharField(max_length=255, allow_blank=True, default="")
         checkpoint_id = StrictCharField(max_length=64)
@@ -398,13 +461,16 @@ class ThreadLanggraphWritesApi(APIView):
         task_path = StrictCharField(max_length=500, allow_blank=True, default="")
         writes = WriteSerializer(many=True)
         interrupts = InterruptSerializer(many=True, required=False, default=list)
+        side_effect_tools = _side_effect_tools()
 
     @extend_schema(
         operation_id="langgraph_writes_put",
         parameters=[THREAD_ID],
         request=InputSerializer,
         responses={204: None, **ERRORS},
-        description="Store a task's pending writes after a checkpoint.",
+        description="Store a task's pending writes after a checkpoint. A write of `messages` "
+        "is mirrored into the log and stored as a reference to it. 409 `messages_unordered` "
+        "or 422 `messages_not_mirrored`: send that write as bytes instead.",
     )
     def post(self, request: Request, id: str) -> Response:
         agent = require_agent(request, "put LangGraph writes")
@@ -418,8 +484,9 @@ class ThreadLanggraphWritesApi(APIView):
             checkpoint_id=data["checkpoint_id"],
             task_id=data["task_id"],
             task_path=data["task_path"],
-            writes=[WriteIn(**w) for w in data["writes"]],
+            writes=[_write_in(w) for w in data["writes"]],
             interrupts=[InterruptIn(id=i["id"], value=i["value"]) for i in data["interrupts"]],
+            side_effect_tools=frozenset(data.get("side_effect_tools") or ()),
             actor_label=agent.label,
         )
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -8,7 +8,7 @@ order (task_path, task_id, idx).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ from threads.domain.langgraph import message_from_event
 from threads.models import (
     Checkpoint,
     Event,
+    EventKind,
     LanggraphChannelVersion,
     LanggraphCheckpoint,
     LanggraphMessage,
@@ -41,6 +42,8 @@ class LanggraphTuple:
     values: list[tuple[str, str, bytes]] = field(default_factory=list)  # channel, type, bytes
     messages: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # channel -> JSON
     writes: list[LanggraphWrite] = field(default_factory=list)
+    # write pk -> the JSON forms of the messages a write to the mirrored channel refers to
+    write_messages: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def lg_thread_get(*, workspace: Workspace, external_id: str) -> Thread | None:
@@ -62,6 +65,30 @@ def lg_checkpoint_get(
     """The checkpoint `checkpoint_id` of the namespace, or its latest (the highest id: LangGraph's
     ids sort by time) when None."""
     rows = LanggraphCheckpoint.objects.filter(thread=thread, checkpoint_ns=checkpoint_ns)
+    if checkpoint_id is not None:
+        return rows.filter(checkpoint_id=checkpoint_id).first()
+    return rows.order_by("-checkpoint_id", "-pk").first()
+
+
+def lg_checkpoint_cursor(*, thread: Thread, checkpoint_ns: str, checkpoint_id: str) -> int | None:
+    """The cursor of the checkpoint (the last seq of its mirrored messages), None when it is
+    not stored."""
+    return (
+        LanggraphCheckpoint.objects.filter(
+            thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
+        )
+        .values_list("cursor", flat=True)
+        .first()
+    )
+
+
+def lg_checkpoint_find(
+    *, workspace: Workspace, external_id: str, checkpoint_ns: str, checkpoint_id: str | None
+) -> LanggraphCheckpoint | None:
+    """`lg_checkpoint_get` by the thread's external_id, with its thread, in one query."""
+    rows = LanggraphCheckpoint.objects.filter(
+        thread__workspace=workspace, thread__external_id=external_id, checkpoint_ns=checkpoint_ns
+    ).select_related("thread")
     if checkpoint_id is not None:
         return rows.filter(checkpoint_id=checkpoint_id).first()
     return rows.order_by("-checkpoint_id", "-pk").first()
@@ -115,7 +142,8 @@ def lg_checkpoints_list(
     return found
 
 
-def _message_seqs(thread: Thread, version: LanggraphChannelVersion) -> list[int]:
+def lg_version_message_seqs(thread: Thread, version: LanggraphChannelVersion) -> list[int]:
+    """The seqs of the events carrying a mirrored version's messages, in order."""
     if version.message_seqs is not None:
         return [int(seq) for seq in version.message_seqs]
     return list(
@@ -123,6 +151,23 @@ def _message_seqs(thread: Thread, version: LanggraphChannelVersion) -> list[int]
         .order_by("seq")
         .values_list("seq", flat=True)
     )
+
+
+def lg_version_message_count(thread: Thread, version: LanggraphChannelVersion) -> int | None:
+    """How many messages a mirrored version holds (None for a version of bytes)."""
+    if version.message_count is not None:
+        return version.message_count
+    if version.messages_until_seq is None and version.message_seqs is None:
+        return None
+    return len(lg_version_message_seqs(thread, version))
+
+
+def lg_version_get(
+    *, thread: Thread, checkpoint_ns: str, channel: str, version: str
+) -> LanggraphChannelVersion | None:
+    return LanggraphChannelVersion.objects.filter(
+        thread=thread, checkpoint_ns=checkpoint_ns, channel=channel, version=version
+    ).first()
 
 
 def lg_messages_at(thread: Thread, seqs: list[int]) -> list[dict[str, Any]]:
@@ -136,37 +181,124 @@ def lg_messages_at(thread: Thread, seqs: list[int]) -> list[dict[str, Any]]:
     return [by_seq[seq] for seq in seqs]
 
 
-def lg_tuple(row: LanggraphCheckpoint) -> LanggraphTuple:
-    """The checkpoint with its channel values (bytes, or messages from the log) and writes."""
-    thread = row.thread
-    versions = {
+def lg_tuples(rows: Sequence[LanggraphCheckpoint]) -> list[LanggraphTuple]:
+    """The checkpoints with their channel values (bytes, or messages from the log) and writes,
+    read with a fixed number of queries per thread whatever the number of checkpoints (a page
+    of `list` is one thread's, or a few)."""
+    answers = [LanggraphTuple(row=row, external_id=row.thread.external_id) for row in rows]
+    by_thread: dict[Any, list[LanggraphTuple]] = {}
+    for answer in answers:
+        by_thread.setdefault(answer.row.thread_id, []).append(answer)
+    for group in by_thread.values():
+        _thread_tuples_fill(group[0].row.thread, group)
+    return answers
+
+
+def _thread_tuples_fill(thread: Thread, answers: list[LanggraphTuple]) -> None:
+    wanted: dict[tuple[str, str], set[str]] = {}
+    for answer in answers:
+        for channel, version_id in _versions(answer.row).items():
+            wanted.setdefault((answer.row.checkpoint_ns, channel), set()).add(version_id)
+    condition = Q(pk__in=[])
+    for (ns, channel), versions in wanted.items():
+        condition |= Q(checkpoint_ns=ns, channel=channel, version__in=versions)
+    stored = {
+        (v.checkpoint_ns, v.channel, v.version): v
+        for v in LanggraphChannelVersion.objects.filter(condition, thread=thread).select_related(
+            "content"
+        )
+    }
+    writes: dict[tuple[str, str], list[LanggraphWrite]] = {}
+    write_rows = LanggraphWrite.objects.filter(
+        thread=thread,
+        checkpoint_ns__in={a.row.checkpoint_ns for a in answers},
+        checkpoint_id__in={a.row.checkpoint_id for a in answers},
+    ).order_by("task_path", "task_id", "idx")
+    for write in write_rows:
+        writes.setdefault((write.checkpoint_ns, write.checkpoint_id), []).append(write)
+    # Every message any of them needs, read from the log in one query.
+    seqs_of = _versions_message_seqs(thread, list(stored.values()))
+    needed: set[int] = {seq for seqs in seqs_of.values() for seq in seqs}
+    for group in writes.values():
+        for write in group:
+            needed.update(int(seq) for seq in write.message_seqs or ())
+    forms = _forms_at(thread, needed)
+    for answer in answers:
+        row = answer.row
+        for channel, version_id in sorted(_versions(row).items()):
+            version = stored.get((row.checkpoint_ns, channel, version_id))
+            if version is None:
+                continue
+            if version.pk in seqs_of:
+                answer.messages[channel] = [forms[seq] for seq in seqs_of[version.pk]]
+            elif version.content is not None:
+                answer.values.append((channel, version.type, bytes(version.content.data)))
+            else:
+                answer.values.append((channel, version.type, bytes(version.data or b"")))
+        answer.writes = writes.get((row.checkpoint_ns, row.checkpoint_id), [])
+        answer.write_messages = {
+            write.pk: [forms[int(seq)] for seq in write.message_seqs]
+            for write in answer.writes
+            if write.message_seqs is not None
+        }
+
+
+def _versions_message_seqs(
+    thread: Thread, versions: Sequence[LanggraphChannelVersion]
+) -> dict[int, list[int]]:
+    """Version pk -> the seqs of its messages, for the mirrored ones among `versions`: one
+    query for all those that refer to "every message up to a seq"."""
+    found = {v.pk: [int(seq) for seq in v.message_seqs] for v in versions if v.message_seqs}
+    found.update({v.pk: [] for v in versions if v.message_seqs == []})
+    until = [v for v in versions if v.message_seqs is None and v.messages_until_seq is not None]
+    if until:
+        index = list(
+            LanggraphMessage.objects.filter(
+                thread=thread, last_seq__lte=max(v.messages_until_seq or 0 for v in until)
+            )
+            .order_by("seq")
+            .values_list("seq", "last_seq")
+        )
+        for version in until:
+            end = version.messages_until_seq or 0
+            found[version.pk] = [seq for seq, last in index if last <= end]
+    return found
+
+
+def _versions(row: LanggraphCheckpoint) -> dict[str, str]:
+    return {
         str(channel): str(version)
         for channel, version in (row.checkpoint.get("channel_versions") or {}).items()
     }
-    answer = LanggraphTuple(row=row, external_id=thread.external_id)
-    stored = LanggraphChannelVersion.objects.filter(
-        thread=thread,
-        checkpoint_ns=row.checkpoint_ns,
-        channel__in=list(versions),
-        version__in=set(versions.values()),
-    ).select_related("content")
-    for version in sorted(stored, key=lambda v: v.channel):
-        if versions.get(version.channel) != version.version:
-            continue
-        if version.messages_until_seq is not None or version.message_seqs is not None:
-            answer.messages[version.channel] = lg_messages_at(
-                thread, _message_seqs(thread, version)
-            )
-        elif version.content is not None:
-            answer.values.append((version.channel, version.type, bytes(version.content.data)))
-        else:
-            answer.values.append((version.channel, version.type, b""))
-    answer.writes = list(
-        LanggraphWrite.objects.filter(
-            thread=thread, checkpoint_ns=row.checkpoint_ns, checkpoint_id=row.checkpoint_id
-        ).order_by("task_path", "task_id", "idx")
+
+
+def _forms_at(thread: Thread, seqs: set[int]) -> dict[int, dict[str, Any]]:
+    if not seqs:
+        return {}
+    return {
+        seq: message_from_event(kind, data, metadata)
+        for seq, kind, data, metadata in Event.objects.filter(
+            thread=thread, seq__in=seqs
+        ).values_list("seq", "kind", "data", "metadata")
+    }
+
+
+def lg_tuple(row: LanggraphCheckpoint) -> LanggraphTuple:
+    """The checkpoint with its channel values (bytes, or messages from the log) and writes."""
+    return lg_tuples([row])[0]
+
+
+def lg_side_effect_tools(thread: Thread) -> frozenset[str]:
+    """The tools whose calls the thread's log marks as side effects."""
+    return frozenset(
+        str(name)
+        for name in Event.objects.filter(
+            thread=thread, kind=EventKind.TOOL_CALL, data__side_effect=True
+        )
+        .values_list("data__tool_name", flat=True)
+        .distinct()
+        if name
     )
-    return answer
 
 
 def lg_message_index(thread: Thread, message_ids: Iterable[str]) -> list[LanggraphMessage]:
@@ -181,6 +313,20 @@ def lg_message_index(thread: Thread, message_ids: Iterable[str]) -> list[Langgra
 def lg_messages_count_until(thread: Thread, seq: int) -> int:
     """How many mirrored messages end at or before `seq`."""
     return LanggraphMessage.objects.filter(thread=thread, last_seq__lte=seq).count()
+
+
+def lg_messages_after(thread: Thread, seq: int, limit: int = 100) -> list[LanggraphMessage]:
+    """The mirrored messages that end after `seq`, in order (at most `limit`)."""
+    return list(
+        LanggraphMessage.objects.filter(thread=thread, last_seq__gt=seq).order_by("seq")[:limit]
+    )
+
+
+def lg_messages_count_between(thread: Thread, after: int, until: int) -> int:
+    """How many mirrored messages end after `after` and at or before `until`."""
+    return LanggraphMessage.objects.filter(
+        thread=thread, last_seq__gt=after, last_seq__lte=until
+    ).count()
 
 
 def lg_head_for_checkpoint(checkpoint: Checkpoint) -> LanggraphCheckpoint | None:

@@ -38,6 +38,7 @@ from threads.domain.errors import (
 from threads.domain.events import normalize_event
 from threads.domain.langgraph import (
     checkpoint_id_after,
+    checkpoint_pack,
     message_digest,
     message_event_bodies,
     repair_metadata,
@@ -54,12 +55,19 @@ from threads.models import (
 )
 from threads.selectors.checkpoints import side_effects_after
 from threads.selectors.langgraph import (
+    lg_checkpoint_cursor,
     lg_checkpoint_get,
     lg_message_index,
+    lg_messages_after,
     lg_messages_at,
+    lg_messages_count_between,
     lg_messages_count_until,
+    lg_side_effect_tools,
     lg_thread_get,
     lg_threads_get,
+    lg_version_get,
+    lg_version_message_count,
+    lg_version_message_seqs,
 )
 from threads.services.audit import audit_record
 from threads.services.checkpoints import checkpoint_record
@@ -68,6 +76,7 @@ from threads.services.integrity import chain_hash_at
 from threads.services.threads import thread_get_or_create
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
+MESSAGES_CHANNEL = "messages"  # the channel the saver mirrors, of the root graph
 
 
 class MessagesMissing(Conflict):
@@ -75,6 +84,21 @@ class MessagesMissing(Conflict):
     JSON forms."""
 
     code = "messages_missing"
+
+
+class MessagesBaseUnknown(Conflict):
+    """The saver sent only the messages after a base version the server does not hold (pruned,
+    deleted, or never stored) or holds with another count: it must send the whole list."""
+
+    code = "messages_base_unknown"
+
+
+class MessagesUnordered(Conflict):
+    """A write's new messages cannot be appended to the log in the conversation's order: the
+    checkpoint it follows is not stored yet, or the log holds other messages after its
+    messages. The saver sends that write as bytes."""
+
+    code = "messages_unordered"
 
 
 class MessagesNotMirrored(DomainError):
@@ -107,19 +131,29 @@ class MessageIn:
 
 @dataclass(frozen=True)
 class MessagesIn:
+    """A mirrored channel's version: `entries` are its messages in order — all of them, or with
+    `base_version` only those after the `base_count` messages of that earlier version of the
+    channel (so that a put costs O(new messages), not O(all))."""
+
     channel: str
     version: str
     entries: Sequence[MessageIn]
     # Tools whose calls are side effects (docs/design.md §7.1), as the saver was told.
     side_effect_tools: frozenset[str] = frozenset()
+    base_version: str | None = None
+    base_count: int = 0
 
 
 @dataclass(frozen=True)
 class WriteIn:
+    """One pending write: serialised bytes, or (`messages`) the LangChain messages of a write
+    to the mirrored channel, which are mirrored into the log and stored as references to it."""
+
     idx: int
     channel: str
-    type: str
-    data: bytes
+    type: str = ""
+    data: bytes = b""
+    messages: Sequence[MessageIn] | None = None
 
 
 @dataclass(frozen=True)
@@ -154,6 +188,23 @@ def _interrupts_request(thread: Thread, interrupts: Sequence[InterruptIn]) -> No
             continue  # the interrupt asked already, with another value: the first one stands
 
 
+def _locked_thread(workspace: Workspace, external_id: str, actor_label: str) -> Thread:
+    """The thread, locked (select_for_update) in the caller's transaction: one query when it
+    exists (the hot path: every put and write), created first otherwise."""
+    found = (
+        Thread.objects.select_for_update(of=("self",))
+        .select_related("workspace")
+        .filter(workspace=workspace, external_id=external_id)
+        .first()
+    )
+    if found is not None:
+        return found
+    thread, _ = thread_get_or_create(
+        workspace=workspace, external_id=external_id, actor_label=actor_label
+    )
+    return _lock(thread)
+
+
 def _lock(thread: Thread) -> Thread:
     # of=self: lock the thread row only, never the joined workspace row.
     return (
@@ -162,14 +213,20 @@ def _lock(thread: Thread) -> Thread:
 
 
 def _values_store(thread: Thread, checkpoint_ns: str, values: Sequence[ValueIn]) -> None:
-    """Each distinct content once, then a version row per (channel, version) pointing at it;
-    the first row stored for a version wins, as with LangGraph's own savers."""
-    digests = [hashlib.sha256(value.data).hexdigest() for value in values]
-    contents = {digest: value.data for digest, value in zip(digests, values, strict=True)}
-    LanggraphContent.objects.bulk_create(
-        [LanggraphContent(sha256=d, data=data, size=len(data)) for d, data in contents.items()],
-        ignore_conflicts=True,
-    )
+    """A version row per (channel, version): small bytes in the row itself, larger ones in a
+    content row stored once per distinct content; the first row stored for a version wins, as
+    with LangGraph's own savers."""
+    small = LanggraphChannelVersion.SMALL_VALUE_BYTES
+    digests = [
+        hashlib.sha256(value.data).hexdigest() if len(value.data) > small else None
+        for value in values
+    ]
+    contents = {digest: value.data for digest, value in zip(digests, values, strict=True) if digest}
+    if contents:
+        LanggraphContent.objects.bulk_create(
+            [LanggraphContent(sha256=d, data=data, size=len(data)) for d, data in contents.items()],
+            ignore_conflicts=True,
+        )
     LanggraphChannelVersion.objects.bulk_create(
         [
             LanggraphChannelVersion(
@@ -179,6 +236,7 @@ def _values_store(thread: Thread, checkpoint_ns: str, values: Sequence[ValueIn])
                 version=value.version,
                 type=value.type,
                 content_id=digest,
+                data=None if digest else value.data,
             )
             for digest, value in zip(digests, values, strict=True)
         ],
@@ -245,10 +303,21 @@ def _reference(
     return None, seqs, cursor
 
 
-def _messages_mirror(thread: Thread, checkpoint_ns: str, messages: MessagesIn) -> None:
-    """Mirror the messages the log does not hold yet, then store the version's reference."""
-    entries = list(messages.entries)
-    known = {(m.message_id, m.digest): m for m in lg_message_index(thread, {e.id for e in entries})}
+def _messages_resolve(
+    thread: Thread,
+    entries: Sequence[MessageIn],
+    side_effect_tools: frozenset[str],
+    known: dict[tuple[str, str], LanggraphMessage] | None = None,
+) -> list[LanggraphMessage]:
+    """The log's record of each entry, in order: the messages it holds already, and those it
+    does not appended now (their JSON forms checked against their digests). Raises
+    MessagesMissing for a message the log does not hold that came without its JSON form. Runs
+    in the caller's transaction, which holds the thread's lock."""
+    if known is None:
+        ids = {e.id for e in entries}
+        known = {(m.message_id, m.digest): m for m in lg_message_index(thread, ids)}
+    else:
+        known = dict(known)
     missing = sorted({e.id for e in entries if (e.id, e.digest) not in known and e.message is None})
     if missing:
         raise MessagesMissing(
@@ -273,20 +342,73 @@ def _messages_mirror(thread: Thread, checkpoint_ns: str, messages: MessagesIn) -
         used.add(entry.id)
         seen.add(pair)
         planned.append((entry.id, entry.digest, entry.message, key))
-    known.update(_messages_append(thread, planned, messages.side_effect_tools))
-    until, seqs, cursor = _reference(thread, [known[(e.id, e.digest)] for e in entries])
-    LanggraphChannelVersion.objects.get_or_create(
-        thread=thread,
-        checkpoint_ns=checkpoint_ns,
-        channel=messages.channel,
-        version=messages.version,
-        defaults={
-            "type": "",
-            "messages_until_seq": until,
-            "message_seqs": seqs,
-            "cursor": cursor,
-        },
+    known.update(_messages_append(thread, planned, side_effect_tools))
+    return [known[(e.id, e.digest)] for e in entries]
+
+
+def _base_reference(
+    thread: Thread, base: LanggraphChannelVersion, new: Sequence[LanggraphMessage]
+) -> tuple[int | None, list[int] | None, int]:
+    """The reference of the base version's messages followed by `new`, in O(new): still "every
+    mirrored message up to a seq" when the base is, and the log holds no other message between
+    the base's end and the last new one; else the explicit seqs."""
+    until = base.messages_until_seq
+    if not new:
+        return until, None if until is not None else list(base.message_seqs or []), base.cursor
+    seqs = [ref.seq for ref in new]
+    cursor = max(base.cursor, *(ref.last_seq for ref in new))
+    if (
+        until is not None
+        and seqs[0] > until
+        and all(a < b for a, b in zip(seqs, seqs[1:], strict=False))
+        and lg_messages_count_between(thread, until, new[-1].last_seq) == len(new)
+    ):
+        return new[-1].last_seq, None, cursor
+    return None, [*lg_version_message_seqs(thread, base), *seqs], cursor
+
+
+def _messages_mirror(thread: Thread, checkpoint_ns: str, messages: MessagesIn) -> int:
+    """Mirror the messages the log does not hold yet, then store the version's reference.
+    Returns its cursor (the last seq of its messages)."""
+    base = None
+    if messages.base_version is not None:
+        base = lg_version_get(
+            thread=thread,
+            checkpoint_ns=checkpoint_ns,
+            channel=messages.channel,
+            version=messages.base_version,
+        )
+        if base is None or lg_version_message_count(thread, base) != messages.base_count:
+            raise MessagesBaseUnknown(
+                "the base version of these messages is not stored as the saver knows it: send "
+                "the whole list",
+                fields={"base_version": messages.base_version},
+            )
+    refs = _messages_resolve(thread, messages.entries, messages.side_effect_tools)
+    if base is None:
+        until, seqs, cursor = _reference(thread, refs)
+        count = len(refs)
+    else:
+        until, seqs, cursor = _base_reference(thread, base, refs)
+        count = messages.base_count + len(refs)
+    # The first row stored for a version wins (a repeated put is a no-op).
+    LanggraphChannelVersion.objects.bulk_create(
+        [
+            LanggraphChannelVersion(
+                thread=thread,
+                checkpoint_ns=checkpoint_ns,
+                channel=messages.channel,
+                version=messages.version,
+                type="",
+                messages_until_seq=until,
+                message_seqs=seqs,
+                message_count=count,
+                cursor=cursor,
+            )
+        ],
+        ignore_conflicts=True,
     )
+    return cursor
 
 
 def _mirrored_cursor(thread: Thread, checkpoint_ns: str, checkpoint: dict[str, Any]) -> int:
@@ -297,7 +419,7 @@ def _mirrored_cursor(thread: Thread, checkpoint_ns: str, checkpoint: dict[str, A
         checkpoint_ns=checkpoint_ns,
         channel__in=list(versions),
         version__in=set(versions.values()),
-        content__isnull=True,
+        cursor__gt=0,
     ).values_list("channel", "version", "cursor")
     return max((cursor for c, v, cursor in rows if versions.get(c) == v), default=0)
 
@@ -321,8 +443,9 @@ def _checkpoint_save(
     ).first()
     if existing is not None:
         existing.parent_checkpoint_id = parent_checkpoint_id
-        existing.checkpoint, existing.metadata, existing.run_id = checkpoint, metadata, run_id
-        existing.save(update_fields=["parent_checkpoint_id", "checkpoint", "metadata", "run_id"])
+        existing.checkpoint = checkpoint  # packed by the model
+        existing.metadata, existing.run_id = metadata, run_id
+        existing.save(update_fields=["parent_checkpoint_id", "checkpoint_z", "metadata", "run_id"])
         return existing
     chain_hash = chain_hash_at(thread, cursor)
     assert chain_hash is not None  # cursor is a mirrored seq of this thread's log
@@ -340,7 +463,7 @@ def _checkpoint_save(
         checkpoint_ns=checkpoint_ns,
         checkpoint_id=checkpoint_id,
         parent_checkpoint_id=parent_checkpoint_id,
-        checkpoint=checkpoint,
+        checkpoint_z=checkpoint_pack(checkpoint),
         metadata=metadata,
         run_id=run_id,
         cursor=cursor,
@@ -363,8 +486,16 @@ def langgraph_checkpoint_put_locked(
     """`langgraph_checkpoint_put` inside the caller's transaction, which holds the thread's lock
     (a repair that writes a LangGraph checkpoint along with its own changes)."""
     _values_store(thread, checkpoint_ns, values)
+    cursor = None
     if messages is not None:
-        _messages_mirror(thread, checkpoint_ns, messages)
+        mirrored = _messages_mirror(thread, checkpoint_ns, messages)
+        # The saver mirrors one channel: when this put's version of it is the checkpoint's, its
+        # cursor is the checkpoint's, with no query for the others.
+        versions = checkpoint.get("channel_versions") or {}
+        if messages.channel == MESSAGES_CHANNEL and (
+            str(versions.get(messages.channel)) == messages.version
+        ):
+            cursor = mirrored
     return _checkpoint_save(
         thread,
         checkpoint_ns=checkpoint_ns,
@@ -372,7 +503,9 @@ def langgraph_checkpoint_put_locked(
         parent_checkpoint_id=parent_checkpoint_id,
         checkpoint=checkpoint,
         metadata=metadata,
-        cursor=_mirrored_cursor(thread, checkpoint_ns, checkpoint),
+        cursor=cursor
+        if cursor is not None
+        else _mirrored_cursor(thread, checkpoint_ns, checkpoint),
         created_by=created_by,
     )
 
@@ -455,12 +588,9 @@ def langgraph_checkpoint_put(
     MessagesMissing (409) when a message named by id and digest is not in the log and its JSON
     form was not sent, MessagesNotMirrored (422) when the messages have no event form.
     """
-    thread, _ = thread_get_or_create(
-        workspace=workspace, external_id=external_id, actor_label=actor_label
-    )
     with transaction.atomic(durable=True):
         return langgraph_checkpoint_put_locked(
-            thread=_lock(thread),
+            thread=_locked_thread(workspace, external_id, actor_label),
             checkpoint_ns=checkpoint_ns,
             checkpoint_id=checkpoint_id,
             parent_checkpoint_id=parent_checkpoint_id,
@@ -470,6 +600,32 @@ def langgraph_checkpoint_put(
             messages=messages,
             created_by=created_by,
         )
+
+
+def _writes_order_check(
+    thread: Thread, checkpoint_ns: str, checkpoint_id: str, writes: Sequence[WriteIn]
+) -> dict[tuple[str, str], LanggraphMessage]:
+    """Refuse (MessagesUnordered) to append a write's new messages anywhere but right after
+    the messages of the checkpoint it follows, which is where LangGraph's `add_messages` puts
+    them: the log stays in the conversation's order even when a write arrives before its
+    checkpoint (LangGraph sends both from background threads). Returns the log's index of the
+    writes' messages."""
+    pairs = {(e.id, e.digest) for w in writes for e in w.messages or ()}
+    known = {(m.message_id, m.digest): m for m in lg_message_index(thread, {p[0] for p in pairs})}
+    if pairs <= set(known):
+        return known  # nothing to append: only references
+    # The checkpoint's cursor is the last seq of its mirrored messages (0: none).
+    end = lg_checkpoint_cursor(
+        thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
+    )
+    after = [] if end is None else lg_messages_after(thread, end)
+    if end is None or any((m.message_id, m.digest) not in pairs for m in after):
+        raise MessagesUnordered(
+            "these messages cannot be appended in the conversation's order yet: send the write "
+            "as bytes",
+            fields={"checkpoint_id": checkpoint_id},
+        )
+    return known
 
 
 def langgraph_writes_put(
@@ -482,42 +638,83 @@ def langgraph_writes_put(
     task_path: str,
     writes: Sequence[WriteIn],
     interrupts: Sequence[InterruptIn] = (),
+    side_effect_tools: frozenset[str] = frozenset(),
     actor_label: str = "",
 ) -> None:
     """Store a task's pending writes after `checkpoint_id`. A write with idx >= 0 is stored once
     (a repeat is ignored); a special channel's (negative idx: error, interrupt, resume...)
-    replaces the earlier one, as LangGraph's savers do. Each of `interrupts` opens an approval
-    request (action `langgraph.interrupt`), once. Locks the thread row (select_for_update) only
-    when it has interrupts to number; writes alone number nothing."""
-    thread, _ = thread_get_or_create(
-        workspace=workspace, external_id=external_id, actor_label=actor_label
-    )
+    replaces the earlier one, as LangGraph's savers do. A write of messages to the mirrored
+    channel is mirrored into the log (each message once, as a put does) and stored as the seqs
+    of their events, not as a second copy. Each of `interrupts` opens an approval request
+    (action `langgraph.interrupt`), once. Locks the thread row (select_for_update) only when it
+    has messages or interrupts to number; bytes alone number nothing. Raises MessagesNotMirrored
+    (422) when the messages have no event form: the saver sends that write as bytes."""
+    mirrored = [w for w in writes if w.messages is not None]
+    with transaction.atomic(durable=True):
+        if interrupts or mirrored:
+            thread = _locked_thread(workspace, external_id, actor_label)
+        else:
+            thread, _ = thread_get_or_create(
+                workspace=workspace, external_id=external_id, actor_label=actor_label
+            )
+        _writes_store(
+            thread,
+            checkpoint_ns=checkpoint_ns,
+            checkpoint_id=checkpoint_id,
+            task_id=task_id,
+            task_path=task_path,
+            writes=writes,
+            mirrored=mirrored,
+            side_effect_tools=side_effect_tools,
+        )
+        if interrupts:
+            _interrupts_request(thread, interrupts)
+
+
+def _writes_store(
+    thread: Thread,
+    *,
+    checkpoint_ns: str,
+    checkpoint_id: str,
+    task_id: str,
+    task_path: str,
+    writes: Sequence[WriteIn],
+    mirrored: Sequence[WriteIn],
+    side_effect_tools: frozenset[str],
+) -> None:
     where = {
         "thread": thread,
         "checkpoint_ns": checkpoint_ns,
         "checkpoint_id": checkpoint_id,
         "task_id": task_id,
     }
-    with transaction.atomic(durable=True):
-        special = [w.idx for w in writes if w.idx < 0]
-        if special:
-            LanggraphWrite.objects.filter(**where, idx__in=special).delete()
-        LanggraphWrite.objects.bulk_create(
-            [
-                LanggraphWrite(
-                    **where,
-                    task_path=task_path,
-                    idx=w.idx,
-                    channel=w.channel,
-                    type=w.type,
-                    data=w.data,
-                )
-                for w in writes
-            ],
-            ignore_conflicts=True,
-        )
-        if interrupts:
-            _interrupts_request(_lock(thread), interrupts)
+    seqs: dict[int, list[int]] = {}
+    if mirrored:
+        known = _writes_order_check(thread, checkpoint_ns, checkpoint_id, mirrored)
+    for write in mirrored:
+        assert write.messages is not None
+        # Each message once in the log, as a put would mirror it; the write refers to it.
+        refs = _messages_resolve(thread, write.messages, side_effect_tools, known)
+        known.update({(r.message_id, r.digest): r for r in refs})
+        seqs[write.idx] = [ref.seq for ref in refs]
+    special = [w.idx for w in writes if w.idx < 0]
+    if special:
+        LanggraphWrite.objects.filter(**where, idx__in=special).delete()
+    LanggraphWrite.objects.bulk_create(
+        [
+            LanggraphWrite(
+                **where,
+                task_path=task_path,
+                idx=w.idx,
+                channel=w.channel,
+                type=w.type,
+                data=w.data,
+                message_seqs=seqs.get(w.idx) if w.messages is not None else None,
+            )
+            for w in writes
+        ],
+        ignore_conflicts=True,
+    )
 
 
 def _versions_collect(thread: Thread, keep: Sequence[LanggraphCheckpoint]) -> int:
@@ -687,7 +884,8 @@ def langgraph_runs_delete(
 
 def _copy_messages(source: Thread, target: Thread) -> dict[int, LanggraphMessage]:
     """Mirror the source's messages into the target's log, in the source's order, with the same
-    keys (a new log with its own chain). Returns source carrying seq -> target message."""
+    keys (a new log with its own chain) and the same side-effect marking of their tool calls.
+    Returns source carrying seq -> target message."""
     rows = list(LanggraphMessage.objects.filter(thread=source).order_by("seq"))
     if not rows:
         return {}
@@ -705,7 +903,7 @@ def _copy_messages(source: Thread, target: Thread) -> dict[int, LanggraphMessage
         for row, form in zip(rows, forms, strict=True)
         if (row.message_id, row.digest) not in known
     ]
-    known.update(_messages_append(target, planned))
+    known.update(_messages_append(target, planned, lg_side_effect_tools(source)))
     return {row.seq: known[(row.message_id, row.digest)] for row in rows}
 
 
@@ -740,6 +938,7 @@ def langgraph_thread_copy(
                 version=version.version,
                 type=version.type,
                 content_id=version.content_id,
+                data=version.data,
             )
             if version.messages_until_seq is not None or version.message_seqs is not None:
                 refs = (
@@ -748,6 +947,7 @@ def langgraph_thread_copy(
                     else translated(version.messages_until_seq or 0)
                 )
                 copy.messages_until_seq, copy.message_seqs, copy.cursor = _reference(target, refs)
+                copy.message_count = len(refs)
             versions.append(copy)
         LanggraphChannelVersion.objects.bulk_create(versions, ignore_conflicts=True)
         copied = 0
@@ -779,6 +979,9 @@ def langgraph_thread_copy(
                     channel=w.channel,
                     type=w.type,
                     data=w.data,
+                    message_seqs=None
+                    if w.message_seqs is None
+                    else [moved[int(seq)].seq for seq in w.message_seqs],
                 )
                 for w in LanggraphWrite.objects.filter(thread=source)
             ],
