@@ -44,7 +44,8 @@ BATCH = 50
 # The web tier as docs/operations.md runs it, on this 2-core machine.
 SERVER_ARGS = tuple(
     os.environ.get(
-        "CTXADMIN_BENCH_SERVER_ARGS", "--workers 2 --worker-class gthread --threads 4 --keep-alive 5 --timeout 60"
+        "CTXADMIN_BENCH_SERVER_ARGS",
+        "--workers 2 --worker-class gthread --threads 4 --keep-alive 5 --timeout 60",
     ).split()
 )
 # Requests per API key: high enough that no agent is refused, so that the limiter still counts.

@@ -25,7 +25,6 @@ import base64
 import hashlib
 import json
 import random
-import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Collection, Generator, Iterator, Mapping, Sequence
@@ -56,7 +55,7 @@ from langgraph.types import Command, Interrupt
 
 from ctxadmin_client import _api
 from ctxadmin_client._api import Sleep
-from ctxadmin_client._http import Call
+from ctxadmin_client._http import NODELAY, Call
 from ctxadmin_client.async_client import AsyncClient
 from ctxadmin_client.client import Client
 from ctxadmin_client.errors import CtxadminError, NotFoundError
@@ -82,12 +81,6 @@ PUT_POLL_S = 0.002
 ID_WAIT_S = 0.05  # how long a write waits for LangGraph to give its messages ids
 # LangChain message types that have an event form in the log
 MIRRORED_TYPES = ("human", "system", "ai", "AIMessageChunk", "tool", "chat")
-
-
-# A saver makes many small requests over one kept-alive connection (the documented gunicorn
-# runs threaded workers with keep-alive). httpx writes a request's headers and body apart: with
-# Nagle's algorithm on, the body then waits for the server's delayed ACK, 40 ms on Linux.
-NODELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
 
 
 def nodelay_transport() -> httpx.HTTPTransport:
