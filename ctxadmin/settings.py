@@ -53,6 +53,8 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
+    # Innermost, so it sees a view's exception first: a database that refuses writes is a 503.
+    "threads.middleware.DatabaseUnavailableMiddleware",
 ]
 
 # Login throttling (django-axes; docs/design.md §8): failed logins are counted per username
@@ -104,7 +106,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # BEGIN, which is how event numbering is serialised per database on SQLite.
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
-        "timeout": 30,
+        # How long a write waits for another process's write lock before it gives up with a
+        # 503 database_unavailable (docs/api.md §1.4): under gunicorn's 30 s worker timeout,
+        # so a held lock answers 503 rather than a killed worker.
+        "timeout": env.float("CTXADMIN_SQLITE_BUSY_TIMEOUT", default=20.0),
         "init_command": (
             "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"
         ),
