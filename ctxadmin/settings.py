@@ -244,6 +244,21 @@ if not CELERY_BROKER_URL:
         "control_folder": str(_queue / "control"),
         "store_processed": False,
     }
+else:
+    # A message a worker took and never acknowledged (it was killed) goes back to the queue
+    # after this many seconds. It must exceed the longest task (an import: 31 min), or a
+    # running task is delivered twice; tasks are idempotent, so a short one costs only work.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": env.int("CTXADMIN_BROKER_VISIBILITY_TIMEOUT", default=3600)
+    }
+# Sending a task after commit waits this long for a broker that is restarting (about 20 s in
+# all) instead of failing the request that already committed.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 12,
+    "interval_start": 0.2,
+    "interval_step": 0.5,
+    "interval_max": 2.0,
+}
 CELERY_TASK_ALWAYS_EAGER = env.bool("CTXADMIN_TASKS_EAGER", default=False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True

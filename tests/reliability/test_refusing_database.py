@@ -103,6 +103,10 @@ def pg_read_only() -> Iterator[Any]:
                 [name],
             )
 
+        def reconnect(self) -> None:
+            # The test's own session was ended too: its next query opens a new one.
+            connection.close()
+
         def release(self) -> None:
             admin.execute(f'ALTER DATABASE "{name}" RESET default_transaction_read_only')
 
@@ -201,6 +205,7 @@ def test_a_worker_fold_retries_until_the_database_takes_writes(
     # refuses them.
     run = task_run_start(workspace=workspace, thread=thread, kind="fold", send=lambda _: None)
     pg_read_only.take()
+    pg_read_only.reconnect()
     try:
         sender.send_task(
             "ctxadmin.fold_thread", args=(str(thread.pk), trigger), task_id=run.pk, queue="celery"
