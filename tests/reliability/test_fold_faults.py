@@ -142,7 +142,8 @@ def test_one_task_delivered_a_thousand_times_commits_each_version_once(workspace
     assert all(v.verification["ok"] for v in committed)
     assert not SummaryVersion.objects.filter(thread=thread, phase=SummaryPhase.PREPARED).exists()
     # Each committed version has its checkpoint and its audit line, once.
-    assert Checkpoint.objects.filter(thread=thread, version__in=committed).count() == len(committed)
+    checkpoints = Checkpoint.objects.filter(thread=thread, summary_version__in=committed)
+    assert checkpoints.count() == len(committed)
     assert AuditEntry.objects.filter(thread=thread, action="summary_committed").count() == len(
         committed
     )
@@ -206,7 +207,7 @@ def test_a_crash_at_each_step_then_recover_equals_a_fold_from_scratch(
     # its checkpoint and the head pointing at it.
     thread.refresh_from_db()
     for version in _committed(thread):
-        assert Checkpoint.objects.filter(version=version).count() == 1
+        assert Checkpoint.objects.filter(summary_version=version).count() == 1
     assert thread.head_version in (0, *[v.version for v in _committed(thread)])
 
     call_command("recover", "--older-than", "0")
@@ -220,7 +221,7 @@ def test_a_crash_at_each_step_then_recover_equals_a_fold_from_scratch(
     assert thread.covered_until == thread.last_seq == 12
     assert head.checksum == summary_checksum(head) == from_scratch_checksum(thread)
     assert not SummaryVersion.objects.filter(thread=thread, phase=SummaryPhase.PREPARED).exists()
-    assert Checkpoint.objects.filter(version=head).count() == 1
+    assert Checkpoint.objects.filter(summary_version=head).count() == 1
     assert AuditEntry.objects.filter(thread=thread, action="summary_committed").count() == 1
     assert TaskRun.objects.get(pk=run.pk).state == "SUCCESS"
     assert integrity_check(thread=thread, full=True).ok
