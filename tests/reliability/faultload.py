@@ -31,6 +31,7 @@ from threads.models import SummaryPhase, SummaryVersion, TaskRun, TaskState, Thr
 from threads.services.integrity import integrity_check
 
 EVENTS_PER_UNIT = 4
+GATE_SLACK = 0.02
 OPEN_STATES = (TaskState.PENDING, TaskState.STARTED, TaskState.PROGRESS)
 
 
@@ -97,6 +98,7 @@ class Outcome:
     fold_runs: int = 0
     fold_runs_open: int = 0
     fold_runs_failed: int = 0
+    fold_runs_superseded: int = 0
     explicit_folds: int = 0
     answers_dropped: int = 0
     answers_forwarded: int = 0
@@ -155,6 +157,8 @@ class Faults:
     def __init__(self, plan: Plan, deployment: Deployment, progress: Callable[[], float]):
         self.plan, self.deployment, self.progress = plan, deployment, progress
         self.load_done = threading.Event()
+        self.next_at = 0.0  # the share of the load at which the next fault is due
+        self.finished = threading.Event()
         self.kills_during_load = 0
         self.restarts_during_load = 0
         self.errors: list[str] = []
@@ -173,11 +177,18 @@ class Faults:
         plan += [((r + 1) / (restarts + 1), "redis") for r in range(restarts)]
         return sorted(plan)
 
+    def gate(self) -> None:
+        """Clients wait here while the faults lag behind the load (a killed worker takes a
+        few seconds to start again), so that every fault falls inside the load."""
+        while self.progress() > self.next_at + GATE_SLACK and not self.finished.is_set():
+            time.sleep(0.02)
+
     def _run(self) -> None:
         workers = self.deployment.workers
         turn = 0
         try:
             for at, fault in self._schedule():
+                self.next_at = at
                 while self.progress() < at and not self.load_done.is_set():
                     time.sleep(0.02)
                 during = not self.load_done.is_set()
@@ -197,6 +208,8 @@ class Faults:
                 self.kills_during_load += during
         except Exception as exc:  # reported, never hidden
             self.errors.append(f"fault injection: {type(exc).__name__}: {exc}")
+        finally:
+            self.finished.set()
 
 
 def _client_run(
@@ -209,11 +222,13 @@ def _client_run(
     fold_tasks: list[str],
     errors: list[str],
     lock: threading.Lock,
+    gate: Callable[[], None],
 ) -> None:
     units = plan.events_per_client // EVENTS_PER_UNIT
     with Client(base_url, api_key, retries=12, timeout=60.0) as client:
         thread = client.get_thread(thread_id)
         for n in range(units):
+            gate()
             try:
                 thread.append(*unit(client_no, n))
             except Exception as exc:
@@ -247,7 +262,13 @@ def run(plan: Plan, deployment: Deployment, *, log: Callable[[str], None] = prin
             threading.Thread(
                 target=_client_run,
                 args=(c, thread_ids[c % plan.threads], proxy.url, plan, deployment.api_key),
-                kwargs={"acked": acked, "fold_tasks": fold_tasks, "errors": errors, "lock": lock},
+                kwargs={
+                    "acked": acked,
+                    "fold_tasks": fold_tasks,
+                    "errors": errors,
+                    "lock": lock,
+                    "gate": faults.gate,
+                },
             )
             for c in range(plan.clients)
         ]
@@ -374,6 +395,7 @@ def _check(plan: Plan, thread_ids: list[str], outcome: Outcome) -> None:
     outcome.fold_runs = runs.count()
     outcome.fold_runs_open = runs.filter(state__in=OPEN_STATES).count()
     outcome.fold_runs_failed = runs.filter(state=TaskState.FAILURE).count()
+    outcome.fold_runs_superseded = runs.filter(result__has_key="superseded_by").count()
 
 
 def table(outcome: Outcome) -> list[tuple[str, str]]:
@@ -399,6 +421,10 @@ def table(outcome: Outcome) -> list[tuple[str, str]]:
         (
             "fold task runs: all / still open / failed",
             f"{outcome.fold_runs} / {outcome.fold_runs_open} / {outcome.fold_runs_failed}",
+        ),
+        (
+            "fold runs whose message was lost, superseded by a new request",
+            str(outcome.fold_runs_superseded),
         ),
         (
             "worker SIGKILLs (during the load)",

@@ -7,6 +7,9 @@ worker between prepare and commit. Here, on both databases:
 - the same fold task delivered 1,000 times, eight at a time, while the log grows: exactly one
   committed version per parent (no fork), version numbers and coverage only increase, every
   delivery's task run ends in success;
+- a fold whose message the broker lost (a worker killed between taking it and recording it,
+  a Redis restart under a blocking pop): `recover` requests it again once its in-flight
+  marker is older than CTXADMIN_PREPARED_TIMEOUT, and the lost run ends, superseded;
 - a crash at each step of a fold (read, fold, prepared, verified, inside the commit's
   transaction, committed but not answered), then `recover` and the broker's redelivery of the
   same task: the state equals a from-scratch fold of the same events, checksum for checksum
@@ -16,18 +19,22 @@ worker between prepare and commit. Here, on both databases:
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
+from django.utils import timezone
 
 from tests import factories as f
 from threads import tasks
 from threads.models import AuditEntry, Checkpoint, SummaryPhase, SummaryVersion, TaskRun, Thread
 from threads.selectors import event_dicts
-from threads.services import folding
+from threads.services import enqueue, folding
 from threads.services.integrity import integrity_check, summary_checksum
 from threads.services.tasks import task_run_start
 from threads.summarizers import get_summarizer
@@ -227,3 +234,34 @@ def test_a_crash_at_each_step_then_recover_equals_a_fold_from_scratch(
     assert integrity_check(thread=thread, full=True).ok
     thread.refresh_from_db()
     assert thread.fold_task_id == ""
+
+
+def test_a_fold_whose_message_was_lost_is_requested_again_by_recover(
+    workspace: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    thread = f.make_thread(workspace, "lost-message")
+    for n in range(3):
+        _unit(thread, n)
+    with monkeypatch.context() as patch:
+        patch.setattr(enqueue, "task_send", lambda *args, **kwargs: None)  # never arrives
+        lost = folding.fold_request(thread=thread, trigger=MANUAL)
+    # While it is fresh, asking again answers the same run: one fold in flight per thread.
+    assert folding.fold_request(thread=thread, trigger=MANUAL).pk == lost.pk
+    stale = timezone.now() - settings.CTXADMIN_PREPARED_TIMEOUT - timedelta(seconds=1)
+    Thread.objects.filter(pk=thread.pk).update(fold_requested_at=stale)
+
+    call_command("recover")
+    lost.refresh_from_db()
+    assert lost.state == "SUCCESS" and lost.result is not None
+    assert lost.result["folded"] is False
+    successor = TaskRun.objects.get(pk=lost.result["superseded_by"])
+    deadline = time.monotonic() + 60  # eager on SQLite; the real worker on PostgreSQL
+    while successor.state not in ("SUCCESS", "FAILURE"):
+        assert time.monotonic() < deadline, successor.state
+        time.sleep(0.2)
+        successor.refresh_from_db()
+    assert successor.state == "SUCCESS", successor.result
+    thread.refresh_from_db()
+    assert thread.covered_until == thread.last_seq == 12
+    (head,) = _committed(thread)
+    assert head.checksum == from_scratch_checksum(thread)
