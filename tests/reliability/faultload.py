@@ -28,6 +28,7 @@ from django.db.models import Count
 from tests.client.proxy import DroppingProxy
 from tests.stack import Gunicorn, Redis, Worker, run_manage
 from threads.models import SummaryPhase, SummaryVersion, TaskRun, TaskState, Thread
+from threads.services.folding import ORPHANED
 from threads.services.integrity import integrity_check
 
 EVENTS_PER_UNIT = 4
@@ -48,6 +49,7 @@ class Plan:
     # Small enough that the capacity policy folds several times per thread during the run.
     context_window: int = 6000
     settle_timeout: float = 240.0
+    sweep_every: float = 10.0  # seconds between `recover` sweeps while settling
 
 
 @dataclass
@@ -95,10 +97,12 @@ class Outcome:
     versions_discarded: int = 0
     versions_rejected: int = 0
     recovered: int = 0
+    recover_sweeps: int = 0
     fold_runs: int = 0
     fold_runs_open: int = 0
     fold_runs_failed: int = 0
     fold_runs_superseded: int = 0
+    fold_runs_orphaned: int = 0
     explicit_folds: int = 0
     answers_dropped: int = 0
     answers_forwarded: int = 0
@@ -331,14 +335,19 @@ def _settle(
     back after the broker's visibility timeout), run `recover` as the beat would
     (docs/design.md §5.6), then ask each thread for one more fold and wait for it."""
     deadline = time.monotonic() + plan.settle_timeout
-    while _open_runs(thread_ids) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    connection.close()
-    log(f"folds in flight settled; {_open_runs(thread_ids)} task runs still open")
-    report = run_manage(deployment.env, "recover", "--older-than", "0")
-    # Its last line: "N prepared version(s) decided".
-    outcome.recovered = int(report.strip().splitlines()[-1].split()[0])
-    log(f"recover: {report.strip() or 'nothing to decide'}")
+    sweeps = 0
+    while True:
+        # As the beat would: `recover` with the deployment's CTXADMIN_PREPARED_TIMEOUT.
+        report = run_manage(deployment.env, "recover")
+        # Its last line: "N prepared version(s) decided".
+        outcome.recovered += int(report.strip().splitlines()[-1].split()[0])
+        sweeps += 1
+        connection.close()
+        if not _open_runs(thread_ids) or time.monotonic() > deadline:
+            break
+        time.sleep(plan.sweep_every)
+    outcome.recover_sweeps = sweeps
+    log(f"after {sweeps} recover sweeps, {_open_runs(thread_ids)} task runs still open")
     with Client(base_url, deployment.api_key, retries=12, timeout=60.0) as client:
         for thread_id in thread_ids:
             thread = client.get_thread(thread_id)
@@ -348,8 +357,11 @@ def _settle(
                     break
                 task = thread.fold(reason="catch up after the faults")
                 client.wait_for_task(task["task_id"], timeout=plan.settle_timeout)
-    while _open_runs(thread_ids) and time.monotonic() < deadline + plan.settle_timeout:
-        time.sleep(0.5)
+    deadline = time.monotonic() + plan.settle_timeout
+    while _open_runs(thread_ids) and time.monotonic() < deadline:
+        time.sleep(plan.sweep_every)
+        run_manage(deployment.env, "recover")
+        connection.close()
 
 
 def _check(plan: Plan, thread_ids: list[str], outcome: Outcome) -> None:
@@ -396,6 +408,7 @@ def _check(plan: Plan, thread_ids: list[str], outcome: Outcome) -> None:
     outcome.fold_runs_open = runs.filter(state__in=OPEN_STATES).count()
     outcome.fold_runs_failed = runs.filter(state=TaskState.FAILURE).count()
     outcome.fold_runs_superseded = runs.filter(result__has_key="superseded_by").count()
+    outcome.fold_runs_orphaned = runs.filter(result__reason=ORPHANED).count()
 
 
 def table(outcome: Outcome) -> list[tuple[str, str]]:
@@ -416,15 +429,18 @@ def table(outcome: Outcome) -> list[tuple[str, str]]:
             f"{outcome.versions_rejected}",
         ),
         ("forks (two committed versions on one parent)", str(outcome.forks)),
-        ("prepared versions decided by `recover`", str(outcome.recovered)),
+        (
+            "`recover` sweeps after the load / prepared versions they decided",
+            f"{outcome.recover_sweeps} / {outcome.recovered}",
+        ),
         ("explicit fold requests", str(outcome.explicit_folds)),
         (
             "fold task runs: all / still open / failed",
             f"{outcome.fold_runs} / {outcome.fold_runs_open} / {outcome.fold_runs_failed}",
         ),
         (
-            "fold runs whose message was lost, superseded by a new request",
-            str(outcome.fold_runs_superseded),
+            "fold runs ended by `recover`: superseded by a new request / worker died",
+            f"{outcome.fold_runs_superseded} / {outcome.fold_runs_orphaned}",
         ),
         (
             "worker SIGKILLs (during the load)",

@@ -265,3 +265,26 @@ def test_a_fold_whose_message_was_lost_is_requested_again_by_recover(
     assert thread.covered_until == thread.last_seq == 12
     (head,) = _committed(thread)
     assert head.checksum == from_scratch_checksum(thread)
+
+
+def test_a_run_whose_worker_died_after_the_fold_is_ended_by_recover(workspace: Any) -> None:
+    """The fold committed and cleared the thread's marker; the worker died before the run's
+    end was recorded, and its message is not coming back soon (the broker's visibility
+    timeout): `recover` ends the run with what it did."""
+    thread = f.make_thread(workspace, "orphaned")
+    for n in range(3):
+        _unit(thread, n)
+    run = _run(thread)
+    folded = folding.fold_run(thread_id=thread.pk, trigger=MANUAL, task_id=run.pk)
+    assert folded is not None and folded.phase == SummaryPhase.COMMITTED
+    old = timezone.now() - settings.CTXADMIN_PREPARED_TIMEOUT - timedelta(seconds=1)
+    TaskRun.objects.filter(pk=run.pk).update(state="STARTED", created_at=old)
+    young = _run(thread)  # queued a moment ago: left alone
+    TaskRun.objects.filter(pk=young.pk).update(state="PENDING")
+
+    call_command("recover")
+    run.refresh_from_db()
+    assert run.state == "SUCCESS" and run.result is not None
+    assert run.result["folded"] is True and run.result["version"] == folded.version
+    assert run.result["recovered"] is True
+    assert TaskRun.objects.get(pk=young.pk).state == "PENDING"

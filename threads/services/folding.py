@@ -89,6 +89,7 @@ FOLD_MAX_EVENTS = int(getattr(settings, "CTXADMIN_FOLD_MAX_EVENTS", 20000))
 # kill the worker at exactly that moment. Inactive unless the variable is set.
 PAUSE_AFTER_PREPARE_ENV = "CTXADMIN_TEST_PAUSE_AFTER_PREPARE"
 OPEN_STATES = (TaskState.PENDING, TaskState.STARTED, TaskState.PROGRESS)
+ORPHANED = "its worker died before recording the end"
 SUPERSEDED = "not finished within CTXADMIN_PREPARED_TIMEOUT; a new fold took over"
 RECOVERY_TRIGGER = {"kind": "manual", "reason": "recovery: a requested fold never finished"}
 
@@ -567,7 +568,32 @@ def recover_prepared(*, older_than: timedelta) -> list[SummaryVersion]:
             fold_request(thread=thread, trigger=RECOVERY_TRIGGER)
         else:
             _fold_request_done(thread.pk, thread.fold_task_id)
+    _end_orphaned_runs(older_than=expired)
     return decided
+
+
+def _end_orphaned_runs(*, older_than: Any) -> None:
+    """End fold runs still open long after their thread stopped pointing at them: their
+    worker died after the fold (which clears the marker) and before the run's end was
+    recorded, or a newer request took over. Each ends with what it left behind; should its
+    message still be delivered, the task records its own end over this one."""
+    live = Thread.objects.exclude(fold_task_id="").values("fold_task_id")
+    orphans = TaskRun.objects.filter(
+        kind="fold", state__in=OPEN_STATES, created_at__lt=older_than
+    ).exclude(pk__in=live)
+    for run in orphans:
+        version = SummaryVersion.objects.filter(task_id=run.pk).order_by("-version").first()
+        task_run_finish(
+            run.pk,
+            ok=True,
+            result={
+                "folded": version is not None and version.phase == SummaryPhase.COMMITTED,
+                "version": version.version if version is not None else None,
+                "phase": version.phase if version is not None else None,
+                "recovered": True,
+                "reason": ORPHANED,
+            },
+        )
 
 
 def _discard(version: SummaryVersion, *, reason: str) -> str:
