@@ -31,7 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.ingest import throwaway_cluster  # noqa: E402
+from ingest import throwaway_cluster  # noqa: E402 - bench/ is the script's own folder
+
 from tests.stack import Gunicorn, Redis, Worker, process_env, run_manage  # noqa: E402
 
 DOCS = ROOT / "docs" / "reliability.md"
