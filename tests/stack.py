@@ -181,9 +181,11 @@ class Worker:
     process: subprocess.Popen[bytes] | None = None
     kills: int = 0
     _log_mark: int = 0
+    _ready_at: float | None = None
 
     def start(self) -> Worker:
         self._log_mark = self.log.stat().st_size if self.log.exists() else 0
+        self._ready_at = None
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(
                 [
@@ -215,9 +217,20 @@ class Worker:
     def ready(self) -> bool:
         if self.process is None or self.process.poll() is not None:
             return False
+        if self._ready_at is not None:
+            return True
         with open(self.log, "rb") as log:
             log.seek(self._log_mark)
-            return b" ready." in log.read()
+            if b" ready." not in log.read():
+                return False
+        self._ready_at = time.monotonic()
+        return True
+
+    def up_for(self) -> float:
+        """Seconds since this incarnation was first seen ready (0 when it is not)."""
+        if not self.ready() or self._ready_at is None:
+            return 0.0
+        return time.monotonic() - self._ready_at
 
     def wait_ready(self, timeout: float = 90) -> Worker:
         deadline = time.monotonic() + timeout

@@ -50,6 +50,7 @@ class Plan:
     context_window: int = 6000
     settle_timeout: float = 240.0
     sweep_every: float = 10.0  # seconds between `recover` sweeps while settling
+    worker_min_up: float = 3.0  # a worker is killed only after this many seconds ready
 
 
 @dataclass
@@ -200,11 +201,13 @@ class Faults:
                     self.deployment.redis.restart()
                     self.restarts_during_load += during
                     continue
-                # The next worker that is up; the other may still be starting.
+                # The next worker that has been up a while (it has taken tasks); the other
+                # may still be starting. Killing each as soon as it is ready would leave no
+                # worker alive at all: a start takes seconds on a loaded machine.
                 while True:
                     worker = workers[turn % len(workers)]
-                    turn += 1
-                    if worker.ready():
+                    if worker.up_for() >= self.plan.worker_min_up:
+                        turn += 1
                         break
                     time.sleep(0.05)
                 worker.kill()
