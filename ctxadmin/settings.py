@@ -53,6 +53,8 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
+    # Innermost, so it sees a view's exception first: a database that refuses writes is a 503.
+    "threads.middleware.DatabaseUnavailableMiddleware",
 ]
 
 # Login throttling (django-axes; docs/design.md §8): failed logins are counted per username
@@ -104,7 +106,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # BEGIN, which is how event numbering is serialised per database on SQLite.
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
-        "timeout": 30,
+        # How long a write waits for another process's write lock before it gives up with a
+        # 503 database_unavailable (docs/api.md §1.4): under gunicorn's 30 s worker timeout,
+        # so a held lock answers 503 rather than a killed worker.
+        "timeout": env.float("CTXADMIN_SQLITE_BUSY_TIMEOUT", default=20.0),
         "init_command": (
             "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"
         ),
@@ -239,6 +244,21 @@ if not CELERY_BROKER_URL:
         "control_folder": str(_queue / "control"),
         "store_processed": False,
     }
+else:
+    # A message a worker took and never acknowledged (it was killed) goes back to the queue
+    # after this many seconds. It must exceed the longest task (an import: 31 min), or a
+    # running task is delivered twice; tasks are idempotent, so a short one costs only work.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": env.int("CTXADMIN_BROKER_VISIBILITY_TIMEOUT", default=3600)
+    }
+# Sending a task after commit waits this long for a broker that is restarting (about 20 s in
+# all) instead of failing the request that already committed.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 12,
+    "interval_start": 0.2,
+    "interval_step": 0.5,
+    "interval_max": 2.0,
+}
 CELERY_TASK_ALWAYS_EAGER = env.bool("CTXADMIN_TASKS_EAGER", default=False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True

@@ -20,6 +20,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.utils import timezone
 
+from threads.dbunavailable import RETRY_AFTER, database_unavailable, database_unavailable_reset
 from threads.models import SummaryVersion, Thread
 from threads.selectors import thread_integrity, threads_due_full_verify
 from threads.services.chain_heads import chain_heads_publish, publication_summary
@@ -32,6 +33,11 @@ from threads.services.tasks import task_run_progress, task_run_tracked
 
 logger = logging.getLogger(__name__)
 
+# A task whose database refuses writes (locked, read-only) retries this many times, waiting
+# RETRY_AFTER seconds doubled each time up to a minute: about ten minutes in all.
+DATABASE_RETRIES = 12
+DATABASE_RETRY_CAP = 60
+
 # The integrity sweep: how often beat starts it, its soft time limit (seconds), and the share
 # of that limit its walks from genesis may take.
 SWEEP_INTERVAL = cast(timedelta, settings.CELERY_BEAT_SCHEDULE["integrity-sweep"]["schedule"])
@@ -41,12 +47,27 @@ FULL_VERIFY_SHARE = 0.5
 
 def tracked(body: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
     """A bound task whose TaskRun (id = the Celery task id) follows it: started, success with
-    the answer, or failure with the error. The body receives the task id first."""
+    the answer, or failure with the error. The body receives the task id first.
+
+    A database that refuses writes is no failure of the task: it is retried later with the same
+    id (so a fold finishes the candidate it prepared), and its run stays started meanwhile."""
 
     @functools.wraps(body)
     def run(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         task_id = self.request.id
-        return task_run_tracked(task_id, lambda: body(task_id, *args, **kwargs))
+        try:
+            return task_run_tracked(task_id, lambda: body(task_id, *args, **kwargs))
+        except Exception as exc:
+            if not database_unavailable(exc):
+                raise
+            database_unavailable_reset(exc)
+            retries = int(self.request.retries or 0)
+            logger.warning("task %s: the database refuses writes (%s); retrying", task_id, exc)
+            raise self.retry(
+                exc=exc,
+                countdown=min(RETRY_AFTER * 2**retries, DATABASE_RETRY_CAP),
+                max_retries=DATABASE_RETRIES,
+            ) from exc
 
     return run
 

@@ -14,7 +14,13 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from threads.dbunavailable import RETRY_AFTER, database_unavailable, database_unavailable_reset
 from threads.domain.errors import DomainError
+
+DATABASE_UNAVAILABLE_MESSAGE = (
+    "the database is not taking writes (locked or read-only); nothing of this request was "
+    "written, retry after the Retry-After seconds"
+)
 
 
 def error_body(code: str, message: str, fields: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -45,6 +51,13 @@ DRF_CODES = {
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, DomainError):
         return Response(error_body(exc.code, exc.message, exc.fields), status=exc.status)
+    if database_unavailable(exc):
+        database_unavailable_reset(exc)
+        return Response(
+            error_body("database_unavailable", DATABASE_UNAVAILABLE_MESSAGE),
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": str(RETRY_AFTER)},
+        )
     if isinstance(exc, Http404):
         return Response(error_body("not_found", "not found"), status=status.HTTP_404_NOT_FOUND)
     if isinstance(exc, RequestDataTooBig):

@@ -88,6 +88,10 @@ FOLD_MAX_EVENTS = int(getattr(settings, "CTXADMIN_FOLD_MAX_EVENTS", 20000))
 # Test hook: the fold task sleeps this many seconds between prepare and commit, so a test can
 # kill the worker at exactly that moment. Inactive unless the variable is set.
 PAUSE_AFTER_PREPARE_ENV = "CTXADMIN_TEST_PAUSE_AFTER_PREPARE"
+OPEN_STATES = (TaskState.PENDING, TaskState.STARTED, TaskState.PROGRESS)
+ORPHANED = "its worker died before recording the end"
+SUPERSEDED = "not finished within CTXADMIN_PREPARED_TIMEOUT; a new fold took over"
+RECOVERY_TRIGGER = {"kind": "manual", "reason": "recovery: a requested fold never finished"}
 
 
 class Outcome:
@@ -129,7 +133,8 @@ def fold_request(*, thread: Thread, trigger: dict[str, Any], actor: Any = None) 
 
     At most one fold is in flight per thread: under the thread's row lock, a queued or running
     fold (thread.fold_task_id) answers for this request too, unless it is older than
-    CTXADMIN_PREPARED_TIMEOUT (its worker died), in which case it is replaced. Not durable on
+    CTXADMIN_PREPARED_TIMEOUT (its worker died, or the broker lost its message), in which case
+    it is replaced and its run ends, superseded by the new one. Not durable on
     purpose: services that fold after their own change (a rollback) call it inside their
     transaction, and the task is still sent only once that commits.
     """
@@ -141,12 +146,10 @@ def fold_request(*, thread: Thread, trigger: dict[str, Any], actor: Any = None) 
         if locked.fold_task_id:
             fresh = fold_in_flight(locked, now=now)
             existing = TaskRun.objects.filter(pk=locked.fold_task_id).first()
-            if (
-                fresh
-                and existing is not None
-                and existing.state in (TaskState.PENDING, TaskState.STARTED, TaskState.PROGRESS)
-            ):
+            if fresh and existing is not None and existing.state in OPEN_STATES:
                 return existing
+        else:
+            existing = None
         run = task_run_enqueue(
             workspace=locked.workspace,
             thread=locked,
@@ -154,6 +157,13 @@ def fold_request(*, thread: Thread, trigger: dict[str, Any], actor: Any = None) 
             task_name=FOLD_THREAD,
             args=(str(locked.pk), trigger),
         )
+        if existing is not None and existing.state in OPEN_STATES:
+            # Nobody will finish it: a client waiting on its id learns who took over.
+            task_run_finish(
+                existing.pk,
+                ok=True,
+                result={"folded": False, "superseded_by": run.id, "reason": SUPERSEDED},
+            )
         Thread.objects.filter(pk=locked.pk).update(fold_task_id=run.id, fold_requested_at=now)
         thread.fold_task_id, thread.fold_requested_at = run.id, now
         audit_record(
@@ -548,12 +558,42 @@ def recover_prepared(*, older_than: timedelta) -> list[SummaryVersion]:
                 },
             )
             _fold_request_done(version.thread_id, version.task_id)
-    # In-flight markers whose worker died before preparing anything.
+    # In-flight markers whose worker died before preparing anything, or whose message the
+    # broker lost: the fold they stand for is still due, so it is requested again (which ends
+    # the dead run as superseded); a marker whose run ended after all is only cleared.
     expired = _now() - settings.CTXADMIN_PREPARED_TIMEOUT
-    Thread.objects.filter(fold_requested_at__lt=expired).exclude(fold_task_id="").update(
-        fold_task_id="", fold_requested_at=None
-    )
+    markers = Thread.objects.filter(fold_requested_at__lt=expired).exclude(fold_task_id="")
+    for thread in markers.select_related("workspace"):
+        if TaskRun.objects.filter(pk=thread.fold_task_id, state__in=OPEN_STATES).exists():
+            fold_request(thread=thread, trigger=RECOVERY_TRIGGER)
+        else:
+            _fold_request_done(thread.pk, thread.fold_task_id)
+    _end_orphaned_runs(older_than=expired)
     return decided
+
+
+def _end_orphaned_runs(*, older_than: Any) -> None:
+    """End fold runs still open long after their thread stopped pointing at them: their
+    worker died after the fold (which clears the marker) and before the run's end was
+    recorded, or a newer request took over. Each ends with what it left behind; should its
+    message still be delivered, the task records its own end over this one."""
+    live = Thread.objects.exclude(fold_task_id="").values("fold_task_id")
+    orphans = TaskRun.objects.filter(
+        kind="fold", state__in=OPEN_STATES, created_at__lt=older_than
+    ).exclude(pk__in=live)
+    for run in orphans:
+        version = SummaryVersion.objects.filter(task_id=run.pk).order_by("-version").first()
+        task_run_finish(
+            run.pk,
+            ok=True,
+            result={
+                "folded": version is not None and version.phase == SummaryPhase.COMMITTED,
+                "version": version.version if version is not None else None,
+                "phase": version.phase if version is not None else None,
+                "recovered": True,
+                "reason": ORPHANED,
+            },
+        )
 
 
 def _discard(version: SummaryVersion, *, reason: str) -> str:

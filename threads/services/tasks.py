@@ -14,6 +14,7 @@ from typing import Any
 
 from django.db import transaction
 
+from threads.dbunavailable import database_unavailable
 from threads.models import TaskRun, TaskState, Thread, Workspace
 
 
@@ -31,12 +32,15 @@ def task_run_start(
 
 def task_run_tracked(task_id: str | None, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """Run `work` as task run `task_id`: started, then success with its answer (failure when
-    the answer carries an "error"), or failure with the exception, which is re-raised."""
+    the answer carries an "error"), or failure with the exception, which is re-raised. A
+    database that refuses writes is re-raised without a verdict: the task retries later
+    (threads.tasks)."""
     task_run_started(task_id)
     try:
         answer = work()
     except Exception as exc:
-        task_run_finish(task_id, result={"error": f"{type(exc).__name__}: {exc}"}, ok=False)
+        if not database_unavailable(exc):
+            task_run_finish(task_id, result={"error": f"{type(exc).__name__}: {exc}"}, ok=False)
         raise
     task_run_finish(task_id, result=answer, ok="error" not in answer)
     return answer

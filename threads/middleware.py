@@ -1,0 +1,36 @@
+"""Turns a database that refuses writes (threads.dbunavailable) into a 503 the caller can act
+on: the contract's JSON error under /api/ (docs/api.md §1.4), a page saying so elsewhere,
+both with `Retry-After`. Last in MIDDLEWARE, so it sees a view's exception first."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+
+from threads.api.errors import DATABASE_UNAVAILABLE_MESSAGE, error_body
+from threads.dbunavailable import RETRY_AFTER, database_unavailable, database_unavailable_reset
+
+
+class DatabaseUnavailableMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> Any:
+        if not database_unavailable(exception):
+            return None
+        database_unavailable_reset(exception)
+        response: HttpResponse
+        if request.path.startswith("/api/"):
+            response = JsonResponse(
+                error_body("database_unavailable", DATABASE_UNAVAILABLE_MESSAGE), status=503
+            )
+        else:
+            response = render(request, "503.html", {"retry_after": RETRY_AFTER}, status=503)
+        response["Retry-After"] = str(RETRY_AFTER)
+        return response
