@@ -303,7 +303,33 @@ def timed_requests(
         "p50_ms": round(percentile(wall, 0.5), 1),
         "p95_ms": round(percentile(wall, 0.95), 1),
         "requests": requests,
+        **explained(lambda: get(requests)),
     }
+
+
+def explained(request: Callable[[], Any]) -> dict[str, Any]:
+    """The reads of one more request, each run again under EXPLAIN (ANALYZE, BUFFERS): their
+    total execution time and shared buffers touched. Buffers do not depend on the machine's
+    load: they say whether the database does more work as it grows."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        request()
+    sql_ms, buffers = 0.0, 0
+    for query in captured.captured_queries:
+        sql = query["sql"]
+        words = sql.lstrip().upper()
+        if not words.startswith(("SELECT", "WITH")) or "FOR UPDATE" in words:
+            continue
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}")
+            plan = cursor.fetchone()[0]
+        plan = plan[0] if isinstance(plan, list) else json.loads(plan)[0]
+        top = plan["Plan"]
+        sql_ms += plan["Execution Time"]
+        buffers += top.get("Shared Hit Blocks", 0) + top.get("Shared Read Blocks", 0)
+    return {"sql_ms": round(sql_ms, 1), "sql_buffers": buffers}
 
 
 def measure(builder: Builder, args: argparse.Namespace, key: str, operator: Any) -> dict[str, Any]:
@@ -454,6 +480,11 @@ def growth(first: dict[str, Any], last: dict[str, Any]) -> dict[str, float]:
     ratios["bytes per event"] = (
         last["storage"]["bytes_per_event"] / first["storage"]["bytes_per_event"]
     )
+    for name in LATENCIES:
+        if "sql_buffers" in first[name] and "sql_buffers" in last[name]:
+            ratios[f"{name} buffers"] = last[name]["sql_buffers"] / max(
+                1, first[name]["sql_buffers"]
+            )
     return {k: round(v, 2) for k, v in ratios.items()}
 
 
@@ -471,9 +502,13 @@ def table(result: dict[str, Any]) -> str:
         + "; ".join(f"{s['events']:,} events, {s['threads']:,} threads" for s in stages)
         + f". {result['requests']} requests per latency after {result['warmup']} warm-ups "
         f"({result['search_requests']} for search), {result['ingest_batches']} ingest batches "
-        f"of 500, fastest of {result['verify_runs']} verifies. Build: "
-        + ", ".join(f"{s['build_seconds']:,.0f} s" for s in stages)
-        + f" per stage. Load average {env['load_before']:.1f} → {env['load_after']:.1f}.",
+        f"of 500, fastest of {result['verify_runs']} verifies. "
+        + (
+            "Build: " + ", ".join(f"{s['build_seconds']:,.0f} s" for s in stages) + " per stage."
+            if any(s["build_seconds"] for s in stages)
+            else "Re-measured one database after the other, not built."
+        )
+        + f" Load average {env['load_before']:.1f} → {env['load_after']:.1f}.",
         "",
         "| measure | " + " | ".join(heads) + " | growth | ≤ 1.5× |",
         "|---|" + "---:|" * len(stages) + "---:|---|",
@@ -494,6 +529,13 @@ def table(result: dict[str, Any]) -> str:
     )
     for name in LATENCIES:
         row(f"{name} p95 (ms)", [f"{x[name]['p95_ms']:.1f}" for x in m], name)
+    if all("sql_buffers" in x["context"] for x in m):
+        for name in LATENCIES:
+            row(
+                f"{name}: SQL ms / buffers of one request",
+                [f"{x[name]['sql_ms']:.1f} / {x[name]['sql_buffers']:,}" for x in m],
+                f"{name} buffers",
+            )
     row(
         "full verify, 100k-event thread (s)", [f"{x['verify']['seconds']:.2f}" for x in m], "verify"
     )
@@ -527,25 +569,35 @@ uv run python bench/scale.py --dsn postgres://user@host/db
 
 One workspace grows in stages to 10,000,000 events over 10,000 threads (log-normal sizes, 1,000
 events on average, 4 to 20,000), plus one thread of 100,000 events for the full verify; each
-stage is measured before the next is built. The rows are exactly what ctxadmin would have
-stored: every event is validated by `normalize_event` and numbered, bound to its call, hashed
-into the chain and token-counted by the append service's own `_append_locked`; only the write
-is collected and done with COPY, many threads per transaction, with the column values
-`event_rows._event_rows` gives the append's own COPY. The side-effect rows and event counters
-the append writes after its rows are written by the append's own statements; thread rows are
-built as `thread_get_or_create` builds them, with the head the append left (creation not
-audited). `VACUUM (ANALYZE)` after each build, as autovacuum would do after a bulk load. The
-cluster runs with PostgreSQL's defaults (128 MB shared buffers; the machine's page cache holds
-the rest).
+stage is measured before the next is built.
+
+The rows are exactly what ctxadmin would have stored. Every event is validated by
+`normalize_event` and numbered, bound to its tool call, hashed into the chain and
+token-counted by the append service's own `_append_locked` (in `--workers` processes, 3 by
+default); only its write is collected instead of run, and done with COPY, many threads per
+transaction, with the column values `event_rows._event_rows` gives the append's own COPY. The
+side-effect rows and event counters the append writes after its rows go in by the append's
+own statements; thread rows are built as `thread_get_or_create` builds them (chain key,
+genesis hash), with the head the append left (their creation is not audited).
+`tests/services/test_scale_rows.py` holds this: the built rows equal, column for column, what
+the API stores for the same bodies, and every built chain verifies. `VACUUM (ANALYZE)` after
+each build, as autovacuum would do after a bulk load. The cluster runs with PostgreSQL's
+defaults (128 MB shared buffers; the machine's page cache holds the rest).
 
 Measured at each stage through Django's test client with `DEBUG` off: API batch ingest (500
-events per request onto existing threads), the API working context of a random thread, the
-dashboard thread list and the API list (default sort, and the unknown-side-effects filter),
-the dashboard timeline at a random seq of a random thread, the dashboard's search including
-message text (whatever view and selector are installed), `integrity_check(full=True)` of the
-100k-event thread, and the event table's `pg_total_relation_size` (heap, TOAST, indexes) per
-event. Growth is the last stage over the first, held to ≤ 1.5× (for ingest: the first
-stage's rate over the last's).
+events per request onto existing threads, after one warm-up batch), the API working context
+of a random typical thread (700–1,400 events: a thread's own size sets the cost of its
+context and timeline, so they are sampled from one size band at every stage), the dashboard
+thread list and the API list (default sort, and the unknown-side-effects filter), the
+dashboard timeline at a random seq of a random typical thread, the dashboard's search
+including message text (whatever view and selector are installed), `integrity_check(full=True)`
+of the 100k-event thread (the fastest of 3 runs: the same work at every stage, so slower runs
+differ by the machine's noise; the read it runs is also timed alone with `EXPLAIN (ANALYZE,
+BUFFERS)` on a server-side cursor, as `iterator()` opens it), and the event table's
+`pg_total_relation_size` (heap, TOAST, indexes) per event. Growth is the last stage over the
+first, held to ≤ 1.5× (for ingest: the first stage's rate over the last's). The machine is
+shared: the load average is in the header, and single p95s of 40 requests move by ±50% with
+it between runs of the same stage.
 """
 
 
@@ -635,6 +687,91 @@ def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
         return result
 
 
+REMEASURED = ROOT / "bench" / "results" / "scale-remeasured.json"
+
+
+def remeasure(args: argparse.Namespace, dsn: str) -> None:
+    """Measure a database an earlier run built (its last workspace) again, without building:
+    run once per stage's database, back to back, the stages see the same machine. Keeps each
+    database's measures in scale-remeasured.json, by events, and documents them together."""
+    with tempfile.TemporaryDirectory(prefix="ctxadmin-bench-var-") as var_dir:
+        setup_django(dsn, var_dir)
+        from django.contrib.auth import get_user_model
+        from django.db import connection
+
+        from threads.models import Event, Thread, Workspace
+        from threads.services.api_keys import api_key_issue
+        from threads.services.workspaces import member_add
+
+        workspace = Workspace.objects.filter(name__startswith="scale-").order_by("-pk").first()
+        assert workspace is not None, "no workspace of bench/scale.py in this database"
+        builder = Builder(workspace)
+        builder.long = Thread.objects.get(workspace=workspace, external_id="long-thread")
+        builder.events = Event.objects.filter(thread__workspace=workspace).count()
+        builder.unit = builder.events // 4  # units below this are in the log
+        admin = member_add(
+            workspace=workspace,
+            username=f"bench-admin-{secrets.token_hex(3)}",
+            role="admin",
+            password=None,
+        )
+        _, key = api_key_issue(workspace=workspace, actor=admin, name="bench remeasure")
+        operator = get_user_model().objects.get(username="bench-operator")
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW server_version")
+            version = cursor.fetchone()[0]
+        load_before = os.getloadavg()[0]
+        measures = measure(builder, args, key, operator)
+        for name, value in measures.items():
+            print(f"  {name}: {value}", flush=True)
+    stored: dict[str, Any] = {}
+    if REMEASURED.exists():
+        stored = json.loads(REMEASURED.read_text())
+    stored[str(measures["storage"]["events"])] = {
+        "events": measures["storage"]["events"],
+        "threads": measures["threads"],
+        "build_seconds": 0,
+        "load_before": load_before,
+        "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "measures": measures,
+    }
+    REMEASURED.write_text(json.dumps(stored, indent=2, default=str) + "\n")
+    stages = sorted(stored.values(), key=lambda stage: stage["events"])
+    result: dict[str, Any] = {
+        "server_version": version,
+        "measured_at": " – ".join(sorted({stages[0]["measured_at"], stages[-1]["measured_at"]})),
+        "requests": args.requests,
+        "warmup": args.warmup,
+        "search_requests": args.search_requests,
+        "ingest_batches": args.ingest_batches,
+        "verify_runs": args.verify_runs,
+        "environment": {
+            "cpus": os.cpu_count(),
+            "python": sys.version.split()[0],
+            "load_before": min(stage["load_before"] for stage in stages),
+            "load_after": max(stage["load_before"] for stage in stages),
+        },
+        "stages": stages,
+    }
+    if len(stages) > 1:
+        result["growth"] = growth(stages[0]["measures"], stages[-1]["measures"])
+    text = table(result)
+    print()
+    print(text, flush=True)
+    if not args.no_docs:
+        begin, end = "<!-- scale-remeasured:begin -->", "<!-- scale-remeasured:end -->"
+        existing = DOCS.read_text()
+        if begin not in existing:
+            existing = existing.replace(
+                "<!-- scale:end -->\n",
+                "<!-- scale:end -->\n\n### The same databases re-measured back to back\n\n"
+                f"{begin}\n{end}\n",
+            )
+        head, _, rest = existing.partition(begin)
+        _, _, tail = rest.partition(end)
+        DOCS.write_text(f"{head}{begin}\n{text}\n{end}{tail}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dsn", help="a PostgreSQL database to migrate and write into")
@@ -651,7 +788,17 @@ def main() -> None:
     parser.add_argument("--ingest-batches", type=int, default=6)
     parser.add_argument("--verify-runs", type=int, default=3)
     parser.add_argument("--no-docs", action="store_true", help="leave docs/benchmarks.md alone")
+    parser.add_argument(
+        "--remeasure",
+        action="store_true",
+        help="measure the database --dsn names (built by an earlier run) again, no building",
+    )
     args = parser.parse_args()
+    if args.remeasure:
+        if not args.dsn:
+            parser.error("--remeasure needs --dsn")
+        remeasure(args, args.dsn)
+        return
     with nullcontext(args.dsn) if args.dsn else throwaway_cluster() as dsn:
         result = run(args, dsn)
     ratios = result.get("growth", {})
