@@ -122,6 +122,17 @@ else:
     # A DSN that sets its own `options` keeps them.
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault("options", "-c jit=off")
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# A streaming read replica serves the dashboard's GET pages (ctxadmin/db_router.py,
+# docs/design.md §14); unset, everything reads the primary.
+CTXADMIN_REPLICA_PIN_SECONDS = env.int("CTXADMIN_REPLICA_PIN_SECONDS", default=5)
+if env.str("CTXADMIN_REPLICA_URL", default=""):
+    DATABASES["replica"] = env.db_url("CTXADMIN_REPLICA_URL")
+    DATABASES["replica"].setdefault("CONN_MAX_AGE", 60)
+    DATABASES["replica"].setdefault("OPTIONS", {}).setdefault("options", "-c jit=off")
+    DATABASES["replica"]["CONN_HEALTH_CHECKS"] = True
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
+    DATABASE_ROUTERS = ["ctxadmin.db_router.ReplicaRouter"]
+    MIDDLEWARE.insert(1, "ctxadmin.db_router.ReplicaReadsMiddleware")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
