@@ -1,0 +1,104 @@
+"""The message-search index, kept by the database itself (docs/design.md §17).
+
+What an event makes searchable is its *search text*: a message's content, a tool call's name and
+arguments, a tool result's result, an annotation's payload, an approval request's action, tool
+name and arguments (other kinds have none). Objects and lists count as their JSON text, so the
+keys and values of arguments are words too. Only the first SEARCH_TEXT_LIMIT characters of an
+event's text are indexed: a tool result of megabytes must not make its append fail (a tsvector
+holds at most 1 MB).
+
+PostgreSQL: a GIN expression index over `to_tsvector('simple', ctxadmin_event_search_text(kind,
+data))`, an immutable SQL function of the row's own columns. The index is written by the INSERT
+(or COPY) that writes the event, in its transaction: no code path has to remember it, a rolled
+back append leaves nothing, and a fork's or an import's events are indexed like any other.
+SQLite: an FTS5 table `threads_event_search` (rowid = the event's id) filled by an AFTER INSERT
+trigger on the event table, which runs inside the inserting statement's transaction too.
+
+Highlighting marks are two private-use characters that the search text never holds (the
+function and the trigger strip them), so whatever the agent wrote, the only marks in a snippet
+are the database's: `threads.domain.search.snippet_parts` splits on them, and the template
+escapes every part.
+"""
+
+from __future__ import annotations
+
+SEARCH_TEXT_LIMIT = 100_000
+MARK_START = "\ue000"
+MARK_END = "\ue001"
+
+# --- PostgreSQL --------------------------------------------------------------------------------
+
+# The text search configuration: no stemming, no stop words, any language.
+PG_CONFIG = "simple"
+
+POSTGRES_SQL = f"""
+CREATE OR REPLACE FUNCTION ctxadmin_event_search_text(kind text, data jsonb) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT translate(left(CASE kind
+    WHEN 'message' THEN CASE WHEN jsonb_typeof(data -> 'content') = 'string'
+      THEN data ->> 'content' ELSE (data -> 'content')::text END
+    WHEN 'tool_call' THEN coalesce(data ->> 'tool_name', '') || ' '
+      || coalesce((data -> 'arguments')::text, '')
+    WHEN 'tool_result' THEN CASE WHEN jsonb_typeof(data -> 'result') = 'string'
+      THEN data ->> 'result' ELSE (data -> 'result')::text END
+    WHEN 'annotation' THEN (data -> 'payload')::text
+    WHEN 'approval_request' THEN coalesce(data ->> 'action', '') || ' '
+      || coalesce(data ->> 'tool_name', '') || ' ' || coalesce((data -> 'arguments')::text, '')
+  END, {SEARCH_TEXT_LIMIT}), U&'\\E000\\E001', '')
+$$;
+CREATE INDEX IF NOT EXISTS threads_event_search ON threads_event
+  USING gin (to_tsvector('{PG_CONFIG}'::regconfig, ctxadmin_event_search_text(kind, data)));
+"""
+POSTGRES_DROP_INDEX = "DROP INDEX IF EXISTS threads_event_search;"
+POSTGRES_REVERSE = POSTGRES_DROP_INDEX + "DROP FUNCTION IF EXISTS ctxadmin_event_search_text;"
+
+# The indexed expression, for queries: `e` is the event table's alias. A query must spell it
+# exactly so for the planner to use the index.
+PG_VECTOR = f"to_tsvector('{PG_CONFIG}'::regconfig, ctxadmin_event_search_text(e.kind, e.data))"
+
+# --- SQLite ------------------------------------------------------------------------------------
+
+_SQLITE_TEXT = f"""replace(replace(substr(CASE new.kind
+    WHEN 'message' THEN json_extract(new.data, '$.content')
+    WHEN 'tool_call' THEN coalesce(json_extract(new.data, '$.tool_name'), '') || ' '
+      || coalesce(json_extract(new.data, '$.arguments'), '')
+    WHEN 'tool_result' THEN CAST(json_extract(new.data, '$.result') AS TEXT)
+    WHEN 'annotation' THEN json_extract(new.data, '$.payload')
+    WHEN 'approval_request' THEN coalesce(json_extract(new.data, '$.action'), '') || ' '
+      || coalesce(json_extract(new.data, '$.tool_name'), '') || ' '
+      || coalesce(json_extract(new.data, '$.arguments'), '')
+  END, 1, {SEARCH_TEXT_LIMIT}), char(57344), ''), char(57345), '')"""
+
+SQLITE_KINDS = "('message', 'tool_call', 'tool_result', 'annotation', 'approval_request')"
+
+SQLITE_TABLE = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS threads_event_search USING fts5("
+    "body, tokenize = 'unicode61 remove_diacritics 0')"
+)
+SQLITE_TRIGGERS = [
+    f"""CREATE TRIGGER IF NOT EXISTS threads_event_search_insert AFTER INSERT ON threads_event
+       WHEN new.kind IN {SQLITE_KINDS}
+       BEGIN INSERT INTO threads_event_search (rowid, body)
+       VALUES (new.id, {_SQLITE_TEXT}); END;""",
+    # Events are never deleted or changed (the append-only guard refuses it); only test code
+    # that opens the seal does either, and the index follows it there too.
+    """CREATE TRIGGER IF NOT EXISTS threads_event_search_delete AFTER DELETE ON threads_event
+       BEGIN DELETE FROM threads_event_search WHERE rowid = old.id; END;""",
+    f"""CREATE TRIGGER IF NOT EXISTS threads_event_search_update AFTER UPDATE ON threads_event
+       BEGIN DELETE FROM threads_event_search WHERE rowid = old.id;
+       INSERT INTO threads_event_search (rowid, body) SELECT new.id, {_SQLITE_TEXT}
+       WHERE new.kind IN {SQLITE_KINDS}; END;""",
+]
+# Existing events, indexed once by the migration (and by bench/search.py after a bulk build).
+SQLITE_BACKFILL = (
+    "INSERT INTO threads_event_search (rowid, body) SELECT new.id, "
+    + _SQLITE_TEXT
+    + f" FROM threads_event AS new WHERE new.kind IN {SQLITE_KINDS}"
+)
+SQLITE_SQL = [SQLITE_TABLE, *SQLITE_TRIGGERS, SQLITE_BACKFILL]
+SQLITE_DROP_TRIGGERS = [
+    "DROP TRIGGER IF EXISTS threads_event_search_insert;",
+    "DROP TRIGGER IF EXISTS threads_event_search_delete;",
+    "DROP TRIGGER IF EXISTS threads_event_search_update;",
+]
+SQLITE_REVERSE = [*SQLITE_DROP_TRIGGERS, "DROP TABLE IF EXISTS threads_event_search;"]
