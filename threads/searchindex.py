@@ -15,7 +15,7 @@ SQLite: an FTS5 table `threads_event_search` (rowid = the event's id) filled by 
 trigger on the event table, which runs inside the inserting statement's transaction too.
 
 Highlighting marks are two private-use characters that the search text never holds (the
-function and the trigger strip them), so whatever the agent wrote, the only marks in a snippet
+function and the trigger strip them, and a third that PostgreSQL's headline uses for `<`), so whatever the agent wrote, the only marks in a snippet
 are the database's: `threads.domain.search.snippet_parts` splits on them, and the template
 escapes every part.
 """
@@ -25,6 +25,9 @@ from __future__ import annotations
 SEARCH_TEXT_LIMIT = 100_000
 MARK_START = "\ue000"
 MARK_END = "\ue001"
+# PostgreSQL's headline drops what its parser takes for XML tags (`<b>`); a `<` goes into
+# ts_headline as this character instead, and comes back as `<` in the snippet.
+PG_LESS_THAN = "\ue002"
 
 # --- PostgreSQL --------------------------------------------------------------------------------
 
@@ -44,7 +47,7 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     WHEN 'annotation' THEN (data -> 'payload')::text
     WHEN 'approval_request' THEN coalesce(data ->> 'action', '') || ' '
       || coalesce(data ->> 'tool_name', '') || ' ' || coalesce((data -> 'arguments')::text, '')
-  END, {SEARCH_TEXT_LIMIT}), U&'\\E000\\E001', '')
+  END, {SEARCH_TEXT_LIMIT}), U&'\\E000\\E001\\E002', '')
 $$;
 CREATE INDEX IF NOT EXISTS threads_event_search ON threads_event
   USING gin (to_tsvector('{PG_CONFIG}'::regconfig, ctxadmin_event_search_text(kind, data)));

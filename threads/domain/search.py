@@ -17,7 +17,7 @@ def search_terms(q: str) -> list[str]:
     once, in order. A term of several words (`lookup_order`, `rotterdam-port`) is matched as a
     phrase: its words next to each other, in order."""
     terms: list[str] = []
-    for term in q.lower().split():
+    for term in q.replace("\x00", " ").lower().split():
         if _WORD.search(term) and term not in terms:
             terms.append(term)
     return terms[:MAX_QUERY_TERMS]

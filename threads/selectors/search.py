@@ -21,14 +21,11 @@ from django.db.models.expressions import RawSQL
 
 from threads.domain.search import SnippetPart, fts5_query, search_terms, snippet_parts
 from threads.models import Event
-from threads.searchindex import MARK_END, MARK_START, PG_CONFIG, PG_VECTOR
+from threads.searchindex import MARK_END, MARK_START, PG_CONFIG, PG_LESS_THAN, PG_VECTOR
 
 MAX_HITS = 100
-# ts_headline: up to two fragments of about 8..24 words around the hits.
-_PG_HEADLINE = (
-    f"StartSel={MARK_START}, StopSel={MARK_END}, MaxFragments=2, MinWords=8, MaxWords=24, "
-    'FragmentDelimiter=" … "'
-)
+# ts_headline: 15..35 words around the best match.
+_PG_HEADLINE = f"StartSel={MARK_START}, StopSel={MARK_END}, MinWords=15, MaxWords=35"
 # FTS5 snippet(): about 24 tokens around the hits.
 _SQLITE_SNIPPET_TOKENS = 24
 
@@ -81,7 +78,7 @@ def events_search(
             workspace_id=row[4],
             seq=row[5],
             kind=row[6],
-            snippet=snippet_parts(row[7] or "", MARK_START, MARK_END),
+            snippet=snippet_parts((row[7] or "").replace(PG_LESS_THAN, "<"), MARK_START, MARK_END),
         )
         for row in rows
     ]
@@ -111,15 +108,16 @@ def _postgres_sql(
             ORDER BY e.id DESC LIMIT %s
         )
         SELECT page.id, t.id, t.external_id, t.title, t.workspace_id, page.seq, page.kind,
-            ts_headline('{PG_CONFIG}', ctxadmin_event_search_text(page.kind, page.data),
-                        {_pg_query(terms)}, %s)
+            ts_headline('{PG_CONFIG}',
+                replace(ctxadmin_event_search_text(page.kind, page.data), '<', %s),
+                {_pg_query(terms)}, %s)
         FROM page JOIN threads_thread t ON t.id = page.thread_id
         ORDER BY page.id DESC
     """
     params: list[Any] = [*terms, *ids]
     if before is not None:
         params.append(before)
-    return sql, [*params, limit, *terms, _PG_HEADLINE]
+    return sql, [*params, limit, PG_LESS_THAN, *terms, _PG_HEADLINE]
 
 
 def _sqlite_sql(
