@@ -293,11 +293,16 @@ def worker_search(workspace: int, queries: list[dict[str, Any]], repeat: int) ->
 
 
 def worker_ingest() -> None:
-    """Post batches on command: a line "round" starts a new thread, "post N" posts batch N of
-    the conversations and answers its seconds."""
+    """Post batches on command: a line "round" starts new threads, "post N" posts batch N of
+    the conversations through the API, then inserts the rows it stored again, raw, into
+    another thread (the database's own cost of the same rows, index maintenance included),
+    and answers both times."""
+    from django.db import connection, transaction
     from django.test import Client
     from ingest import tau_events
 
+    from threads.models import Event
+    from threads.services.event_rows import EVENT_COLUMNS
     from threads.services.threads import thread_get_or_create
     from threads.services.workspaces import workspace_create
 
@@ -305,20 +310,63 @@ def worker_ingest() -> None:
     client = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
     events = tau_events()
     batches = [events[i : i + BATCH] for i in range(0, len(events), BATCH)]
-    thread, rounds = None, 0
+    thread = raw_thread = None
+    rounds = 0
+    postgres = connection.vendor == "postgresql"
+    columns = ", ".join(connection.ops.quote_name(c) for c in EVENT_COLUMNS)
+    insert = (
+        f"INSERT INTO threads_event ({columns}) VALUES ({', '.join(['%s'] * len(EVENT_COLUMNS))})"
+    )
     print(json.dumps({"batches": len(batches), "events": len(events)}), flush=True)
     for line in sys.stdin:
         command = line.split()
         if command[0] == "round":
             rounds += 1
             thread = thread_get_or_create(workspace=workspace, external_id=f"round-{rounds}")[0]
+            raw_thread = thread_get_or_create(workspace=workspace, external_id=f"raw-{rounds}")[0]
             print("{}", flush=True)
         elif command[0] == "post":
+            assert thread is not None and raw_thread is not None
             batch = batches[int(command[1])]
             started = time.perf_counter()
             _post(client, thread, batch)
-            seconds = time.perf_counter() - started
-            print(json.dumps({"seconds": seconds, "events": len(batch)}), flush=True)
+            api_seconds = time.perf_counter() - started
+            stored = list(Event.objects.filter(thread=thread).order_by("-seq")[: len(batch)][::-1])
+            raw_id = raw_thread.pk if postgres else raw_thread.pk.hex
+            rows = [
+                (
+                    raw_id,
+                    e.seq,
+                    e.kind,
+                    e.created_at
+                    if postgres
+                    else connection.ops.adapt_datetimefield_value(e.created_at),
+                    e.client_event_id,
+                    json.dumps(e.metadata),
+                    json.dumps(e.data),
+                    e.role,
+                    e.tool_call_id,
+                    e.request_digest,
+                    e.token_count,
+                    e.hash,
+                )
+                for e in stored
+            ]
+            started = time.perf_counter()
+            with transaction.atomic():
+                if postgres:
+                    with connection.connection.cursor() as pg:
+                        with pg.copy(f"COPY threads_event ({columns}) FROM STDIN") as stream:
+                            for row in rows:
+                                stream.write_row(row)
+                else:
+                    with connection.cursor() as cursor:
+                        cursor.executemany(insert, rows)
+            raw_seconds = time.perf_counter() - started
+            print(
+                json.dumps({"seconds": api_seconds, "raw": raw_seconds, "events": len(batch)}),
+                flush=True,
+            )
         else:
             break
 
@@ -404,9 +452,11 @@ def ingest_compare(with_index: list[str], without_index: list[str], rounds: int)
         hello[side] = json.loads(proc.stdout.readline())
     batches = hello["with"]["batches"]
     rates: dict[str, list[float]] = {"with": [], "without": []}
+    raw_rates: dict[str, list[float]] = {"with": [], "without": []}
     try:
         for number in range(rounds + 1):  # round 0 warms up
             seconds = {"with": 0.0, "without": 0.0}
+            raw = {"with": 0.0, "without": 0.0}
             events = {"with": 0, "without": 0}
             for side in procs:
                 ask(side, "round")
@@ -415,10 +465,12 @@ def ingest_compare(with_index: list[str], without_index: list[str], rounds: int)
                 for side in order:
                     answer = ask(side, f"post {batch}")
                     seconds[side] += answer["seconds"]
+                    raw[side] += answer["raw"]
                     events[side] += answer["events"]
             if number:
                 for side in procs:
                     rates[side].append(events[side] / seconds[side])
+                    raw_rates[side].append(events[side] / raw[side])
             print(
                 f"  ingest round {number}: with {events['with'] / seconds['with']:,.0f} ev/s, "
                 f"without {events['without'] / seconds['without']:,.0f} ev/s",
@@ -433,12 +485,22 @@ def ingest_compare(with_index: list[str], without_index: list[str], rounds: int)
             proc.wait(timeout=60)
     with_rate = statistics.median(rates["with"])
     without_rate = statistics.median(rates["without"])
+    raw_with, raw_without = (
+        statistics.median(raw_rates["with"]),
+        statistics.median(raw_rates["without"]),
+    )
     return {
         "events_per_round": hello["with"]["events"],
         "rounds": rounds,
         "with_index": round(with_rate),
         "without_index": round(without_rate),
         "ratio": round(with_rate / without_rate, 3),
+        "raw_with_index": round(raw_with),
+        "raw_without_index": round(raw_without),
+        "raw_ratio": round(raw_with / raw_without, 3),
+        # The API's time per event beyond the raw insert, which the index does not change.
+        "api_overhead_us": round((1 / without_rate - 1 / raw_without) * 1e6, 1),
+        "index_us": round((1 / raw_with - 1 / raw_without) * 1e6, 1),
     }
 
 

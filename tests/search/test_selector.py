@@ -17,6 +17,7 @@ from threads.domain.events import normalize_event
 from threads.importers import read_conversations
 from threads.models import Event, Thread
 from threads.selectors import SearchHit, events_search, threads_in
+from threads.selectors import search as search_selectors
 from threads.services.checkpoints import checkpoint_create
 from threads.services.events import event_append_batch
 from threads.services.fork import thread_fork
@@ -176,3 +177,25 @@ def test_the_thread_list_content_filter_uses_the_same_words(story: Thread) -> No
     found = threads_in(workspace_ids=[story.workspace_id], q="rotterdam", content=True)
     assert [t.external_id for t in found] == ["order-10086"]
     assert not threads_in(workspace_ids=[story.workspace_id], q="rotterdam").exists()
+
+
+@pytest.mark.parametrize(("window", "cap"), [(2, 10_000), (2, 1)])
+def test_every_search_strategy_gives_the_same_page(
+    story: Thread, monkeypatch: pytest.MonkeyPatch, window: int, cap: int
+) -> None:
+    # PostgreSQL walks the newest events first, then reads the GIN index, then walks the whole
+    # log (threads/selectors/search.py); shrunk, each step is reached with a handful of events.
+    f.append(story, *[f.user(f"parcel update {n}") for n in range(5)])
+    expected = [(h.seq, h.kind) for h in search(story.workspace, "parcel", limit=4)]
+    assert expected == [(10, "message"), (9, "message"), (8, "message"), (7, "message")]
+    monkeypatch.setattr(search_selectors, "RECENT_WINDOW", window)
+    monkeypatch.setattr(search_selectors, "RARE_CAP", cap)
+    assert [(h.seq, h.kind) for h in search(story.workspace, "parcel", limit=4)] == expected
+    assert [(h.seq, h.kind) for h in search(story.workspace, "parcel", limit=50)][-2:] == [
+        (4, "message"),
+        (1, "message"),
+    ]
+    first = search(story.workspace, "parcel", limit=4)
+    rest = search(story.workspace, "parcel", limit=50, before=first[-1].event_id)
+    assert [h.seq for h in rest] == [6, 4, 1]
+    assert hits(story.workspace, "zeppelin") == []

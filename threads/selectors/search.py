@@ -14,7 +14,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.db import connections, router
 from django.db.models.expressions import RawSQL
@@ -62,13 +62,12 @@ def events_search(
         return []
     limit = max(1, min(limit, MAX_HITS))
     connection = connections[router.db_for_read(Event)]
-    if connection.vendor == "postgresql":
-        sql, params = _postgres_sql(ids, terms, limit, before)
-    else:
-        sql, params = _sqlite_sql(ids, terms, limit, before)
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+        if connection.vendor == "postgresql":
+            rows = _postgres_hits(cursor, ids, terms, limit, before)
+        else:
+            cursor.execute(*_sqlite_sql(ids, terms, limit, before))
+            rows = cursor.fetchall()
     return [
         SearchHit(
             event_id=row[0],
@@ -93,31 +92,77 @@ def _pg_query(terms: list[str]) -> str:
     return " && ".join([f"phraseto_tsquery('{PG_CONFIG}', %s)"] * len(terms))
 
 
-def _postgres_sql(
-    ids: list[int], terms: list[str], limit: int, before: int | None
-) -> tuple[str, list[Any]]:
-    # The page's keys first (the index, the workspace filter, the order and the limit), then
-    # the headline for those rows only: ts_headline re-parses the whole text.
+# The newest events walked first (docs/design.md §17): a word held by more than about one in
+# RECENT_WINDOW / limit of them fills its page there. Rarer words are read from the GIN index,
+# at most RARE_CAP matches; beyond that (a word rare lately but common long ago), the walk goes
+# on to the start of the log.
+RECENT_WINDOW = 10_000
+RARE_CAP = 20_000
+
+
+def _postgres_hits(
+    cursor: Any, ids: list[int], terms: list[str], limit: int, before: int | None
+) -> list[tuple[Any, ...]]:
+    """The page's hits, chosen by a strategy that does not depend on the planner's guess of
+    how many events hold a word: it has statistics only for common words, guesses a thousand
+    events for any other (a rare one, or one no event holds), and then walks the whole log
+    backwards for a page that is not there.
+
+    1. Walk the newest RECENT_WINDOW events (of the workspaces, below `before`) backwards,
+       testing each row's stored vector with ts_match_vq (the function form of @@, which the
+       planner does not match to the index): a common word fills its page within a few hundred
+       rows.
+    2. Not filled: read every match from the GIN index (a bitmap scan; `e.id + 0` keeps the
+       key's index out of it), pick the workspaces' newest.
+    3. More than RARE_CAP matches: walk the whole log as in 1.
+    Then the page's rows are read with their headline."""
+    query = _pg_query(terms)
     below = "AND e.id < %s" if before is not None else ""
-    sql = f"""
-        WITH page AS (
-            SELECT e.id, e.thread_id, e.seq, e.kind, e.data
-            FROM threads_event e JOIN threads_thread t ON t.id = e.thread_id
-            WHERE {PG_VECTOR} @@ ({_pg_query(terms)})
-                AND t.workspace_id IN ({_in_list(ids)}) {below}
-            ORDER BY e.id DESC LIMIT %s
-        )
-        SELECT page.id, t.id, t.external_id, t.title, t.workspace_id, page.seq, page.kind,
-            ts_headline('{PG_CONFIG}',
-                replace(ctxadmin_event_search_text(page.kind, page.data), '<', %s),
-                {_pg_query(terms)}, %s)
-        FROM page JOIN threads_thread t ON t.id = page.thread_id
-        ORDER BY page.id DESC
+    tail = [before] if before is not None else []
+    walk = f"""
+        SELECT r.id FROM (
+            SELECT e.id, e.thread_id, e.search_vector FROM threads_event e
+            WHERE TRUE {below} ORDER BY e.id DESC {{window}}
+        ) r JOIN threads_thread t ON t.id = r.thread_id
+        WHERE ts_match_vq(r.search_vector, ({query})) AND t.workspace_id IN ({_in_list(ids)})
+        ORDER BY r.id DESC LIMIT %s
     """
-    params: list[Any] = [*terms, *ids]
-    if before is not None:
-        params.append(before)
-    return sql, [*params, limit, PG_LESS_THAN, *terms, _PG_HEADLINE]
+    cursor.execute(walk.format(window="LIMIT %s"), [*tail, RECENT_WINDOW, *terms, *ids, limit])
+    page = [row[0] for row in cursor.fetchall()]
+    if len(page) < limit:
+        cursor.execute(
+            f"SELECT e.id, e.thread_id FROM threads_event e WHERE {PG_VECTOR} @@ ({query}) "
+            f"{below.replace('e.id', 'e.id + 0')} LIMIT %s",
+            [*terms, *tail, RARE_CAP + 1],
+        )
+        matches = cursor.fetchall()
+        if len(matches) <= RARE_CAP:
+            allowed: set[Any] = set()
+            if matches:
+                cursor.execute(
+                    "SELECT id FROM threads_thread WHERE id = ANY(%s) AND workspace_id = ANY(%s)",
+                    [list({thread for _, thread in matches}), ids],
+                )
+                allowed = {row[0] for row in cursor.fetchall()}
+            page = sorted((e for e, thread in matches if thread in allowed), reverse=True)[:limit]
+        else:
+            cursor.execute(walk.format(window=""), [*tail, *terms, *ids, limit])
+            page = [row[0] for row in cursor.fetchall()]
+    if not page:
+        return []
+    # The headline for the page's rows only: ts_headline re-parses the whole text.
+    cursor.execute(
+        f"""
+        SELECT e.id, t.id, t.external_id, t.title, t.workspace_id, e.seq, e.kind,
+            ts_headline('{PG_CONFIG}',
+                replace(ctxadmin_event_search_text(e.kind, e.data), '<', %s), {query}, %s)
+        FROM threads_event e JOIN threads_thread t ON t.id = e.thread_id
+        WHERE e.id = ANY(%s)
+        ORDER BY e.id DESC
+        """,
+        [PG_LESS_THAN, *terms, _PG_HEADLINE, page],
+    )
+    return cast(list[tuple[Any, ...]], cursor.fetchall())
 
 
 def _sqlite_sql(
