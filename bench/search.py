@@ -224,8 +224,8 @@ def worker_build(total: int) -> dict[str, Any]:
             if postgres:
                 with connection.connection.cursor() as pg:
                     with pg.copy(f"COPY threads_event ({columns}) FROM STDIN") as stream:
-                        for row in params:
-                            stream.write_row(row)
+                        for values in params:
+                            stream.write_row(values)
             else:
                 with connection.cursor() as cursor:
                     cursor.executemany(insert, params)
@@ -413,8 +413,8 @@ def choose_queries(texts: list[str], copies: int) -> list[dict[str, Any]]:
     total = len(texts)
     queries: list[dict[str, Any]] = []
     for band, low, high in BANDS:
-        words = sorted(w for w, n in frequency.items() if low <= n / total < high)
-        for word in rng.sample(words, min(10, len(words))):
+        in_band = sorted(w for w, n in frequency.items() if low <= n / total < high)
+        for word in rng.sample(in_band, min(10, len(in_band))):
             queries.append({"band": band, "q": word, "share": frequency[word] / total})
     for word in rng.sample(sorted(ids), 5):
         # One copy's id: the suffix _mutate gave it in a copy in the middle.

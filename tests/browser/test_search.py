@@ -40,7 +40,12 @@ def test_search_box_highlights_a_hit_and_opens_it_on_the_timeline(
 
     page = _page(browser, {"url": live_server.url}, "operator")
     dialogs: list[str] = []
-    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+
+    def refuse(dialog: Any) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", refuse)
     page.get_by_label("also search events").check()
     page.locator("#q").fill("rotterdam")
     hits = page.locator("#search-hits tr.search-hit")

@@ -123,7 +123,7 @@ def test_a_hit_link_opens_the_timeline_at_its_seq(operator: Client, thread: Thre
 def test_api_search_for_agents_and_people(
     agent: APIClient, other_agent: APIClient, thread_with_text: Thread, workspace: Any
 ) -> None:
-    answer = agent.get("/api/v1/search/", {"q": "rotterdam", "limit": 1})
+    answer = agent.get("/api/v1/search/", {"q": "rotterdam", "limit": "1"})
     assert answer.status_code == 200, answer.content
     body = answer.json()
     (hit,) = body["results"]
@@ -131,7 +131,9 @@ def test_api_search_for_agents_and_people(
     assert (hit["seq"], hit["kind"]) == (4, "message")
     assert {"text": "Rotterdam", "hit": True} in hit["snippet"]
     assert body["next_before"] == hit["event_id"]
-    rest = agent.get("/api/v1/search/", {"q": "rotterdam", "before": body["next_before"]}).json()
+    rest = agent.get(
+        "/api/v1/search/", {"q": "rotterdam", "before": str(body["next_before"])}
+    ).json()
     assert [(h["seq"], h["kind"]) for h in rest["results"]] == [(3, "tool_result")]
     assert rest["next_before"] is None
     # Snippets are plain text: markup comes back as the agent wrote it, never as HTML.
@@ -142,6 +144,6 @@ def test_api_search_for_agents_and_people(
     person.force_login(f.make_person(workspace, "rita", "reviewer"))
     assert len(person.get("/api/v1/search/", {"q": "rotterdam"}).json()["results"]) == 2
     assert agent.get("/api/v1/search/").status_code == 400
-    assert agent.get("/api/v1/search/", {"q": "x", "limit": 0}).status_code == 400
+    assert agent.get("/api/v1/search/", {"q": "x", "limit": "0"}).status_code == 400
     assert agent.get("/api/v1/search/", {"q": "..."}).json()["results"] == []
     assert APIClient().get("/api/v1/search/", {"q": "x"}).status_code in (401, 403)
