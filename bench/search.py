@@ -559,17 +559,19 @@ def run_database(name: str, args: argparse.Namespace, work: Path) -> dict[str, A
             check=True,
         )
         searched = json.loads(search_out.read_text())["queries"]
+        summary = _summary(searched)
+        print(f"{name}: search {summary['overall']}", file=sys.stderr, flush=True)
+        version = _version(name, dsn_a)
         dsn_b = copy_to_b(var_a, var_b)
         print(f"{name}: ingest with vs without the index", file=sys.stderr, flush=True)
         ingest = ingest_compare(
             _worker("ingest", dsn_a, str(var_a)), _worker("ingest", dsn_b, str(var_b)), args.rounds
         )
-        version = _version(name, dsn_a)
     return {
         "database": name,
         "version": version,
         "build": build,
-        "search": _summary(searched),
+        "search": summary,
         "queries": [
             {k: (round(v, 5) if isinstance(v, float) else v) for k, v in q.items() if k != "ms"}
             | {"p95_ms": round(sorted(q["ms"])[-1], 2)}
@@ -699,15 +701,22 @@ def main() -> None:
     names = ["postgresql"] if args.postgres else ["sqlite"] if args.sqlite else []
     names = names or ["postgresql", "sqlite"]
     load_before = os.getloadavg()[0]
-    results = []
+    # A run of one database keeps the other's last result: the table shows both.
+    kept = json.loads(RESULTS.read_text())["results"] if RESULTS.exists() else []
+    by_name = {r["database"]: r for r in kept}
     with tempfile.TemporaryDirectory(prefix="ctxadmin-bench-search-") as work:
         for name in names:
-            results.append(run_database(name, args, Path(work)))
+            by_name[name] = run_database(name, args, Path(work)) | {
+                "load": [round(load_before, 1), round(os.getloadavg()[0], 1)]
+            }
+            RESULTS.parent.mkdir(exist_ok=True)
+            results = [by_name[n] for n in ("postgresql", "sqlite") if n in by_name]
+            RESULTS.write_text(
+                json.dumps({"results": results}, indent=2, ensure_ascii=False) + "\n"
+            )
     load_after = os.getloadavg()[0]
     rendered = table(results)
     print(rendered)
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps({"results": results}, indent=2, ensure_ascii=False) + "\n")
     if not args.no_docs:
         write_docs(results, rendered, (load_before, load_after))
 
