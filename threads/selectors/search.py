@@ -92,11 +92,13 @@ def _pg_query(terms: list[str]) -> str:
     return " && ".join([f"phraseto_tsquery('{PG_CONFIG}', %s)"] * len(terms))
 
 
-# The newest events walked first (docs/design.md §17): a word held by more than about one in
-# RECENT_WINDOW / limit of them fills its page there. Rarer words are read from the GIN index,
-# at most RARE_CAP matches; beyond that (a word rare lately but common long ago), the walk goes
+# The newest events are walked first (docs/design.md §17), RECENT_WINDOW of them, then further
+# while the hits found so far say the walk is cheaper than reading every match from the GIN
+# index (a row walked costs about 1/FETCH_VS_WALK of a match fetched). At most RARE_CAP matches
+# are read from the index; beyond that (a word rare lately but common long ago), the walk goes
 # on to the start of the log.
-RECENT_WINDOW = 10_000
+RECENT_WINDOW = 2_000
+FETCH_VS_WALK = 10
 RARE_CAP = 20_000
 
 
@@ -108,32 +110,55 @@ def _postgres_hits(
     events for any other (a rare one, or one no event holds), and then walks the whole log
     backwards for a page that is not there.
 
-    1. Walk the newest RECENT_WINDOW events (of the workspaces, below `before`) backwards,
-       testing each row's stored vector with ts_match_vq (the function form of @@, which the
-       planner does not match to the index): a common word fills its page within a few hundred
-       rows.
-    2. Not filled: read every match from the GIN index (a bitmap scan; `e.id + 0` keeps the
-       key's index out of it), pick the workspaces' newest.
-    3. More than RARE_CAP matches: walk the whole log as in 1.
+    1. Walk the newest events (of the workspaces, below `before`) backwards, a window at a
+       time, testing each row's stored vector with ts_match_vq (the function form of @@, which
+       the planner does not match to the index): a common word fills its page within a few
+       hundred rows. After each window, the hits so far estimate how many rows the rest of the
+       page needs and how many matches the index holds below; the walk goes on while it is
+       the cheaper of the two.
+    2. Else: read every match below the walk from the GIN index (a bitmap scan; `e.id + 0`
+       keeps the key's index out of it) and pick the workspaces' newest.
+    3. More than RARE_CAP matches: walk the rest of the log.
     Then the page's rows are read with their headline."""
     query = _pg_query(terms)
-    below = "AND e.id < %s" if before is not None else ""
-    tail = [before] if before is not None else []
     walk = f"""
         SELECT r.id FROM (
             SELECT e.id, e.thread_id, e.search_vector FROM threads_event e
-            WHERE TRUE {below} ORDER BY e.id DESC {{window}}
+            WHERE e.id < %s ORDER BY e.id DESC {{window}}
         ) r JOIN threads_thread t ON t.id = r.thread_id
         WHERE ts_match_vq(r.search_vector, ({query})) AND t.workspace_id IN ({_in_list(ids)})
         ORDER BY r.id DESC LIMIT %s
     """
-    cursor.execute(walk.format(window="LIMIT %s"), [*tail, RECENT_WINDOW, *terms, *ids, limit])
-    page = [row[0] for row in cursor.fetchall()]
-    if len(page) < limit:
+    cursor.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM threads_event")
+    floor = min(cursor.fetchone()[0], before) if before is not None else cursor.fetchone()[0]
+    page: list[int] = []
+    window, walked = RECENT_WINDOW, 0
+    while len(page) < limit:
+        cursor.execute(
+            walk.format(window="LIMIT %s"), [floor, window, *terms, *ids, limit - len(page)]
+        )
+        page += [row[0] for row in cursor.fetchall()]
+        cursor.execute(
+            "SELECT MIN(id) FROM (SELECT id FROM threads_event WHERE id < %s "
+            "ORDER BY id DESC LIMIT %s) w",
+            [floor, window],
+        )
+        lowest = cursor.fetchone()[0]
+        if lowest is None or len(page) >= limit:
+            break
+        floor, walked = lowest, walked + window
+        density = len(page) / walked
+        needed = (limit - len(page)) / density if density else float("inf")
+        if needed > FETCH_VS_WALK * density * floor:
+            break
+        window = int(needed * 1.5) + 1
+    else:
+        lowest = 0
+    if len(page) < limit and lowest is not None:
         cursor.execute(
             f"SELECT e.id, e.thread_id FROM threads_event e WHERE {PG_VECTOR} @@ ({query}) "
-            f"{below.replace('e.id', 'e.id + 0')} LIMIT %s",
-            [*terms, *tail, RARE_CAP + 1],
+            "AND e.id + 0 < %s LIMIT %s",
+            [*terms, floor, RARE_CAP + 1],
         )
         matches = cursor.fetchall()
         if len(matches) <= RARE_CAP:
@@ -144,10 +169,12 @@ def _postgres_hits(
                     [list({thread for _, thread in matches}), ids],
                 )
                 allowed = {row[0] for row in cursor.fetchall()}
-            page = sorted((e for e, thread in matches if thread in allowed), reverse=True)[:limit]
+            page += sorted((e for e, thread in matches if thread in allowed), reverse=True)[
+                : limit - len(page)
+            ]
         else:
-            cursor.execute(walk.format(window=""), [*tail, *terms, *ids, limit])
-            page = [row[0] for row in cursor.fetchall()]
+            cursor.execute(walk.format(window=""), [floor, *terms, *ids, limit - len(page)])
+            page += [row[0] for row in cursor.fetchall()]
     if not page:
         return []
     # The headline for the page's rows only: ts_headline re-parses the whole text.
