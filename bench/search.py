@@ -710,6 +710,11 @@ def main() -> None:
                 "load": [round(load_before, 1), round(os.getloadavg()[0], 1)]
             }
             RESULTS.parent.mkdir(exist_ok=True)
+            # Another run may have finished meanwhile: keep its result.
+            if RESULTS.exists():
+                for other in json.loads(RESULTS.read_text())["results"]:
+                    if other["database"] not in names:
+                        by_name[other["database"]] = other
             results = [by_name[n] for n in ("postgresql", "sqlite") if n in by_name]
             RESULTS.write_text(
                 json.dumps({"results": results}, indent=2, ensure_ascii=False) + "\n"
