@@ -129,22 +129,24 @@ def _postgres_hits(
         WHERE ts_match_vq(r.search_vector, ({query})) AND t.workspace_id IN ({_in_list(ids)})
         ORDER BY r.id DESC LIMIT %s
     """
-    cursor.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM threads_event")
-    floor = min(cursor.fetchone()[0], before) if before is not None else cursor.fetchone()[0]
+    floor = before if before is not None else 2**63 - 1
     page: list[int] = []
-    window, walked = RECENT_WINDOW, 0
+    window, walked, complete = RECENT_WINDOW, 0, False
     while len(page) < limit:
+        # One statement: the window's hits (the walk stops at the page's last one) and the
+        # window's extent, read from the key's index alone.
         cursor.execute(
-            walk.format(window="LIMIT %s"), [floor, window, *terms, *ids, limit - len(page)]
+            f"SELECT ARRAY({walk.format(window='LIMIT %s')}), w.n, w.lowest FROM ("
+            "SELECT COUNT(*) AS n, MIN(id) AS lowest FROM (SELECT id FROM threads_event "
+            "WHERE id < %s ORDER BY id DESC LIMIT %s) k) w",
+            [floor, window, *terms, *ids, limit - len(page), floor, window],
         )
-        page += [row[0] for row in cursor.fetchall()]
-        cursor.execute(
-            "SELECT MIN(id) FROM (SELECT id FROM threads_event WHERE id < %s "
-            "ORDER BY id DESC LIMIT %s) w",
-            [floor, window],
-        )
-        lowest = cursor.fetchone()[0]
-        if lowest is None or len(page) >= limit:
+        found, rows, lowest = cursor.fetchone()
+        page += list(found)
+        if rows < window:  # the walk reached the start of the log: every hit is in
+            complete = True
+            break
+        if len(page) >= limit:
             break
         floor, walked = lowest, walked + window
         density = len(page) / walked
@@ -152,9 +154,7 @@ def _postgres_hits(
         if needed > FETCH_VS_WALK * density * floor:
             break
         window = int(needed * 1.5) + 1
-    else:
-        lowest = 0
-    if len(page) < limit and lowest is not None:
+    if len(page) < limit and not complete:
         cursor.execute(
             f"SELECT e.id, e.thread_id FROM threads_event e WHERE {PG_VECTOR} @@ ({query}) "
             "AND e.id + 0 < %s LIMIT %s",
