@@ -134,3 +134,8 @@ urlpatterns += [
         name="langgraph-delete-for-runs",
     ),
 ]
+
+# Message search (docs/api.md §16).
+from threads.api import search  # noqa: E402
+
+urlpatterns += [path("search/", search.SearchApi.as_view(), name="search")]

@@ -61,6 +61,12 @@ from threads.selectors.queues import (
     side_effect_rows,
     side_effects_in,
 )
+from threads.selectors.search import (
+    MAX_HITS,
+    SearchHit,
+    events_search,
+    threads_with_hits,
+)
 from threads.selectors.summaries import (
     summary_version_get,
     summary_versions_for_thread,
@@ -92,6 +98,8 @@ from threads.selectors.tools import (
 
 __all__ = [
     "CONTEXT_OVERRIDES",
+    "MAX_HITS",
+    "SearchHit",
     "REPEAT_WINDOW",
     "THREAD_SORTS",
     "active_constraints",
@@ -119,6 +127,7 @@ __all__ = [
     "event_get",
     "event_token_buckets",
     "event_window",
+    "events_search",
     "events_by_seqs",
     "last_reset_at",
     "retractions_by_target",
@@ -152,6 +161,7 @@ __all__ = [
     "thread_with_flags",
     "threads_in",
     "threads_integrity_for_member",
+    "threads_with_hits",
     "unsafe_checkpoints_for_member",
     "working_context",
     "workspaces_for_user",

@@ -35,6 +35,7 @@ from threads.models import (
     Thread,
     Workspace,
 )
+from threads.selectors.search import threads_with_hits
 
 
 def workspaces_for_user(user: Any) -> QuerySet[Workspace]:
@@ -179,7 +180,8 @@ def threads_in(
     """The thread list of the API and the dashboard: threads of the given workspaces (an
     agent's one, or a person's), filtered and sorted, each with its problem flags.
 
-    - q: external_id or title contains (any case); with `content`, a message's text too;
+    - q: external_id or title contains (any case); with `content`, or an event of the thread
+      holds q's words (message search, docs/design.md §17);
     - status: the thread's status;
     - unknown / pending: has (True) or has not (False) an unknown side effect / a pending
       approval; None does not filter;
@@ -200,13 +202,11 @@ def threads_in(
     if q:
         match = Q(external_id__icontains=q) | Q(title__icontains=q)
         if content:
-            match |= Q(
-                Exists(
-                    Event.objects.filter(
-                        thread=OuterRef("pk"), kind=EventKind.MESSAGE, data__content__icontains=q
-                    )
-                )
-            )
+            # Words of the thread's messages, tool calls and results, through the search
+            # index (threads/selectors/search.py), never a scan of every event.
+            hits = threads_with_hits(q)
+            if hits is not None:
+                match |= Q(pk__in=hits)
         threads = threads.filter(match)
     if status:
         threads = threads.filter(status=status)

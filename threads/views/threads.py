@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from threads import selectors
+from threads.access import chosen_workspace_id
 from threads.domain.markers import RETRACTABLE_KINDS
 from threads.domain.units import split_units
 from threads.models import Role, Thread
@@ -28,6 +29,7 @@ from threads.views.present import event_body, present
 
 TIMELINE_PAGE = 200
 THREADS_PER_PAGE = 50
+HITS_PER_PAGE = 20
 FILTERS = {
     "unknown": "Unknown side effects",
     "failed": "Failed verification",
@@ -76,6 +78,7 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
     page.object_list = selectors.thread_list_page(cast(QuerySet[Thread], page.object_list))
     context = {
         "page": page,
+        **_search_hits(request),
         "search": params.get("q", ""),
         "content": params.get("content") == "1",
         "filters": [(name, label, active[name]) for name, label in FILTERS.items()],
@@ -85,6 +88,34 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
         "multi_workspace": len({t.workspace_id for t in page.object_list}) > 1,
     }
     return region(request, "threads/thread_list.html", context, "thread_table")
+
+
+def _search_hits(request: HtmxHttpRequest) -> dict[str, Any]:
+    """With "search events" on, the events of the person's current workspace that hold the
+    query's words (docs/design.md §17), newest first, a page at a time (`before`: the last hit's
+    key of the page before)."""
+    q = request.GET.get("q", "").strip()
+    if request.GET.get("content") != "1" or not q:
+        return {"hits": None}
+    workspace = selectors.workspace_current_for_member(
+        user=request.user, workspace_id=chosen_workspace_id(request)
+    )
+    before = request.GET.get("before", "")
+    hits = selectors.events_search(
+        workspace_ids=[workspace.pk] if workspace is not None else [],
+        q=q,
+        limit=HITS_PER_PAGE + 1,
+        before=int(before) if before.isdigit() else None,
+    )
+    more = len(hits) > HITS_PER_PAGE
+    hits = hits[:HITS_PER_PAGE]
+    base = query_without(request, "before", "page")
+    return {
+        "hits": hits,
+        "hits_workspace": workspace,
+        "hits_more_query": f"{base}&before={hits[-1].event_id}" if more else None,
+        "hits_first_query": base if before else None,
+    }
 
 
 def _aligned(seq: int) -> int:

@@ -1,0 +1,58 @@
+"""Message search, the pure part (docs/design.md §17): what a query's terms are, and a snippet
+as the plain and highlighted parts the page shows."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# A word as SQLite's unicode61 tokenizer sees one: a run of letters and digits.
+_WORD = re.compile(r"[^\W_]+")
+# Queries longer than this are cut: a search box is not a document.
+MAX_QUERY_TERMS = 16
+
+
+def search_terms(q: str) -> list[str]:
+    """The query's terms: its whitespace-separated parts that hold a word, lowercased, each
+    once, in order. A term of several words (`lookup_order`, `rotterdam-port`) is matched as a
+    phrase: its words next to each other, in order."""
+    terms: list[str] = []
+    for term in q.replace("\x00", " ").lower().split():
+        if _WORD.search(term) and term not in terms:
+            terms.append(term)
+    return terms[:MAX_QUERY_TERMS]
+
+
+def fts5_query(terms: list[str]) -> str:
+    """An FTS5 MATCH expression finding every term (AND), each as a phrase. Each term is a
+    quoted string, so no query syntax of FTS5 (NEAR, column filters, `*`, `-`) can come from
+    the person's text."""
+    return " ".join('"' + term.replace('"', '""') + '"' for term in terms)
+
+
+@dataclass(frozen=True, slots=True)
+class SnippetPart:
+    text: str
+    hit: bool
+
+
+def snippet_parts(snippet: str, start: str, end: str) -> list[SnippetPart]:
+    """Split a database snippet whose hits are wrapped in `start`…`end` into parts. The marks
+    never occur in the indexed text (they are stripped when it is indexed), so each mark is the
+    database's; an unmatched one is dropped rather than guessed at."""
+    parts: list[SnippetPart] = []
+    rest = snippet
+    while rest:
+        at = rest.find(start)
+        if at < 0:
+            parts.append(SnippetPart(rest.replace(end, ""), False))
+            break
+        if at:
+            parts.append(SnippetPart(rest[:at].replace(end, ""), False))
+        rest = rest[at + len(start) :]
+        stop = rest.find(end)
+        hit, rest = (rest, "") if stop < 0 else (rest[:stop], rest[stop + len(end) :])
+        hit = hit.replace(start, "")
+        if hit:
+            parts.append(SnippetPart(hit, True))
+    return [p for p in parts if p.text]
