@@ -65,6 +65,8 @@ LANGGRAPH = {"foreign_agent": "ok", "object": True}
 RULES: dict[str, Rule] = {
     # --- The agent API (docs/api.md §1-§8, §13, §14) ---------------------------------------
     "api/v1/threads/": api({"GET": EVERYONE, "POST": AGENTS}, body={"external_id": "m-new"}),
+    # Workspace-scoped by the caller: an agent's own workspace, a person's memberships.
+    "api/v1/search/": api({"GET": EVERYONE}),
     "api/v1/threads/<str:id>/": api({"GET": EVERYONE}, object=True),
     "api/v1/threads/<str:id>/events/": api(
         {"GET": EVERYONE, "POST": AGENTS},

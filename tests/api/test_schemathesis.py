@@ -107,6 +107,10 @@ CROSS_FIELD_RULES = {
     "POST /api/v1/threads/",
     # each message's digest is the SHA-256 of its JSON form (tests/langgraph/)
     "POST /api/v1/threads/{id}/langgraph/checkpoints/",
+    # a write sends either `type` and `data` or `messages`, not both; a page_after is a `next`
+    # the server gave, an opaque cursor (both in tests/api/test_langgraph_input.py)
+    "POST /api/v1/threads/{id}/langgraph/writes/",
+    "GET /api/v1/threads/{id}/langgraph/checkpoints/",
     # the file is a part with a filename, which schemathesis' WSGI transport does not send for
     # a binary field; Django reads such a part as a text field (tests/api/test_imports.py)
     "POST /api/v1/imports/",

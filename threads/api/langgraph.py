@@ -232,7 +232,8 @@ class ListFilterSerializer(serializers.Serializer):
 
     def validate_page_after(self, value: str) -> tuple[str, int]:
         checkpoint_id, _, pk = value.rpartition(":")
-        if not checkpoint_id or not pk.isdigit():
+        # A key the table can hold: ASCII digits ("²".isdigit() too), at most 18 of them.
+        if not checkpoint_id or not (pk.isascii() and pk.isdigit()) or len(pk) > 18:
             raise serializers.ValidationError("must be the `next` of a previous page")
         return checkpoint_id, int(pk)
 
