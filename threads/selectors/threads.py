@@ -20,6 +20,7 @@ from django.db.models import (
     When,
 )
 from django.db.models.functions import Cast, Coalesce
+from django.utils import timezone
 
 from threads.domain.errors import NotFound
 from threads.models import (
@@ -283,8 +284,13 @@ def _thread_flags(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
         has_unknown=Exists(
             SideEffect.objects.filter(thread=OuterRef("pk"), status=SideEffectStatus.UNKNOWN)
         ),
+        # Pending and still decidable: a request past its expires_at waits for nobody.
         has_pending=Exists(
-            ApprovalRequest.objects.filter(thread=OuterRef("pk"), status=ApprovalStatus.PENDING)
+            ApprovalRequest.objects.filter(
+                Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()),
+                thread=OuterRef("pk"),
+                status=ApprovalStatus.PENDING,
+            )
         ),
         # A rejected candidate newer than the head: the latest decided version failed
         # verification (a later committed version would have become the head).
