@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from ctxadmin_client import ApprovalTimeout, AsyncClient, Client
 from django.db import connection
+from django.utils import timezone
 
 from tests import factories
 from tests.client.conftest import Server
@@ -115,6 +117,22 @@ def test_an_expired_request_ends_the_wait_at_once(server: Server) -> None:
             thread.wait_for_decision(approval["id"], timeout=30, poll_interval=0.05)
         assert waited.value.expired is True
         assert time.monotonic() - started < 5
+
+
+def test_the_servers_word_on_expiry_ends_the_wait(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """By the client's clock the request has an hour left; by the server's it has expired
+    (clocks apart): the client takes the server's `expired`, not its own reading."""
+    with Client(server.url, server.api_key) as client:
+        thread = client.thread("clocks-apart")
+        in_an_hour = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+        approval = thread.request_approval("refund", {"order": 2}, expires_at=in_an_hour)
+        moved = timezone.now() + timedelta(hours=2)
+        monkeypatch.setattr(timezone, "now", lambda: moved)  # the server's clock only
+        with pytest.raises(ApprovalTimeout) as waited:
+            thread.wait_for_decision(approval["id"], timeout=2, poll_interval=0.05)
+        assert waited.value.expired is True
 
 
 def test_wait_for_an_unknown_approval_is_not_found(server: Server) -> None:

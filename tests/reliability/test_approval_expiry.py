@@ -17,7 +17,9 @@ from rest_framework.test import APIClient
 
 from tests import factories as f
 from tests.views.conftest import login
+from threads import selectors
 from threads.models import ApprovalRequest, AuditEntry, Event, EventKind, Thread
+from threads.selectors.metrics import approval_figures, approval_spans
 
 pytestmark = pytest.mark.django_db
 
@@ -162,3 +164,23 @@ def test_the_dashboard_shows_it_expired_and_refuses_a_decision(
     assert "expired at" in swapped.content.decode()
     asked.refresh_from_db()
     assert asked.status == "pending"
+
+
+def test_past_expiry_it_no_longer_counts_as_waiting(
+    agent: APIClient, thread: Thread, asked: ApprovalRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The thread list's "pending approval" flag, the pending-approvals gauge and the
+    Operations page's pending series count the requests a reviewer can still decide."""
+    ApprovalRequest.objects.filter(thread=thread).exclude(pk=asked.pk).delete()
+    since = timezone.now() - timedelta(minutes=5)
+
+    def flagged() -> bool:
+        return selectors.threads_in(workspace_ids=[thread.workspace_id], pending=True).exists()
+
+    assert flagged() and approval_figures()["pending"] == 1
+    (span,) = approval_spans(workspace_ids=[thread.workspace_id], since=since)
+    assert span == (asked.created_at, asked.expires_at)  # ends when it expires
+    later(monkeypatch)
+    assert not flagged()
+    assert approval_figures()["pending"] == 0
+    assert approval_figures()["oldest"] is None

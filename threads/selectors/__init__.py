@@ -65,7 +65,6 @@ from threads.selectors.search import (
     MAX_HITS,
     SearchHit,
     events_search,
-    threads_with_hits,
 )
 from threads.selectors.summaries import (
     summary_version_get,
@@ -161,7 +160,6 @@ __all__ = [
     "thread_with_flags",
     "threads_in",
     "threads_integrity_for_member",
-    "threads_with_hits",
     "unsafe_checkpoints_for_member",
     "working_context",
     "workspaces_for_user",

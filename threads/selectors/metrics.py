@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db.models import Count, Min, OuterRef, Q, Subquery, Sum
+from django.utils import timezone
 
 from threads.models import (
     ApprovalRequest,
@@ -109,8 +110,11 @@ def side_effect_counts() -> dict[str, int]:
 
 
 def approval_figures() -> dict[str, Any]:
-    """How many approvals are pending and when the oldest was asked for. One query."""
-    return ApprovalRequest.objects.filter(status=ApprovalStatus.PENDING).aggregate(
+    """How many approvals are pending and when the oldest was asked for: those a reviewer
+    can still decide (an expired request is not waiting; the approvals page lists it apart).
+    One query."""
+    decidable = Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())
+    return ApprovalRequest.objects.filter(decidable, status=ApprovalStatus.PENDING).aggregate(
         pending=Count("id"), oldest=Min("created_at")
     )
 
@@ -186,10 +190,13 @@ def unknown_side_effect_spans(
 def approval_spans(
     *, workspace_ids: Any, since: datetime
 ) -> list[tuple[datetime, datetime | None]]:
-    """(asked, decided or None) of each approval pending at `since` or after. One query."""
-    return list(
+    """(asked, ended or None) of each approval pending at `since` or after: it ends when it
+    is decided or, undecided, when its expires_at passes. One query."""
+    rows = (
         ApprovalRequest.objects.filter(thread__workspace_id__in=workspace_ids)
         .filter(Q(decided_at__isnull=True) | Q(decided_at__gte=since))
+        .exclude(decided_at__isnull=True, expires_at__lt=since)
         .order_by("created_at")
-        .values_list("created_at", "decided_at")
+        .values_list("created_at", "decided_at", "expires_at")
     )
+    return [(asked, decided or expires) for asked, decided, expires in rows]

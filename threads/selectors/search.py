@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from django.db import connections, router
-from django.db.models.expressions import RawSQL
 
 from threads.domain.search import SnippetPart, fts5_query, search_terms, snippet_parts
 from threads.models import Event
@@ -209,22 +208,3 @@ def _sqlite_sql(
     if before is not None:
         params.append(before)
     return sql, [*params, limit]
-
-
-def threads_with_hits(q: str) -> RawSQL | None:
-    """The keys of threads with at least one event matching `q`, as a subquery for the thread
-    list's `content` filter (None: a query without words matches no event)."""
-    terms = search_terms(q)
-    if not terms:
-        return None
-    connection = connections[router.db_for_read(Event)]
-    if connection.vendor == "postgresql":
-        return RawSQL(
-            f"SELECT e.thread_id FROM threads_event e WHERE {PG_VECTOR} @@ ({_pg_query(terms)})",
-            terms,
-        )
-    return RawSQL(
-        "SELECT e.thread_id FROM threads_event_search s JOIN threads_event e ON e.id = s.rowid "
-        "WHERE threads_event_search MATCH %s",
-        [fts5_query(terms)],
-    )

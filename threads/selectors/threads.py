@@ -20,6 +20,7 @@ from django.db.models import (
     When,
 )
 from django.db.models.functions import Cast, Coalesce
+from django.utils import timezone
 
 from threads.domain.errors import NotFound
 from threads.models import (
@@ -35,7 +36,7 @@ from threads.models import (
     Thread,
     Workspace,
 )
-from threads.selectors.search import threads_with_hits
+from threads.selectors.search import MAX_HITS, events_search
 
 
 def workspaces_for_user(user: Any) -> QuerySet[Workspace]:
@@ -203,10 +204,15 @@ def threads_in(
         match = Q(external_id__icontains=q) | Q(title__icontains=q)
         if content:
             # Words of the thread's messages, tool calls and results, through the search
-            # index (threads/selectors/search.py), never a scan of every event.
-            hits = threads_with_hits(q)
-            if hits is not None:
-                match |= Q(pk__in=hits)
+            # index (threads/selectors/search.py): the threads of the newest MAX_HITS matching
+            # events, the hits the page lists, so that a word every thread holds costs what a
+            # rare one does instead of a subquery of every match.
+            hit_threads = {
+                hit.thread_id
+                for hit in events_search(workspace_ids=workspace_ids, q=q, limit=MAX_HITS)
+            }
+            if hit_threads:
+                match |= Q(pk__in=hit_threads)
         threads = threads.filter(match)
     if status:
         threads = threads.filter(status=status)
@@ -278,8 +284,13 @@ def _thread_flags(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
         has_unknown=Exists(
             SideEffect.objects.filter(thread=OuterRef("pk"), status=SideEffectStatus.UNKNOWN)
         ),
+        # Pending and still decidable: a request past its expires_at waits for nobody.
         has_pending=Exists(
-            ApprovalRequest.objects.filter(thread=OuterRef("pk"), status=ApprovalStatus.PENDING)
+            ApprovalRequest.objects.filter(
+                Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()),
+                thread=OuterRef("pk"),
+                status=ApprovalStatus.PENDING,
+            )
         ),
         # A rejected candidate newer than the head: the latest decided version failed
         # verification (a later committed version would have become the head).

@@ -187,7 +187,8 @@ def wait_for_decision(
             )
         if record.get("status") != "pending":
             return dict(record)
-        if _expired(record.get("expires_at")):
+        # The server says so (`expired`, by its clock); an older server only sends expires_at.
+        if record.get("expired") is True or _expired(record.get("expires_at")):
             raise ApprovalTimeout(dict(record), timeout, expired=True)
         left = deadline - time.monotonic()
         if left <= 0:
