@@ -55,7 +55,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))  # stack_ceiling
+sys.path.insert(0, str(ROOT / "bench"))  # stack_ceiling, docblock
+
+from docblock import replace_block  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "tau-bench-gpt-4o-airline.json.gz"
 RESULTS = ROOT / "bench" / "results" / "ingest.json"
@@ -484,12 +486,7 @@ def write_docs(results: dict[str, Any], rendered: str) -> None:
         f"\nVerify, hashing alone (rows already in memory): "
         f"{results['comparisons']['verify']['hash_only_per_s']:,.0f} ev/s.\n{end}"
     )
-    text = DOCS.read_text() if DOCS.exists() else ""
-    if begin in text and end in text:
-        text = text[: text.index(begin)] + block + text[text.index(end) + len(end) :]
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    DOCS.write_text(text)
+    replace_block(DOCS, block, begin, end)
 
 
 def main() -> None:
@@ -679,12 +676,7 @@ def write_server_docs(results: dict[str, Any], rendered: str) -> None:
         f"{results['repeat']} rounds; load average {load['before']:.1f} → "
         f"{load['after']:.1f}.\n\n{rendered}\n{end}"
     )
-    text = DOCS.read_text()
-    if begin in text and end in text:
-        text = text[: text.index(begin)] + block + text[text.index(end) + len(end) :]
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    DOCS.write_text(text)
+    replace_block(DOCS, block, begin, end)
 
 
 if __name__ == "__main__":

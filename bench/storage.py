@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from docblock import replace_block  # noqa: E402
 from ingest import throwaway_cluster  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "storage.json"
@@ -437,12 +438,7 @@ def write_docs(results: dict[str, Any], rendered: str) -> None:
         f"rebuilt, as PostgresSaver also does in its {pg['restore_median_ms']:.1f} ms).\n"
         f"{end}"
     )
-    text = DOCS.read_text() if DOCS.exists() else ""
-    if begin in text and end in text:
-        text = text[: text.index(begin)] + block + text[text.index(end) + len(end) :]
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    DOCS.write_text(text)
+    replace_block(DOCS, block, begin, end)
 
 
 def main() -> None:
