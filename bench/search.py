@@ -64,6 +64,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from pages import setup_django  # noqa: E402 - bench/ is the script's folder
+
 RESULTS = ROOT / "bench" / "results" / "search.json"
 DOCS = ROOT / "docs" / "benchmarks.md"
 SECTION = "## Message search — `bench/search.py`"
@@ -84,29 +86,6 @@ _WORD = re.compile(r"[^\W_]+")
 
 
 # --- Workers (one Django process per database) -------------------------------------------------
-
-
-def setup_django(dsn: str | None, var_dir: str) -> None:
-    if dsn:
-        os.environ["DATABASE_URL"] = dsn
-    else:
-        os.environ.pop("DATABASE_URL", None)
-    os.environ.update(
-        DJANGO_SETTINGS_MODULE="ctxadmin.settings",
-        DJANGO_DEBUG="0",  # DEBUG keeps every query in memory: not what production runs
-        DJANGO_SECRET_KEY=secrets.token_urlsafe(48),
-        DJANGO_ALLOWED_HOSTS="testserver",
-        DJANGO_SECURE_SSL_REDIRECT="0",
-        CTXADMIN_VAR_DIR=var_dir,
-        CTXADMIN_LOG_LEVEL="ERROR",
-    )
-    os.environ.pop("CELERY_BROKER_URL", None)
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 def _mutate(value: Any, tag: str) -> Any:
