@@ -204,13 +204,24 @@ def _environment(dsn: str, var_dir: str) -> dict[str, str]:
     return env
 
 
-def _gunicorn(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+def _gunicorn(
+    env: dict[str, str], port: int, profile_dir: str | None = None
+) -> subprocess.Popen[bytes]:
+    # With a profile folder, bench/gunicorn_profile.py (ctxadmin's config and its hooks)
+    # cProfiles, in CPU time, the requests that carry X-Bench-Profile.
+    config = (
+        str(ROOT / "bench" / "gunicorn_profile.py")
+        if profile_dir
+        else "python:ctxadmin.gunicorn_conf"
+    )
+    if profile_dir:
+        env = {**env, "CTXADMIN_BENCH_PROFILE_DIR": profile_dir}
     command = [
         sys.executable,
         "-m",
         "gunicorn",
         "-c",
-        "python:ctxadmin.gunicorn_conf",
+        config,
         "ctxadmin.wsgi",
         # The documented deployment (docs/operations.md): threaded workers keep connections.
         "--workers",
@@ -250,8 +261,11 @@ class CountingTransport:
         self.requests = 0
         self.seconds = 0.0
         self.by_kind: dict[str, list[float]] = {}
+        self.profile = False
 
     def handle_request(self, request: Any) -> Any:
+        if self.profile:
+            request.headers["X-Bench-Profile"] = "1"
         start = time.perf_counter()
         response = self.inner.handle_request(request)
         response.read()
@@ -268,7 +282,9 @@ class CountingTransport:
         self.inner.close()
 
 
-def ctxadmin_side(dsn: str, var_dir: str, steps: int, out_bytes: int) -> dict[str, Any]:
+def ctxadmin_side(
+    dsn: str, var_dir: str, steps: int, out_bytes: int, profile_dir: str | None = None
+) -> dict[str, Any]:
 
     env = _environment(dsn, var_dir)
     os.environ.update(env)
@@ -287,7 +303,7 @@ def ctxadmin_side(dsn: str, var_dir: str, steps: int, out_bytes: int) -> dict[st
     call_command("migrate", verbosity=0)
     _, key = workspace_create(name=f"bench-{secrets.token_hex(4)}")
     port = _free_port()
-    server = _gunicorn(env, port)
+    server = _gunicorn(env, port, profile_dir)
     counting = CountingTransport()
     try:
         client = Client(
@@ -302,7 +318,9 @@ def ctxadmin_side(dsn: str, var_dir: str, steps: int, out_bytes: int) -> dict[st
         counting.requests, counting.seconds, counting.by_kind = 0, 0.0, {}
         with psycopg.connect(dsn, autocommit=True) as conn:
             before = table_sizes(conn)
+            counting.profile = profile_dir is not None
             run = run_graph(saver, steps, out_bytes)
+            counting.profile = False
             requests, http_seconds = counting.requests, counting.seconds
             by_kind = {
                 kind: {"requests": len(ms), "median_ms": statistics.median(ms)}
@@ -446,10 +464,39 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--tool-bytes", type=int, default=2000)
     parser.add_argument("--no-docs", action="store_true", help="leave docs/benchmarks.md alone")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="cProfile gunicorn's workers during the run (bench/results/storage-profile.txt)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ctxadmin-bench-var-") as var_dir:
         with throwaway_cluster() as dsn:
             run(args, dsn, var_dir)
+
+
+def profiled_side(dsn: str, var_dir: str, steps: int, out_bytes: int) -> dict[str, Any]:
+    """The ctxadmin side with gunicorn's workers under cProfile (CPU time): the figures of such
+    a run are the profiler's, so they go to bench/results/storage-profile.txt and not the docs."""
+    import io
+    import pstats
+
+    with tempfile.TemporaryDirectory(prefix="ctxadmin-bench-profile-") as folder:
+        side = ctxadmin_side(dsn, var_dir, steps, out_bytes, profile_dir=folder)
+        files = sorted(Path(folder).glob("worker-*.prof"))
+        if not files:
+            raise SystemExit("the workers wrote no profile")
+        text = io.StringIO()
+        stats = pstats.Stats(str(files[0]), stream=text)
+        for extra in files[1:]:
+            stats.add(str(extra))
+        stats.sort_stats("cumulative").print_stats(60)
+        stats.sort_stats("tottime").print_stats(40)
+    out = RESULTS.parent / "storage-profile.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text.getvalue())
+    print(f"wrote {out.relative_to(ROOT)}", file=sys.stderr)
+    return side
 
 
 def run(args: argparse.Namespace, dsn: str, var_dir: str) -> None:
@@ -461,7 +508,10 @@ def run(args: argparse.Namespace, dsn: str, var_dir: str) -> None:
     print("PostgresSaver …", file=sys.stderr)
     pg = postgres_side(lg_dsn, args.steps, args.tool_bytes)
     print("CtxadminSaver …", file=sys.stderr)
-    ctx = ctxadmin_side(dsn, var_dir, args.steps, args.tool_bytes)
+    if args.profile:
+        ctx = profiled_side(dsn, var_dir, args.steps, args.tool_bytes)
+    else:
+        ctx = ctxadmin_side(dsn, var_dir, args.steps, args.tool_bytes)
     for side in (pg, ctx):
         side["bytes"] = sum(side["tables"].values())
         side["restore_median_ms"] = statistics.median(side["restore_ms"])
@@ -498,7 +548,7 @@ def run(args: argparse.Namespace, dsn: str, var_dir: str) -> None:
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2, default=str) + "\n")
     print(f"wrote {RESULTS.relative_to(ROOT)}")
-    if not args.no_docs:
+    if not args.no_docs and not args.profile:  # a profiled run measures the profiler too
         write_docs(results, rendered)
         print(f"wrote {DOCS.relative_to(ROOT)}")
 
