@@ -15,6 +15,17 @@ from django.db import models
 from django.db.models import Q
 
 from threads.domain.langgraph import checkpoint_pack, checkpoint_unpack
+from threads.domain.langgraph_packing import (
+    Carried,
+    PackedWrite,
+    TaskWrites,
+    tasks_pack,
+    tasks_unpack,
+    values_pack,
+    values_unpack,
+    writes_pack,
+    writes_unpack,
+)
 
 
 class Role(models.TextChoices):
@@ -561,13 +572,15 @@ class LanggraphContent(models.Model):
 
 
 class LanggraphChannelVersion(models.Model):
-    """One version of one channel: serialised bytes — small ones (`data`, up to
-    SMALL_VALUE_BYTES) in the row itself, larger ones in a shared `content` row — or for a
+    """One version of one channel: serialised bytes in a shared `content` row, or for a
     mirrored `messages` channel a reference to the log: every mirrored message up to
     `messages_until_seq`, or the explicit `message_seqs` (the seqs of the events carrying each
-    message, in order), `message_count` of them."""
+    message, in order), `message_count` of them. A small value (up to SMALL_VALUE_BYTES) of a
+    checkpoint's own channel version has no row: the checkpoint row carries it (`values_z`);
+    only one put for a version that is not its checkpoint's keeps it here, in `data`."""
 
-    # Below this size a content row, its key and its index cost more than the bytes themselves.
+    # Below this size a content row, its key and its index cost more than the bytes themselves,
+    # and a version row of its own more than carrying the bytes in each checkpoint row.
     SMALL_VALUE_BYTES = 64
 
     # db_index=False: the unique constraint below starts with the thread.
@@ -639,9 +652,12 @@ class LanggraphMessage(models.Model):
 
 class LanggraphCheckpoint(models.Model):
     """A LangGraph checkpoint: its JSON without channel values (stored compressed: its
-    `channel_versions` and `versions_seen` repeat the same version strings), its metadata, and
-    the ctxadmin Checkpoint (label `langgraph:<checkpoint_id>`) that lists it among the
-    thread's. `checkpoint` reads and writes the JSON."""
+    `channel_versions` and `versions_seen` repeat the same version strings), the small values
+    of its channels at the versions it names (`values_z`) and the pending writes of its tasks
+    (`writes_z`; both compressed: a row per value or per write cost more than the value), its
+    metadata, and the ctxadmin Checkpoint (label `langgraph:<checkpoint_id>`) that lists it
+    among the thread's. `checkpoint` reads and writes the JSON, `small_values` the values,
+    `task_writes` the writes."""
 
     # db_index=False: the unique constraint below starts with the thread.
     thread = models.ForeignKey(
@@ -651,6 +667,8 @@ class LanggraphCheckpoint(models.Model):
     checkpoint_id = models.CharField(max_length=64)
     parent_checkpoint_id = models.CharField(max_length=64, blank=True, default="")
     checkpoint_z = models.BinaryField()  # zlib of the compact JSON
+    values_z = models.BinaryField(blank=True, default=b"")  # values_pack; b"": none
+    writes_z = models.BinaryField(blank=True, default=b"")  # tasks_pack; b"": none
     metadata = models.JSONField(default=dict)
     run_id = models.CharField(max_length=200, blank=True, default="")
     cursor = models.PositiveBigIntegerField(default=0)  # the last mirrored seq it stands on
@@ -689,11 +707,32 @@ class LanggraphCheckpoint(models.Model):
         self.checkpoint_z = checkpoint_pack(value)
         self.__dict__["_checkpoint"] = value
 
+    @property
+    def small_values(self) -> dict[str, Carried]:
+        """Channel -> (type, bytes) of the small values it carries, each at the version its
+        `channel_versions` names (None: a version row holds that version)."""
+        return values_unpack(bytes(self.values_z or b""))
+
+    @small_values.setter
+    def small_values(self, values: dict[str, Carried]) -> None:
+        self.values_z = values_pack(values)
+
+    @property
+    def task_writes(self) -> list[TaskWrites]:
+        return tasks_unpack(bytes(self.writes_z or b""))
+
+    @task_writes.setter
+    def task_writes(self, tasks: list[TaskWrites]) -> None:
+        self.writes_z = tasks_pack(tasks)
+
 
 class LanggraphWrite(models.Model):
-    """A pending write of a task after checkpoint `checkpoint_id`: serialised bytes, or for a
-    write of LangChain messages to the mirrored channel the seqs of the events carrying them
-    (`message_seqs`; `data` is then empty)."""
+    """The pending writes of one task after checkpoint `checkpoint_id` that came before the
+    checkpoint was stored (LangGraph sends both from background threads), packed into one row
+    (`writes_z`, compressed): each write's idx, channel and serialised bytes, or for a write of
+    LangChain messages to the mirrored channel the seqs of the events carrying them. Writes
+    after a stored checkpoint go into its row (`LanggraphCheckpoint.writes_z`), not here.
+    `writes` reads and writes them, in idx order."""
 
     # db_index=False: the unique constraint below starts with the thread.
     thread = models.ForeignKey(
@@ -703,22 +742,26 @@ class LanggraphWrite(models.Model):
     checkpoint_id = models.CharField(max_length=64)
     task_id = models.CharField(max_length=200)
     task_path = models.CharField(max_length=500, blank=True, default="")
-    idx = models.IntegerField()
-    channel = models.CharField(max_length=255)
-    type = models.CharField(max_length=64)
-    data = models.BinaryField()
-    message_seqs = models.JSONField(null=True, blank=True)
+    writes_z = models.BinaryField()  # writes_pack
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["thread", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
-                name="lg_write_unique",
+                fields=["thread", "checkpoint_ns", "checkpoint_id", "task_id"],
+                name="lg_write_task_unique",
             ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.checkpoint_id} {self.task_id}[{self.idx}] {self.channel}"
+        return f"{self.checkpoint_id} {self.task_id} {self.task_path}"
+
+    @property
+    def writes(self) -> list[PackedWrite]:
+        return writes_unpack(bytes(self.writes_z))
+
+    @writes.setter
+    def writes(self, value: list[PackedWrite]) -> None:
+        self.writes_z = writes_pack(value)
 
 
 # --- operations: metrics and context request samples (docs/operations.md) -----------------------

@@ -197,10 +197,14 @@ def test_a_write_of_messages_is_mirrored_and_stored_as_a_reference() -> None:
     workspace, _ = factories.make_workspace("acme")
     row = _put_after(workspace, "cp-1", _entries(FORMS[:2]), "1")
     _write(workspace, "cp-1", FORMS[2:])
-    write = LanggraphWrite.objects.get()
-    assert bytes(write.data) == b"" and write.message_seqs == [4]
+    assert not LanggraphWrite.objects.exists()  # its checkpoint's row holds it
+    row = LanggraphCheckpoint.objects.get(pk=row.pk)
+    ((write,),) = [task.writes for task in row.task_writes]
+    assert write.data == b"" and write.message_seqs == [4]
     found = lg_tuple(row)
-    assert found.write_messages == {write.pk: FORMS[2:]}
+    (pending,) = found.writes
+    assert pending.message_seqs == [4]
+    assert found.write_messages == {pending.pk: FORMS[2:]}
     # The next put finds the message in the log: nothing appended twice.
     _put_after(
         workspace,
@@ -223,7 +227,8 @@ def test_a_write_that_would_break_the_conversations_order_is_refused() -> None:
         _write(workspace, "cp-1", [message_to_dict(HumanMessage("late", id="h7"))])
     assert not LanggraphWrite.objects.exists()
     _write(workspace, "cp-1", FORMS[1:2])  # already in the log: a reference, whatever the order
-    assert LanggraphWrite.objects.get().message_seqs == [2]
+    (task,) = LanggraphCheckpoint.objects.get(checkpoint_id="cp-1").task_writes
+    assert [w.message_seqs for w in task.writes] == [[2]]
 
 
 def test_a_checkpoint_is_stored_compressed_and_read_back_exactly() -> None:

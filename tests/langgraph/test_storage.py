@@ -69,7 +69,10 @@ def test_the_server_stores_bytes_it_cannot_read_and_returns_them_unchanged(
     assert found.checkpoint["channel_values"]["state"] == OPAQUE
     assert sorted(w[2] for w in found.pending_writes or []) == sorted([OPAQUE, OPAQUE[::-1]])
     assert bytes(LanggraphContent.objects.get().data) == OPAQUE
-    assert {bytes(w.data) for w in LanggraphWrite.objects.all()} == {OPAQUE, OPAQUE[::-1]}
+    # The checkpoint's row holds the task's writes: no row of their own.
+    assert not LanggraphWrite.objects.exists()
+    (task,) = LanggraphCheckpoint.objects.get().task_writes
+    assert task.task_id == "task-1" and {w.data for w in task.writes} == {OPAQUE, OPAQUE[::-1]}
     saver.close()
 
 
@@ -77,11 +80,17 @@ def test_equal_values_are_stored_once(server: Server, saver: CtxadminSaver) -> N
     big = {"rows": list(range(2000))}
     for thread_id in ("dedup-1", "dedup-2"):
         _put(saver, thread_id, {"big": big, "other": thread_id})
-    assert LanggraphChannelVersion.objects.count() == 4
-    # big once; each thread's small "other" lives in its version row, no content row of its own
+    # big once; each thread's small "other" lives in its checkpoint row: no row of its own
     assert LanggraphContent.objects.count() == 1
-    small = LanggraphChannelVersion.objects.filter(channel="other")
-    assert all(v.content_id is None and v.data for v in small)
+    assert set(LanggraphChannelVersion.objects.values_list("channel", flat=True)) == {"big"}
+    assert LanggraphChannelVersion.objects.count() == 2
+    for thread_id in ("dedup-1", "dedup-2"):
+        (row,) = LanggraphCheckpoint.objects.filter(thread__external_id=thread_id)
+        assert set(row.small_values) == {"big", "other"}  # big: "in a version row"
+        assert row.small_values["big"] is None and row.small_values["other"] is not None
+        found = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+        assert found is not None
+        assert found.checkpoint["channel_values"] == {"big": big, "other": thread_id}
 
 
 def test_another_workspace_key_sees_nothing(server: Server, saver: CtxadminSaver) -> None:
@@ -295,14 +304,22 @@ def test_puts_send_only_new_messages_and_writes_refer_to_the_log(server: Server)
     assert all(m.get("base_version") for m in puts[1:])
     assert max(len(m["entries"]) for m in puts[1:]) <= 2
     # Most writes of messages went as JSON forms and are stored as references to the log.
-    writes = LanggraphWrite.objects.filter(thread=thread, channel="messages")
-    referenced = writes.filter(message_seqs__isnull=False)
+    writes = [
+        w
+        for row in LanggraphCheckpoint.objects.filter(thread=thread)
+        for task in row.task_writes
+        for w in task.writes
+    ]
+    writes += [w for row in LanggraphWrite.objects.filter(thread=thread) for w in row.writes]
+    writes = [w for w in writes if w.channel == "messages"]
+    referenced = [w for w in writes if w.message_seqs is not None]
     # The others are messages LangGraph had not given an id yet (its reducer does).
-    for write in writes.filter(message_seqs__isnull=True):
-        value = saver.serde.loads_typed((write.type, bytes(write.data)))
-        assert any(message.id is None for message in value)
-    assert referenced.count() >= 4  # at least the four AI messages, which come with ids
-    assert all(bytes(w.data) == b"" for w in referenced)
+    for write in writes:
+        if write.message_seqs is None:
+            value = saver.serde.loads_typed((write.type, write.data))
+            assert any(message.id is None for message in value)
+    assert len(referenced) >= 4  # at least the four AI messages, which come with ids
+    assert all(w.data == b"" for w in referenced)
     # The log holds each message once, in the conversation's order.
     messages = app.get_state(config).values["messages"]
     carrying = Event.objects.filter(thread=thread, metadata__has_key="langchain").order_by("seq")

@@ -23,9 +23,9 @@ from rest_framework.views import APIView
 from threads.api.auth import require_agent
 from threads.api.serializers import ErrorSerializer, StrictCharField
 from threads.domain.errors import NotFound
-from threads.models import LanggraphWrite
 from threads.selectors.langgraph import (
     LanggraphTuple,
+    PendingWrite,
     lg_checkpoint_find,
     lg_checkpoints_list,
     lg_tuple,
@@ -192,7 +192,7 @@ def _tuple_json(found: LanggraphTuple) -> dict[str, Any]:
     }
 
 
-def _write_json(write: LanggraphWrite, messages: list[dict[str, Any]] | None) -> dict[str, Any]:
+def _write_json(write: PendingWrite, messages: list[dict[str, Any]] | None) -> dict[str, Any]:
     answer = {
         "task_id": write.task_id,
         "task_path": write.task_path,

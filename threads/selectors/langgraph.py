@@ -16,6 +16,7 @@ from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 
 from threads.domain.langgraph import message_from_event
+from threads.domain.langgraph_packing import TaskWrites
 from threads.models import (
     Checkpoint,
     Event,
@@ -33,6 +34,21 @@ from threads.models import (
 _SQL_COMPARABLE = (str, int)
 
 
+@dataclass(frozen=True)
+class PendingWrite:
+    """One pending write of a task, unpacked from the task's row; `pk` tells it apart within
+    one read (the key of `LanggraphTuple.write_messages`)."""
+
+    pk: int
+    task_id: str
+    task_path: str
+    idx: int
+    channel: str
+    type: str
+    data: bytes
+    message_seqs: list[int] | None
+
+
 @dataclass
 class LanggraphTuple:
     """A checkpoint as the saver rebuilds it."""
@@ -41,7 +57,7 @@ class LanggraphTuple:
     external_id: str
     values: list[tuple[str, str, bytes]] = field(default_factory=list)  # channel, type, bytes
     messages: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # channel -> JSON
-    writes: list[LanggraphWrite] = field(default_factory=list)
+    writes: list[PendingWrite] = field(default_factory=list)
     # write pk -> the JSON forms of the messages a write to the mirrored channel refers to
     write_messages: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
 
@@ -195,27 +211,26 @@ def lg_tuples(rows: Sequence[LanggraphCheckpoint]) -> list[LanggraphTuple]:
 
 
 def _thread_tuples_fill(thread: Thread, answers: list[LanggraphTuple]) -> None:
+    # What each row carries itself (small values) needs no version row.
+    carried = {id(answer): answer.row.small_values for answer in answers}
     wanted: dict[tuple[str, str], set[str]] = {}
     for answer in answers:
+        inline = carried[id(answer)]
         for channel, version_id in _versions(answer.row).items():
-            wanted.setdefault((answer.row.checkpoint_ns, channel), set()).add(version_id)
-    condition = Q(pk__in=[])
-    for (ns, channel), versions in wanted.items():
-        condition |= Q(checkpoint_ns=ns, channel=channel, version__in=versions)
-    stored = {
-        (v.checkpoint_ns, v.channel, v.version): v
-        for v in LanggraphChannelVersion.objects.filter(condition, thread=thread).select_related(
-            "content"
-        )
-    }
-    writes: dict[tuple[str, str], list[LanggraphWrite]] = {}
-    write_rows = LanggraphWrite.objects.filter(
-        thread=thread,
-        checkpoint_ns__in={a.row.checkpoint_ns for a in answers},
-        checkpoint_id__in={a.row.checkpoint_id for a in answers},
-    ).order_by("task_path", "task_id", "idx")
-    for write in write_rows:
-        writes.setdefault((write.checkpoint_ns, write.checkpoint_id), []).append(write)
+            if inline.get(channel) is None:
+                wanted.setdefault((answer.row.checkpoint_ns, channel), set()).add(version_id)
+    stored: dict[tuple[str, str, str], LanggraphChannelVersion] = {}
+    if wanted:
+        condition = Q(pk__in=[])
+        for (ns, channel), versions in wanted.items():
+            condition |= Q(checkpoint_ns=ns, channel=channel, version__in=versions)
+        stored = {
+            (v.checkpoint_ns, v.channel, v.version): v
+            for v in LanggraphChannelVersion.objects.filter(
+                condition, thread=thread
+            ).select_related("content")
+        }
+    writes = _pending_writes(thread, answers)
     # Every message any of them needs, read from the log in one query.
     seqs_of = _versions_message_seqs(thread, list(stored.values()))
     needed: set[int] = {seq for seqs in seqs_of.values() for seq in seqs}
@@ -225,7 +240,12 @@ def _thread_tuples_fill(thread: Thread, answers: list[LanggraphTuple]) -> None:
     forms = _forms_at(thread, needed)
     for answer in answers:
         row = answer.row
+        inline = carried[id(answer)]
         for channel, version_id in sorted(_versions(row).items()):
+            value = inline.get(channel)
+            if value is not None:
+                answer.values.append((channel, value[0], value[1]))
+                continue
             version = stored.get((row.checkpoint_ns, channel, version_id))
             if version is None:
                 continue
@@ -241,6 +261,55 @@ def _thread_tuples_fill(thread: Thread, answers: list[LanggraphTuple]) -> None:
             for write in answer.writes
             if write.message_seqs is not None
         }
+
+
+def _pending_writes(
+    thread: Thread, answers: Sequence[LanggraphTuple]
+) -> dict[tuple[str, str], list[PendingWrite]]:
+    """(namespace, checkpoint_id) -> its pending writes in LangGraph's order (task_path,
+    task_id, idx): those its row carries, and those of tasks that wrote before it was stored
+    (a row per task; one query)."""
+    tasks: dict[tuple[str, str], dict[str, TaskWrites]] = {}
+    rows = LanggraphWrite.objects.filter(
+        thread=thread,
+        checkpoint_ns__in={a.row.checkpoint_ns for a in answers},
+        checkpoint_id__in={a.row.checkpoint_id for a in answers},
+    )
+    for row in rows:
+        key = (row.checkpoint_ns, row.checkpoint_id)
+        tasks.setdefault(key, {})[row.task_id] = TaskWrites(row.task_id, row.task_path, row.writes)
+    for answer in answers:
+        key = (answer.row.checkpoint_ns, answer.row.checkpoint_id)
+        for task in answer.row.task_writes:
+            earlier = tasks.setdefault(key, {}).get(task.task_id)
+            if earlier is not None:  # a task that wrote on both sides of the put: first stands
+                known = {w.idx for w in earlier.writes}
+                task = TaskWrites(
+                    task.task_id,
+                    earlier.task_path,
+                    [*earlier.writes, *(w for w in task.writes if w.idx not in known)],
+                )
+            tasks[key][task.task_id] = task
+    found: dict[tuple[str, str], list[PendingWrite]] = {}
+    number = 0
+    for key, by_task in tasks.items():
+        group = found.setdefault(key, [])
+        for task in sorted(by_task.values(), key=lambda t: (t.task_path, t.task_id)):
+            for write in sorted(task.writes, key=lambda w: w.idx):
+                number += 1
+                group.append(
+                    PendingWrite(
+                        pk=number,
+                        task_id=task.task_id,
+                        task_path=task.task_path,
+                        idx=write.idx,
+                        channel=write.channel,
+                        type=write.type,
+                        data=write.data,
+                        message_seqs=write.message_seqs,
+                    )
+                )
+    return found
 
 
 def _versions_message_seqs(

@@ -1,9 +1,10 @@
 """The LangGraph checkpointer's writes (docs/design.md §15, docs/api.md §14).
 
 What `ctxadmin_client.langgraph.CtxadminSaver` sends is stored as sent: channel values and
-pending writes are bytes that ctxadmin never decodes (a channel version row points at its bytes
-in a content table keyed by SHA-256, so equal values are stored once), the checkpoint and its
-metadata are JSON. The `messages` channel's LangChain messages arrive as JSON forms and are
+pending writes are bytes that ctxadmin never decodes (a checkpoint row carries its small values
+and its tasks' writes, packed; a larger value's version row points at its bytes in a content
+table keyed by SHA-256, so equal values are stored once), the checkpoint and its metadata are
+JSON. The `messages` channel's LangChain messages arrive as JSON forms and are
 mirrored into the thread's event log through the ordinary append path, once each (the LangChain
 id is the client_event_id); its version row refers to the log instead of holding a copy.
 
@@ -15,6 +16,7 @@ entry names the key that did it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 import time
@@ -24,7 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from threads.domain.errors import (
@@ -42,6 +45,13 @@ from threads.domain.langgraph import (
     message_digest,
     message_event_bodies,
     repair_metadata,
+)
+from threads.domain.langgraph_packing import (
+    Carried,
+    PackedWrite,
+    TaskWrites,
+    values_pack,
+    writes_pack,
 )
 from threads.models import (
     Checkpoint,
@@ -212,36 +222,135 @@ def _lock(thread: Thread) -> Thread:
     )
 
 
-def _values_store(thread: Thread, checkpoint_ns: str, values: Sequence[ValueIn]) -> None:
-    """A version row per (channel, version): small bytes in the row itself, larger ones in a
-    content row stored once per distinct content; the first row stored for a version wins, as
-    with LangGraph's own savers."""
+def _values_store(
+    thread: Thread, checkpoint_ns: str, values: Sequence[ValueIn], versions: dict[str, str]
+) -> dict[str, Carried]:
+    """Store the put's values: larger ones as a version row pointing at a content row stored
+    once per distinct content, small ones of the checkpoint's own versions (`versions`,
+    channel -> version) returned for its row to carry, and any other small one (a version the
+    checkpoint does not name) as a version row holding its bytes. Returns what the row carries
+    of them (None: in a version row). The first row stored for a version wins, as with
+    LangGraph's own savers."""
     small = LanggraphChannelVersion.SMALL_VALUE_BYTES
-    digests = [
-        hashlib.sha256(value.data).hexdigest() if len(value.data) > small else None
-        for value in values
-    ]
-    contents = {digest: value.data for digest, value in zip(digests, values, strict=True) if digest}
+    carried: dict[str, Carried] = {}
+    rows: list[tuple[ValueIn, str | None]] = []
+    for value in values:
+        if len(value.data) > small:
+            rows.append((value, hashlib.sha256(value.data).hexdigest()))
+            if versions.get(value.channel) == value.version:
+                carried.setdefault(value.channel, None)
+        elif versions.get(value.channel) == value.version:
+            carried.setdefault(value.channel, (value.type, value.data))
+        else:
+            rows.append((value, None))
+    contents = {digest: value.data for value, digest in rows if digest}
     if contents:
         LanggraphContent.objects.bulk_create(
             [LanggraphContent(sha256=d, data=data, size=len(data)) for d, data in contents.items()],
             ignore_conflicts=True,
         )
-    LanggraphChannelVersion.objects.bulk_create(
-        [
-            LanggraphChannelVersion(
-                thread=thread,
-                checkpoint_ns=checkpoint_ns,
-                channel=value.channel,
-                version=value.version,
-                type=value.type,
-                content_id=digest,
-                data=None if digest else value.data,
-            )
-            for digest, value in zip(digests, values, strict=True)
-        ],
-        ignore_conflicts=True,
-    )
+    if rows:
+        LanggraphChannelVersion.objects.bulk_create(
+            [
+                LanggraphChannelVersion(
+                    thread=thread,
+                    checkpoint_ns=checkpoint_ns,
+                    channel=value.channel,
+                    version=value.version,
+                    type=value.type,
+                    content_id=digest,
+                    data=None if digest else value.data,
+                )
+                for value, digest in rows
+            ],
+            ignore_conflicts=True,
+        )
+    return carried
+
+
+def _versions_of(checkpoint: dict[str, Any]) -> dict[str, str]:
+    return {str(c): str(v) for c, v in (checkpoint.get("channel_versions") or {}).items()}
+
+
+def _carried_from(
+    rows: Sequence[LanggraphCheckpoint], wanted: dict[str, str], found: dict[str, Carried]
+) -> None:
+    """Add to `found` the small values that `rows` carry at the versions `wanted` names."""
+    for row in rows:
+        if len(found) == len(wanted):
+            return
+        carried = row.small_values
+        if not carried:
+            continue
+        theirs = _versions_of(row.checkpoint)
+        for channel, value in carried.items():
+            version = wanted.get(channel)
+            if version is not None and channel not in found and theirs.get(channel) == version:
+                found[channel] = value
+
+
+def _small_values_resolve(
+    thread: Thread,
+    *,
+    checkpoint_ns: str,
+    checkpoint_id: str,
+    parent_checkpoint_id: str,
+    checkpoint: dict[str, Any],
+    given: dict[str, Carried],
+    values_from: LanggraphCheckpoint | None = None,
+) -> dict[str, Carried]:
+    """What the checkpoint row carries of each channel at the version it names: the first
+    stored small value — by this checkpoint id put before, by its parent, by `values_from` (a
+    repair's chosen checkpoint), by the put itself (`given`), else by any other checkpoint of
+    the namespace — or None where a version row holds that version. A put sends only the
+    values that changed, so the others come from the parent: one query. A version no one
+    stored has no value, as before. Only a checkpoint that names versions its parent does not
+    carry (a hand-made put, a fork from elsewhere) reads version rows and then further
+    checkpoints, newest first, until all are found."""
+    wanted = _versions_of(checkpoint)
+    found: dict[str, Carried] = {}
+    if not wanted:
+        return found
+    ids = [i for i in (checkpoint_id, parent_checkpoint_id) if i]
+    near = {
+        row.checkpoint_id: row
+        for row in LanggraphCheckpoint.objects.filter(
+            thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id__in=ids
+        ).only("checkpoint_id", "checkpoint_z", "values_z")
+    }
+    sources = [near[i] for i in ids if i in near]
+    if values_from is not None:
+        sources.append(values_from)
+    _carried_from(sources, wanted, found)
+    for channel, value in given.items():
+        if channel in wanted:
+            found.setdefault(channel, value)
+    missing = {c: v for c, v in wanted.items() if c not in found}
+    if missing:
+        condition = Q(pk__in=[])
+        for channel, version in missing.items():
+            condition |= Q(channel=channel, version=version)
+        for channel, version in LanggraphChannelVersion.objects.filter(
+            condition, thread=thread, checkpoint_ns=checkpoint_ns
+        ).values_list("channel", "version"):
+            if missing.get(channel) == version:
+                del missing[channel]
+                found[channel] = None
+    if missing:
+        rest = (
+            LanggraphCheckpoint.objects.filter(thread=thread, checkpoint_ns=checkpoint_ns)
+            .exclude(checkpoint_id__in=ids)
+            .exclude(values_z=b"")
+            .order_by("-checkpoint_id")
+            .only("checkpoint_id", "checkpoint_z", "values_z")
+        )
+        extra: dict[str, Carried] = {}
+        for row in rest.iterator(chunk_size=100):
+            _carried_from([row], missing, extra)
+            if len(extra) == len(missing):
+                break
+        found.update(extra)
+    return found
 
 
 def _appended_seq(appended: Appended) -> int:
@@ -434,9 +543,12 @@ def _checkpoint_save(
     metadata: dict[str, Any],
     cursor: int,
     created_by: Any = None,
+    small_values: dict[str, Carried] | None = None,
 ) -> LanggraphCheckpoint:
     """Insert the checkpoint with its ctxadmin Checkpoint, or replace the JSON of the one with the
-    same id (its ctxadmin Checkpoint stays). Runs under the thread's lock."""
+    same id (its ctxadmin Checkpoint stays), with the small values it carries. Runs under the
+    thread's lock."""
+    values_z = values_pack(small_values or {})
     run_id = str(metadata.get("run_id") or "")[:200]
     existing = LanggraphCheckpoint.objects.filter(
         thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
@@ -445,7 +557,10 @@ def _checkpoint_save(
         existing.parent_checkpoint_id = parent_checkpoint_id
         existing.checkpoint = checkpoint  # packed by the model
         existing.metadata, existing.run_id = metadata, run_id
-        existing.save(update_fields=["parent_checkpoint_id", "checkpoint_z", "metadata", "run_id"])
+        existing.values_z = values_z
+        existing.save(
+            update_fields=["parent_checkpoint_id", "checkpoint_z", "values_z", "metadata", "run_id"]
+        )
         return existing
     chain_hash = chain_hash_at(thread, cursor)
     assert chain_hash is not None  # cursor is a mirrored seq of this thread's log
@@ -464,6 +579,7 @@ def _checkpoint_save(
         checkpoint_id=checkpoint_id,
         parent_checkpoint_id=parent_checkpoint_id,
         checkpoint_z=checkpoint_pack(checkpoint),
+        values_z=values_z,
         metadata=metadata,
         run_id=run_id,
         cursor=cursor,
@@ -482,10 +598,24 @@ def langgraph_checkpoint_put_locked(
     values: Sequence[ValueIn] = (),
     messages: MessagesIn | None = None,
     created_by: Any = None,
+    values_from: LanggraphCheckpoint | None = None,
 ) -> LanggraphCheckpoint:
     """`langgraph_checkpoint_put` inside the caller's transaction, which holds the thread's lock
-    (a repair that writes a LangGraph checkpoint along with its own changes)."""
-    _values_store(thread, checkpoint_ns, values)
+    (a repair that writes a LangGraph checkpoint along with its own changes; its small channel
+    values are looked for in `values_from` too)."""
+    named = _versions_of(checkpoint)
+    given = _values_store(thread, checkpoint_ns, values, named)
+    if messages is not None and named.get(messages.channel) == messages.version:
+        given[messages.channel] = None  # its version row is the reference to the log
+    small_values = _small_values_resolve(
+        thread,
+        checkpoint_ns=checkpoint_ns,
+        checkpoint_id=checkpoint_id,
+        parent_checkpoint_id=parent_checkpoint_id,
+        checkpoint=checkpoint,
+        given=given,
+        values_from=values_from,
+    )
     cursor = None
     if messages is not None:
         mirrored = _messages_mirror(thread, checkpoint_ns, messages)
@@ -507,6 +637,7 @@ def langgraph_checkpoint_put_locked(
         if cursor is not None
         else _mirrored_cursor(thread, checkpoint_ns, checkpoint),
         created_by=created_by,
+        small_values=small_values,
     )
 
 
@@ -515,10 +646,11 @@ def langgraph_repair_put(
 ) -> LanggraphCheckpoint:
     """Make the state of `chosen` the namespace's head again, as a new LangGraph checkpoint (a
     rollback's repair, docs/design.md §15): the same channel versions (their rows and bytes are
-    shared, never copied), a new id sorting after every existing one, the previous head as its
-    parent, metadata as LangGraph's `update_state` writes it, and under `ctxadmin_repair` the
-    side effects after the chosen checkpoint's cursor (tool, arguments, status, idempotency
-    key), which the saver shows the agent so that it does not repeat them.
+    shared, never copied; the small values `chosen` carries, the new row carries), a new id
+    sorting after every existing one, the previous head as its parent, metadata as LangGraph's
+    `update_state` writes it, and under `ctxadmin_repair` the side effects after the chosen
+    checkpoint's cursor (tool, arguments, status, idempotency key), which the saver shows the
+    agent so that it does not repeat them.
 
     Runs inside the caller's transaction, which holds the thread's lock (select_for_update).
     """
@@ -564,6 +696,7 @@ def langgraph_repair_put(
         },
         metadata=metadata,
         created_by=actor,
+        values_from=chosen,
     )
 
 
@@ -697,24 +830,82 @@ def _writes_store(
         refs = _messages_resolve(thread, write.messages, side_effect_tools, known)
         known.update({(r.message_id, r.digest): r for r in refs})
         seqs[write.idx] = [ref.seq for ref in refs]
-    special = [w.idx for w in writes if w.idx < 0]
-    if special:
-        LanggraphWrite.objects.filter(**where, idx__in=special).delete()
-    LanggraphWrite.objects.bulk_create(
-        [
-            LanggraphWrite(
-                **where,
-                task_path=task_path,
-                idx=w.idx,
-                channel=w.channel,
-                type=w.type,
-                data=w.data,
-                message_seqs=seqs.get(w.idx) if w.messages is not None else None,
-            )
-            for w in writes
-        ],
-        ignore_conflicts=True,
+    new = [
+        PackedWrite(
+            idx=w.idx,
+            channel=w.channel,
+            type=w.type,
+            data=w.data,
+            message_seqs=seqs.get(w.idx) if w.messages is not None else None,
+        )
+        for w in writes
+    ]
+    _task_writes_merge(where, task_path, new)
+
+
+def _writes_merged(
+    stored: Sequence[PackedWrite], new: Sequence[PackedWrite]
+) -> list[PackedWrite] | None:
+    """`stored` with `new` added: a write with idx >= 0 is kept once (the first stands), a
+    negative idx replaces the earlier one (within one call the first stands). None when nothing
+    changes."""
+    merged = {w.idx: w for w in stored}
+    replaced: set[int] = set()
+    changed = False
+    for write in new:
+        if write.idx not in merged or (write.idx < 0 and write.idx not in replaced):
+            changed = changed or merged.get(write.idx) != write
+            merged[write.idx] = write
+            replaced.add(write.idx)
+    return list(merged.values()) if changed else None
+
+
+def _task_writes_merge(where: dict[str, Any], task_path: str, new: Sequence[PackedWrite]) -> None:
+    """Add `new` to the task's writes after the checkpoint: into the checkpoint's row when it
+    is stored (no row of their own), else into a row for the task, which is where that task's
+    later writes go too. The row merged into is locked (select_for_update); when two requests
+    create the task's row at once, the loser merges into the winner's."""
+    task_id = where["task_id"]
+    checkpoint = (
+        LanggraphCheckpoint.objects.select_for_update()
+        .filter(
+            thread=where["thread"],
+            checkpoint_ns=where["checkpoint_ns"],
+            checkpoint_id=where["checkpoint_id"],
+        )
+        .only("pk", "writes_z")
+        .first()
     )
+    rows = LanggraphWrite.objects.select_for_update().filter(**where)
+    row = rows.first()
+    if row is None and checkpoint is not None:
+        tasks = checkpoint.task_writes
+        found = next((t for t in tasks if t.task_id == task_id), None)
+        merged = _writes_merged(found.writes if found else [], new)
+        if merged is not None:
+            task = TaskWrites(task_id=task_id, task_path=task_path, writes=merged)
+            if found is None:
+                tasks.append(task)
+            else:
+                tasks[tasks.index(found)] = dataclasses.replace(found, writes=merged)
+            checkpoint.task_writes = tasks
+            checkpoint.save(update_fields=["writes_z"])
+        return
+    if row is None:
+        try:
+            with transaction.atomic():
+                LanggraphWrite.objects.create(
+                    **where,
+                    task_path=task_path,
+                    writes_z=writes_pack(_writes_merged([], new) or []),
+                )
+            return
+        except IntegrityError:
+            row = rows.get()
+    merged = _writes_merged(row.writes, new)
+    if merged is not None:
+        row.writes = merged
+        row.save(update_fields=["writes_z"])
 
 
 def _versions_collect(thread: Thread, keep: Sequence[LanggraphCheckpoint]) -> int:
@@ -929,6 +1120,13 @@ def langgraph_thread_copy(
         def translated(until: int) -> list[LanggraphMessage]:
             return [moved[seq] for last, seq in ends if last <= until]
 
+        def translate(write: PackedWrite) -> PackedWrite:
+            if write.message_seqs is None:
+                return write
+            return dataclasses.replace(
+                write, message_seqs=[moved[seq].seq for seq in write.message_seqs]
+            )
+
         versions = []
         for version in LanggraphChannelVersion.objects.filter(thread=source):
             copy = LanggraphChannelVersion(
@@ -957,7 +1155,7 @@ def langgraph_thread_copy(
             ).exists()
             if exists:
                 continue
-            _checkpoint_save(
+            saved = _checkpoint_save(
                 target,
                 checkpoint_ns=row.checkpoint_ns,
                 checkpoint_id=row.checkpoint_id,
@@ -965,25 +1163,26 @@ def langgraph_thread_copy(
                 checkpoint=row.checkpoint,
                 metadata=row.metadata,
                 cursor=_mirrored_cursor(target, row.checkpoint_ns, row.checkpoint),
+                small_values=row.small_values,
             )
+            if row.writes_z:
+                saved.task_writes = [
+                    dataclasses.replace(task, writes=[translate(w) for w in task.writes])
+                    for task in row.task_writes
+                ]
+                saved.save(update_fields=["writes_z"])
             copied += 1
         LanggraphWrite.objects.bulk_create(
             [
                 LanggraphWrite(
                     thread=target,
-                    checkpoint_ns=w.checkpoint_ns,
-                    checkpoint_id=w.checkpoint_id,
-                    task_id=w.task_id,
-                    task_path=w.task_path,
-                    idx=w.idx,
-                    channel=w.channel,
-                    type=w.type,
-                    data=w.data,
-                    message_seqs=None
-                    if w.message_seqs is None
-                    else [moved[int(seq)].seq for seq in w.message_seqs],
+                    checkpoint_ns=row.checkpoint_ns,
+                    checkpoint_id=row.checkpoint_id,
+                    task_id=row.task_id,
+                    task_path=row.task_path,
+                    writes_z=writes_pack([translate(w) for w in row.writes]),
                 )
-                for w in LanggraphWrite.objects.filter(thread=source)
+                for row in LanggraphWrite.objects.filter(thread=source)
             ],
             ignore_conflicts=True,
         )
