@@ -27,7 +27,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Exists, Q
 from django.utils import timezone
 
 from threads.domain.errors import (
@@ -866,6 +866,8 @@ def _task_writes_merge(where: dict[str, Any], task_path: str, new: Sequence[Pack
     later writes go too. The row merged into is locked (select_for_update); when two requests
     create the task's row at once, the loser merges into the winner's."""
     task_id = where["task_id"]
+    rows = LanggraphWrite.objects.select_for_update().filter(**where)
+    # One query on the hot path: the checkpoint's row, locked, and whether the task has a row.
     checkpoint = (
         LanggraphCheckpoint.objects.select_for_update()
         .filter(
@@ -873,12 +875,11 @@ def _task_writes_merge(where: dict[str, Any], task_path: str, new: Sequence[Pack
             checkpoint_ns=where["checkpoint_ns"],
             checkpoint_id=where["checkpoint_id"],
         )
+        .annotate(task_row=Exists(LanggraphWrite.objects.filter(**where)))
         .only("pk", "writes_z")
         .first()
     )
-    rows = LanggraphWrite.objects.select_for_update().filter(**where)
-    row = rows.first()
-    if row is None and checkpoint is not None:
+    if checkpoint is not None and not checkpoint.task_row:
         tasks = checkpoint.task_writes
         found = next((t for t in tasks if t.task_id == task_id), None)
         merged = _writes_merged(found.writes if found else [], new)
@@ -891,6 +892,7 @@ def _task_writes_merge(where: dict[str, Any], task_path: str, new: Sequence[Pack
             checkpoint.task_writes = tasks
             checkpoint.save(update_fields=["writes_z"])
         return
+    row = rows.first()
     if row is None:
         try:
             with transaction.atomic():
