@@ -1,5 +1,7 @@
-"""Pages with long bodies: thirty events of 1 MiB each, cut to a preview, next to the same
-pages carrying every body whole (as they did before bodies were cut), in one run.
+"""Pages with long bodies: thirty events of 1 MiB each, cut to a preview and read as a prefix
+from the database, next to the same pages reading every body whole from the database (before
+bodies were read as prefixes) and carrying every body whole (before bodies were cut), in one
+run.
 
     uv run python bench/long_bodies.py              # the embedded default: a fresh SQLite file
     uv run python bench/long_bodies.py --dsn postgres://user@host:5432/db
@@ -8,10 +10,14 @@ pages carrying every body whole (as they did before bodies were cut), in one run
 One thread holds 14 user messages and 14 tool results of about 1 MiB each, a side-effecting
 call whose arguments are 1 MiB and an approval request whose arguments are 1 MiB (30 long
 bodies, 46 events), appended through the append service. Logged in as an operator (Django's
-test client, the whole middleware stack), each page is requested `--requests` times with
-bodies cut (BODY_SHOWN_CHARS, 4096 characters) and with the cut lifted (every body whole, the
-old behaviour); then one event's body route. Reports the bytes of HTML and the median server
-time of each, and the ratios. Writes bench/results/long_bodies.json.
+test client, the whole middleware stack), each page is requested `--requests` times in each
+of three ways, the ways taking turns request by request: "prefix" (bodies cut at
+BODY_SHOWN_CHARS, long body strings read as a prefix: what pages do), "read whole" (cut, but
+every event's data read whole: threads/selectors/event_bodies.py's READ_PREFIX off) and
+"whole" (the cut lifted too: every body in the page); then one event's body route. Reports the
+bytes of HTML, the bytes of column values the page's queries fetched from the database (every
+str in UTF-8, bytes as they are, 8 for any other value) and the median server time of each.
+Writes bench/results/long_bodies.json.
 """
 
 from __future__ import annotations
@@ -79,15 +85,63 @@ def seed() -> tuple[Any, Any]:
     return thread, person
 
 
-def measure(client: Any, url: str, requests: int) -> dict[str, Any]:
-    times, size = [], 0
-    for _ in range(requests):
-        started = time.perf_counter()
-        response = client.get(url)
-        times.append(time.perf_counter() - started)
-        assert response.status_code == 200, (url, response.status_code)
-        size = len(response.content)
-    return {"bytes": size, "median_ms": round(statistics.median(times) * 1000, 1)}
+class FetchedBytes:
+    """Counts the bytes of the column values that Django's cursors fetch: what a page reads
+    from the database, whatever the driver."""
+
+    def __init__(self) -> None:
+        self.total = 0
+
+    def install(self) -> None:
+        from django.db.backends.utils import CursorWrapper
+
+        counter = self
+
+        def size(rows: Any) -> Any:
+            for row in rows:
+                for value in row:
+                    if isinstance(value, str):
+                        counter.total += len(value.encode("utf-8", "surrogatepass"))
+                    elif isinstance(value, (bytes, bytearray, memoryview)):
+                        counter.total += len(value)
+                    else:
+                        counter.total += 8
+            return rows
+
+        def fetchone(self: Any) -> Any:
+            row = self.cursor.fetchone()
+            return row if row is None else size([row])[0]
+
+        def fetchmany(self: Any, *args: Any) -> Any:
+            return size(self.cursor.fetchmany(*args))
+
+        def fetchall(self: Any) -> Any:
+            return size(self.cursor.fetchall())
+
+        CursorWrapper.fetchone = fetchone  # type: ignore[attr-defined]
+        CursorWrapper.fetchmany = fetchmany  # type: ignore[attr-defined]
+        CursorWrapper.fetchall = fetchall  # type: ignore[attr-defined]
+
+
+def one_request(client: Any, url: str, fetched: FetchedBytes) -> tuple[float, int, int]:
+    """Seconds, bytes of HTML, bytes fetched from the database."""
+    before = fetched.total
+    started = time.perf_counter()
+    response = client.get(url)
+    seconds = time.perf_counter() - started
+    assert response.status_code == 200, (url, response.status_code)
+    return seconds, len(response.content), fetched.total - before
+
+
+def summary(samples: list[tuple[float, int, int]]) -> dict[str, Any]:
+    return {
+        "bytes": samples[-1][1],
+        "db_bytes": samples[-1][2],
+        "median_ms": round(statistics.median(s[0] for s in samples) * 1000, 1),
+    }
+
+
+WAYS = ("prefix", "read whole", "whole")
 
 
 def main() -> None:
@@ -99,9 +153,12 @@ def main() -> None:
         setup_django(args.dsn, var_dir)
         from django.test import Client
 
+        from threads.selectors import event_bodies
         from threads.views import present
 
         thread, person = seed()
+        fetched = FetchedBytes()
+        fetched.install()
         client = Client()
         client.force_login(person)
         base = f"/threads/{thread.pk}/"
@@ -110,27 +167,40 @@ def main() -> None:
             "context": f"{base}context/",
             "side effects": "/side-effects/",
             "approvals": "/approvals/",
+            "one event": f"{base}events/1/",
         }
-        rows: dict[str, Any] = {}
         cut_at = present.BODY_SHOWN_CHARS
+
+        def way(name: str) -> None:
+            """Pages as they are, reading bodies whole, or carrying them whole."""
+            event_bodies.READ_PREFIX = name == "prefix"
+            present.BODY_SHOWN_CHARS = 10**12 if name == "whole" else cut_at
+
+        rows: dict[str, Any] = {}
         for label, url in pages.items():
-            present.BODY_SHOWN_CHARS = cut_at
-            cut = measure(client, url, args.requests)
-            present.BODY_SHOWN_CHARS = 10**12  # every body whole: the pages before the cut
-            whole = measure(client, url, args.requests)
-            present.BODY_SHOWN_CHARS = cut_at
-            rows[label] = {"cut": cut, "whole": whole}
-        body = measure(client, f"{base}events/1/body/", args.requests)
+            samples: dict[str, list[tuple[float, int, int]]] = {name: [] for name in WAYS}
+            for _ in range(args.requests):
+                for name in WAYS:
+                    way(name)
+                    samples[name].append(one_request(client, url, fetched))
+            way("prefix")
+            rows[label] = {name: summary(samples[name]) for name in WAYS}
+        body = summary([one_request(client, f"{base}events/1/body/", fetched)])
     print(
-        f"{'page':<14}{'cut bytes':>12}{'whole bytes':>14}{'ratio':>8}{'cut ms':>9}{'whole ms':>10}"
+        f"{'page':<14}{'page bytes':>12}{'db prefix':>12}{'db whole':>12}{'ms prefix':>11}"
+        f"{'ms whole':>10}{'page whole':>13}{'ms':>8}"
     )
     for label, row in rows.items():
-        cut, whole = row["cut"], row["whole"]
+        cut, read, whole = row["prefix"], row["read whole"], row["whole"]
         print(
-            f"{label:<14}{cut['bytes']:>12,}{whole['bytes']:>14,}"
-            f"{cut['bytes'] / whole['bytes']:>8.3f}{cut['median_ms']:>9}{whole['median_ms']:>10}"
+            f"{label:<14}{cut['bytes']:>12,}{cut['db_bytes']:>12,}{read['db_bytes']:>12,}"
+            f"{cut['median_ms']:>11}{read['median_ms']:>10}{whole['bytes']:>13,}"
+            f"{whole['median_ms']:>8}"
         )
-    print(f"body route, one 1 MiB body: {body['bytes']:,} bytes in {body['median_ms']} ms")
+    print(
+        f"body route, one 1 MiB body: {body['bytes']:,} bytes in {body['median_ms']} ms "
+        f"({body['db_bytes']:,} bytes from the database)"
+    )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     database = "postgresql" if args.dsn else "sqlite"
     RESULTS.write_text(

@@ -352,6 +352,13 @@ class SideEffect(models.Model):
             ),
             # One per call; also the index a result's status update finds its row by.
             models.UniqueConstraint(fields=["thread", "call_seq"], name="side_effect_call_unique"),
+            # One per idempotency key of a thread (docs/design.md §7.1). The append path's
+            # NOT EXISTS guard keeps to it; this makes any other writer keep to it too.
+            models.UniqueConstraint(
+                fields=["thread", "idempotency_key"],
+                condition=~Q(idempotency_key=""),
+                name="side_effect_key_unique",
+            ),
         ]
         indexes = [models.Index(fields=["status", "thread"])]
 

@@ -23,6 +23,10 @@ from threads.selectors.context import (
     CONTEXT_OVERRIDES,
     working_context,
 )
+from threads.selectors.event_bodies import (
+    event_get_for_page,
+    event_window_for_page,
+)
 from threads.selectors.events import (
     approvals_for_requests,
     closing_events_for_calls,
@@ -124,8 +128,10 @@ __all__ = [
     "event_dict",
     "event_dicts",
     "event_get",
+    "event_get_for_page",
     "event_token_buckets",
     "event_window",
+    "event_window_for_page",
     "events_search",
     "events_by_seqs",
     "last_reset_at",

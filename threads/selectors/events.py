@@ -90,9 +90,11 @@ def side_effects_for_calls(*, thread: Thread, call_seqs: list[int]) -> dict[int,
 def approvals_for_requests(*, thread: Thread, seqs: list[int]) -> dict[int, ApprovalRequest]:
     return {
         a.request_event.seq: a
-        for a in ApprovalRequest.objects.filter(
-            thread=thread, request_event__seq__in=seqs
-        ).select_related("request_event", "decision_event", "decided_by")
+        for a in ApprovalRequest.objects.filter(thread=thread, request_event__seq__in=seqs)
+        .select_related("request_event", "decision_event", "decided_by")
+        # The timeline shows a request's status and expiry; its arguments (as long as the
+        # request event's body, 1 MiB at worst) and the events' data are not read for that.
+        .defer("arguments", "request_event__data", "decision_event__data")
     }
 
 

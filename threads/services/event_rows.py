@@ -409,8 +409,8 @@ def _insert_referring_to_events(
 ) -> Statement:
     """The INSERT of rows whose `event_field` points at a new event of `thread`, the event of
     seqs[i] for objs[i]: its key is looked up in the statement by that seq. With
-    `unless_same` (a field name), a row whose value of that field the thread already has
-    is not inserted."""
+    `unless_same` (a field name), a row whose non-empty value of that field the thread
+    already has is not inserted."""
     connection = connections[router.db_for_write(type(objs[0]))]
     meta = type(objs[0])._meta
     columns, rows = _row_params(objs, connection)
@@ -433,6 +433,10 @@ def _insert_referring_to_events(
     ]
     return (
         f"INSERT INTO {table} ({columns}) SELECT {', '.join(placeholders)} "
-        f"WHERE NOT EXISTS (SELECT 1 FROM {table} WHERE thread_id = %s AND {column} = %s)",
+        # The key's own term repeats the unique index's condition (side_effect_key_unique),
+        # so SQLite, which proves a partial index usable only from identical terms, probes
+        # that index rather than every record of the thread.
+        f"WHERE NOT EXISTS (SELECT 1 FROM {table} WHERE thread_id = %s AND {column} = %s "
+        f"AND NOT ({column} = ''))",
         guarded,
     )

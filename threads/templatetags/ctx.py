@@ -139,12 +139,24 @@ def sort_header(
 
 @register.inclusion_tag("threads/_body.html")
 def body_block(
-    text: str, thread_id: Any = None, seq: Any = None, preview: str = "", long: bool = False
+    text: str,
+    thread_id: Any = None,
+    seq: Any = None,
+    preview: str = "",
+    long: bool = False,
+    size: int | None = None,
 ) -> dict[str, Any]:
     """An event's body on a page: at most BODY_SHOWN_CHARS of it, the whole body's size, and
     a "Show all" that loads the rest from the event's body route (the same text the page
-    would have carried). `long` collapses it behind `preview`, as the timeline does."""
-    context: dict[str, Any] = {"text": text, "preview": preview, "long": long, **body_cut(text)}
+    would have carried). `long` collapses it behind `preview`, as the timeline does. `text`
+    may be a prefix of the body read from the database, with the whole body's `size`
+    (present's body_size)."""
+    context: dict[str, Any] = {
+        "text": text,
+        "preview": preview,
+        "long": long,
+        **body_cut(text, size or None),
+    }
     if thread_id is not None and seq is not None:
         context["href"] = reverse("thread-event-body", args=[thread_id, seq])
     return context

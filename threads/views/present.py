@@ -10,6 +10,7 @@ from typing import Any
 from threads.domain.render import content_text
 from threads.domain.repeats import Repeat
 from threads.models import Event, ThreadTool
+from threads.selectors.event_bodies import BodyPrefix, event_whole
 
 # Bodies longer than this (or of more lines) are collapsed behind <details>, on every page.
 COLLAPSE_CHARS = 600
@@ -78,16 +79,42 @@ def preview_line(body: str) -> str:
     return one_line[:PREVIEW_CHARS] + ("…" if more else "")
 
 
-def body_cut(body: str) -> dict[str, Any]:
+def body_cut(body: str, whole_size: int | None = None) -> dict[str, Any]:
     """The part of `body` a page shows, whether it was cut, and the whole body's size in
-    UTF-8 bytes (what "show all" would load)."""
+    UTF-8 bytes (what "show all" would load). `body` may be only a prefix of the body, then
+    with the whole body's size, larger than the prefix's."""
     shown = body[:BODY_SHOWN_CHARS]
+    shown_bytes = len(shown.encode())
     return {
         "shown": shown,
-        "cut": len(shown) < len(body),
-        "shown_bytes": len(shown.encode()),
-        "size": len(body.encode()),
+        "cut": len(shown) < len(body) or (whole_size or 0) > shown_bytes,
+        "shown_bytes": shown_bytes,
+        "size": whole_size or len(body.encode()),
     }
+
+
+def page_prefix_chars() -> int:
+    """How much of a long body string a page reads from the database: what it shows, and
+    what its preview line looks at."""
+    return max(BODY_SHOWN_CHARS, PREVIEW_CHARS * 8)
+
+
+def _prefix_preview(prefix: str) -> str | None:
+    """preview_line of a body longer than `prefix`, known from the prefix alone; None when
+    the prefix cannot tell (its text after the preview's head is all blank)."""
+    head = prefix[: PREVIEW_CHARS * 8]
+    one_line = " ".join(head.split())
+    if len(one_line) > PREVIEW_CHARS or prefix[len(head) :].strip():
+        return one_line[:PREVIEW_CHARS] + "…"
+    return None
+
+
+def _prefixed_size(kind: str, data: dict[str, Any], prefix: BodyPrefix) -> int:
+    """The whole body's size for an event whose body string came as `prefix`: the string's,
+    plus what headline_and_body appends to it (a result's verified facts)."""
+    if kind == "tool_result" and data.get("verified_facts"):
+        return prefix.size + len(("\nverified facts: " + _json(data["verified_facts"])).encode())
+    return prefix.size
 
 
 def event_body(event: Event) -> str:
@@ -96,14 +123,29 @@ def event_body(event: Event) -> str:
 
 
 def present(event: Event) -> dict[str, Any]:
+    """An event as pages show it. An event read with its body as a prefix
+    (threads/selectors/event_bodies.py) shows the same as read whole; in the rare case its
+    prefix cannot tell the preview line, it is read whole."""
     headline, body = headline_and_body(event.kind, event.data)
+    prefix: BodyPrefix | None = getattr(event, "body_prefix", None)
+    size = None
+    if prefix is not None:
+        preview = _prefix_preview(prefix.text)
+        if preview is None:
+            return present(event_whole(event))
+        body = prefix.text
+        size = _prefixed_size(event.kind, event.data, prefix)
+        long = True  # longer than the prefix, so than COLLAPSE_CHARS
+    else:
+        long, preview = is_long(body), preview_line(body)
     return {
         "seq": event.seq,
         "kind": event.kind,
         "headline": headline,
         "body": body,
-        "long": is_long(body),
-        "preview": preview_line(body),
+        "body_size": size,
+        "long": long,
+        "preview": preview,
         "tokens": event.token_count,
         "created_at": event.created_at,
         "role": event.data.get("role", ""),

@@ -25,7 +25,7 @@ from threads.views.common import (
     region,
     thread_for,
 )
-from threads.views.present import event_body, present
+from threads.views.present import event_body, page_prefix_chars, present
 
 TIMELINE_PAGE = 200
 THREADS_PER_PAGE = 50
@@ -137,7 +137,9 @@ def thread_timeline(request: HtmxHttpRequest, id: str) -> HttpResponse:
         from_seq = _aligned(int(request.GET.get("from", "")))
     except ValueError:
         from_seq = _aligned(thread.last_seq)  # the newest page first: that is where work is
-    rows = selectors.event_window(thread=thread, from_seq=from_seq, limit=TIMELINE_PAGE)
+    rows = selectors.event_window_for_page(
+        thread=thread, from_seq=from_seq, limit=TIMELINE_PAGE, chars=page_prefix_chars()
+    )
     until = from_seq + TIMELINE_PAGE - 1
 
     def href(seq: int | None) -> str:
@@ -240,6 +242,6 @@ def thread_event_body(request: HtmxHttpRequest, id: str, seq: int) -> HttpRespon
 def thread_event(request: HtmxHttpRequest, id: str, seq: int) -> HttpResponse:
     """One event, for expanding a summary entry's sources in place."""
     thread = thread_for(request, id)
-    event = found(selectors.event_get, thread=thread, seq=seq)
+    event = found(selectors.event_get_for_page, thread=thread, seq=seq, chars=page_prefix_chars())
     context = {"thread": thread, "event": present(event)}
     return render(request, "threads/_event_card.html", context)
