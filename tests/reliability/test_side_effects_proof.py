@@ -341,6 +341,9 @@ def test_a_side_effect_leaves_unknown_only_with_a_resolution_event(workspace: An
             stateful_step_count=STEPS,
             deadline=None,
             database=None,
+            # The same examples every run, whatever seed the test runner picks: the check
+            # below that some records did leave unknown must not depend on the seed's luck.
+            derandomize=True,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
         ),
     )

@@ -1,6 +1,6 @@
 """One side-effect record per idempotency key of a thread is the database's rule, not only the
 append path's (docs/design.md §7.1): a direct second insert is refused, the API answers as it
-did, and migration 0014 merges the records that databases written before the guard may hold."""
+did, and migration 0015 merges the records that databases written before the guard may hold."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from threads.models import AuditEntry, Event, SideEffect, SideEffectStatus, Thre
 from threads.services.side_effects import side_effect_resolve
 
 KEY = "refund-10086"
-BEFORE = [("threads", "0013_event_search")]
-AFTER = [("threads", "0014_side_effect_key_unique")]
+BEFORE = [("threads", "0014_lgcompact")]
+AFTER = [("threads", "0015_side_effect_key_unique")]
 
 
 def _log(thread: Thread) -> list[Event]:

@@ -22,7 +22,7 @@ from typing import Any
 from django.db import migrations, models
 from django.db.models import Count
 
-ACTOR = "migration 0014_side_effect_key_unique"
+ACTOR = "migration 0015_side_effect_key_unique"
 RESOLVABLE = ("running", "unknown")
 
 
@@ -103,7 +103,7 @@ def merge_duplicate_keys(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("threads", "0013_event_search"),
+        ("threads", "0014_lgcompact"),
     ]
 
     operations = [
