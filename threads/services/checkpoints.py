@@ -11,12 +11,16 @@ after re-checking it (`checkpoint_require_safe`), never on its stored `safe` fla
 
 from __future__ import annotations
 
+import functools
+import json
+import time
 from typing import Any
 
-from django.db import transaction
+from django.db import connections, router, transaction
 
 from threads.access import require_role
 from threads.chainkey import thread_genesis, thread_key
+from threads.domain import chain
 from threads.domain.errors import Conflict, NotFound
 from threads.domain.ledger import OpenWork
 from threads.models import (
@@ -32,6 +36,7 @@ from threads.models import (
 )
 from threads.selectors.checkpoints import checkpoint_as_audit, summary_versions_replaced
 from threads.services.audit import audit_record
+from threads.services.event_rows import log_queries, server_cursor
 from threads.services.integrity import (
     chain_hash_at,
     chain_walk,
@@ -87,24 +92,10 @@ def _pending_start(thread: Thread, cursor: int) -> tuple[int, list[dict[str, Any
     return checkpoint.cursor, list(checkpoint.pending)
 
 
-def pending_at(
-    *, thread: Thread, cursor: int, from_checkpoint: bool = True
-) -> list[dict[str, Any]]:
-    """Side effects and approvals still open at `cursor`, as the log stood then.
-
-    A side effect is open while its call has no result (running) or only a timeout (unknown)
-    and no resolution; an approval while its request has no decision. Starts from the nearest
-    trusted checkpoint and replays only the events after it (a few key columns of the kinds
-    that matter), so a commit costs the same at seq 1,000 and at seq 100,000.
-    """
-    start, inherited = _pending_start(thread, cursor) if from_checkpoint else (0, [])
-    work = OpenWork(
-        effects={p["call_seq"]: dict(p) for p in inherited if p["kind"] == "side_effect"},
-        approvals={p["request_seq"]: dict(p) for p in inherited if p["kind"] == "approval"},
-    )
-    new_calls: dict[int, int] = {}  # event id -> call seq
-    new_requests: dict[int, int] = {}  # event id -> request seq
-    rows = (
+def _pending_rows(thread: Thread, start: int, cursor: int) -> Any:
+    """(id, seq, kind, side_effect, call_seq, status, approval_seq) of the events after
+    `start` up to `cursor` of the kinds that open or close work, in order."""
+    return (
         Event.objects.filter(
             thread=thread, seq__gt=start, seq__lte=cursor, kind__in=PENDING_EVENT_KINDS
         )
@@ -119,6 +110,98 @@ def pending_at(
             "data__approval_seq",
         )
     )
+
+
+@functools.cache
+def _pending_sql(alias: str) -> tuple[str, str]:
+    """The two statements of _pending_read_postgres, quoted for `alias` once per process."""
+    quote = connections[alias].ops.quote_name
+    checkpoints = quote(Checkpoint._meta.db_table)
+    versions = quote(SummaryVersion._meta.db_table)
+    events = quote(Event._meta.db_table)
+    nearest = (
+        f"FROM {checkpoints} c WHERE c.thread_id = %s AND c.cursor <= %s AND c.safe "
+        "ORDER BY c.cursor DESC, c.id DESC LIMIT 1"
+    )
+    start = (
+        "SELECT c.cursor, c.chain_hash, c.summary_checksum, c.pending::text, c.checksum, "
+        f"(SELECT v.version FROM {versions} v WHERE v.id = c.summary_version_id) {nearest}"
+    )
+    # The JSON keys as JSON text, decoded as the ORM's key transforms decode them.
+    rows = (
+        "SELECT e.id, e.seq, e.kind, (e.data->'side_effect')::text, (e.data->'call_seq')::text, "
+        "(e.data->'status')::text, (e.data->'approval_seq')::text "
+        f"FROM {events} e WHERE e.thread_id = %s AND e.seq > COALESCE((SELECT c.cursor "
+        f"{nearest}), 0) AND e.seq <= %s AND e.kind = ANY(%s::text[]) ORDER BY e.seq"
+    )
+    return start, rows
+
+
+def _json_or_none(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _pending_read_postgres(
+    connection: Any, thread: Thread, cursor: int
+) -> tuple[int, list[dict[str, Any]], list[tuple[Any, ...]]]:
+    """_pending_start and the replay's rows in one round trip of two prepared statements: the
+    nearest safe checkpoint at or before `cursor`, and the events after it. Compiling the
+    ORM's two querysets (a join for the checksum's fields, four JSON key transforms) cost more
+    than the database's work for a LangGraph put, which makes a checkpoint on every step.
+    When the checksum does not recompute, the replay starts from the first event, as
+    _pending_start decides."""
+    start_sql, rows_sql = _pending_sql(connection.alias)
+    kinds = [str(kind) for kind in PENDING_EVENT_KINDS]
+    started = time.monotonic()
+    with server_cursor(connection) as pg, pg.connection.pipeline():
+        pg.execute(start_sql, (thread.pk, cursor))
+        found = pg.fetchall()
+        pg.execute(rows_sql, (thread.pk, thread.pk, cursor, cursor, kinds))
+        rows = [
+            (i, seq, kind, *(_json_or_none(text) for text in keys))
+            for i, seq, kind, *keys in pg.fetchall()
+        ]
+    log_queries(connection, started, start_sql, rows_sql)
+    if not found:
+        return 0, [], rows
+    at, chain_hash, summary_checksum_, pending_text, checksum, version = found[0]
+    pending = json.loads(pending_text)
+    body = {
+        "thread": str(thread.pk),
+        "summary_version": version,
+        "cursor": at,
+        "chain_hash": chain_hash,
+        "summary_checksum": summary_checksum_,
+        "pending": pending,
+    }
+    if checksum != chain.checksum(body, thread_key(thread)):
+        return 0, [], list(_pending_rows(thread, 0, cursor))
+    return at, list(pending), rows
+
+
+def pending_at(
+    *, thread: Thread, cursor: int, from_checkpoint: bool = True
+) -> list[dict[str, Any]]:
+    """Side effects and approvals still open at `cursor`, as the log stood then.
+
+    A side effect is open while its call has no result (running) or only a timeout (unknown)
+    and no resolution; an approval while its request has no decision. Starts from the nearest
+    trusted checkpoint and replays only the events after it (a few key columns of the kinds
+    that matter), so a commit costs the same at seq 1,000 and at seq 100,000.
+    """
+    connection = connections[router.db_for_read(Event)]
+    rows: Any
+    if from_checkpoint and connection.vendor == "postgresql":
+        start, inherited, rows = _pending_read_postgres(connection, thread, cursor)
+    else:
+        start, inherited = _pending_start(thread, cursor) if from_checkpoint else (0, [])
+        rows = _pending_rows(thread, start, cursor)
+    work = OpenWork(
+        effects={p["call_seq"]: dict(p) for p in inherited if p["kind"] == "side_effect"},
+        approvals={p["request_seq"]: dict(p) for p in inherited if p["kind"] == "approval"},
+    )
+    new_calls: dict[int, int] = {}  # event id -> call seq
+    new_requests: dict[int, int] = {}  # event id -> request seq
     for event_id, seq, kind, side_effect, call_seq, status, approval_seq in rows:
         if kind == EventKind.TOOL_CALL and side_effect:
             work.call(seq)
