@@ -49,6 +49,7 @@ from threads.services.threads import thread_lock
 __all__ = [
     "checkpoint_checksum",
     "checkpoint_as_audit",
+    "checkpoint_build",
     "checkpoint_create",
     "checkpoint_record",
     "checkpoint_require_safe",
@@ -113,28 +114,27 @@ def _pending_rows(thread: Thread, start: int, cursor: int) -> Any:
 
 
 @functools.cache
-def _pending_sql(alias: str) -> tuple[str, str]:
-    """The two statements of _pending_read_postgres, quoted for `alias` once per process."""
+def _pending_sql(alias: str) -> str:
+    """The statement of _pending_read_postgres, quoted for `alias` once per process: the
+    nearest safe checkpoint at or before the cursor (part 0: what its checksum covers) and the
+    events after it of the kinds that open or close work (part 1), in one result."""
     quote = connections[alias].ops.quote_name
     checkpoints = quote(Checkpoint._meta.db_table)
     versions = quote(SummaryVersion._meta.db_table)
     events = quote(Event._meta.db_table)
-    nearest = (
-        f"FROM {checkpoints} c WHERE c.thread_id = %s AND c.cursor <= %s AND c.safe "
-        "ORDER BY c.cursor DESC, c.id DESC LIMIT 1"
-    )
-    start = (
-        "SELECT c.cursor, c.chain_hash, c.summary_checksum, c.pending::text, c.checksum, "
-        f"(SELECT v.version FROM {versions} v WHERE v.id = c.summary_version_id) {nearest}"
-    )
     # The JSON keys as JSON text, decoded as the ORM's key transforms decode them.
-    rows = (
-        "SELECT e.id, e.seq, e.kind, (e.data->'side_effect')::text, (e.data->'call_seq')::text, "
-        "(e.data->'status')::text, (e.data->'approval_seq')::text "
-        f"FROM {events} e WHERE e.thread_id = %s AND e.seq > COALESCE((SELECT c.cursor "
-        f"{nearest}), 0) AND e.seq <= %s AND e.kind = ANY(%s::text[]) ORDER BY e.seq"
+    return (
+        "WITH s AS (SELECT c.cursor, c.chain_hash, c.summary_checksum, c.pending, c.checksum, "
+        f"c.summary_version_id FROM {checkpoints} c WHERE c.thread_id = %s AND c.cursor <= %s "
+        "AND c.safe ORDER BY c.cursor DESC, c.id DESC LIMIT 1) "
+        "SELECT 0, s.cursor, (SELECT v.version FROM "
+        f"{versions} v WHERE v.id = s.summary_version_id)::bigint, s.chain_hash::text, "
+        "s.summary_checksum::text, s.pending::text, s.checksum::text, NULL::text FROM s "
+        "UNION ALL (SELECT 1, e.id, e.seq, e.kind::text, (e.data->'side_effect')::text, "
+        "(e.data->'call_seq')::text, (e.data->'status')::text, (e.data->'approval_seq')::text "
+        f"FROM {events} e WHERE e.thread_id = %s AND e.seq > COALESCE((SELECT s.cursor FROM s), "
+        "0) AND e.seq <= %s AND e.kind = ANY(%s::text[]) ORDER BY e.seq)"
     )
-    return start, rows
 
 
 def _json_or_none(text: str | None) -> Any:
@@ -144,27 +144,29 @@ def _json_or_none(text: str | None) -> Any:
 def _pending_read_postgres(
     connection: Any, thread: Thread, cursor: int
 ) -> tuple[int, list[dict[str, Any]], list[tuple[Any, ...]]]:
-    """_pending_start and the replay's rows in one round trip of two prepared statements: the
-    nearest safe checkpoint at or before `cursor`, and the events after it. Compiling the
-    ORM's two querysets (a join for the checksum's fields, four JSON key transforms) cost more
-    than the database's work for a LangGraph put, which makes a checkpoint on every step.
-    When the checksum does not recompute, the replay starts from the first event, as
-    _pending_start decides."""
-    start_sql, rows_sql = _pending_sql(connection.alias)
+    """_pending_start and the replay's rows in one prepared statement: the nearest safe
+    checkpoint at or before `cursor`, and the events after it. Compiling the ORM's two
+    querysets (a join for the checksum's fields, four JSON key transforms) cost more than the
+    database's work for a LangGraph put, which makes a checkpoint on every step. When the
+    checksum does not recompute, the replay starts from the first event, as _pending_start
+    decides."""
+    sql = _pending_sql(connection.alias)
     kinds = [str(kind) for kind in PENDING_EVENT_KINDS]
     started = time.monotonic()
-    with server_cursor(connection) as pg, pg.connection.pipeline():
-        pg.execute(start_sql, (thread.pk, cursor))
+    with server_cursor(connection) as pg:
+        pg.execute(sql, (thread.pk, cursor, thread.pk, cursor, kinds))
         found = pg.fetchall()
-        pg.execute(rows_sql, (thread.pk, thread.pk, cursor, cursor, kinds))
-        rows = [
-            (i, seq, kind, *(_json_or_none(text) for text in keys))
-            for i, seq, kind, *keys in pg.fetchall()
-        ]
-    log_queries(connection, started, start_sql, rows_sql)
-    if not found:
+    log_queries(connection, started, sql)
+    starts = [row for row in found if row[0] == 0]
+    rows = [
+        (i, seq, kind, *(_json_or_none(text) for text in keys))
+        for part, i, seq, kind, *keys in found
+        if part == 1
+    ]
+    rows.sort(key=lambda row: row[1])  # by seq, whatever order the union came back in
+    if not starts:
         return 0, [], rows
-    at, chain_hash, summary_checksum_, pending_text, checksum, version = found[0]
+    _, at, version, chain_hash, summary_checksum_, pending_text, checksum, _ = starts[0]
     pending = json.loads(pending_text)
     body = {
         "thread": str(thread.pk),
@@ -241,6 +243,31 @@ def checkpoint_record(
     """Create a checkpoint: references and hashes, the work open at its cursor, and a checksum
     over all of it (threads.services.integrity.checkpoint_body). Runs inside the caller's
     transaction: every committed version gets one, in the same transaction as its commit."""
+    checkpoint = checkpoint_build(
+        thread=thread,
+        version=version,
+        cursor=cursor,
+        chain_hash=chain_hash,
+        summary_checksum=summary_checksum,
+        label=label,
+        created_by=created_by,
+    )
+    checkpoint.save(force_insert=True)
+    return checkpoint
+
+
+def checkpoint_build(
+    *,
+    thread: Thread,
+    version: SummaryVersion | None,
+    cursor: int,
+    chain_hash: str,
+    summary_checksum: str,
+    label: str = "",
+    created_by: Any = None,
+) -> Checkpoint:
+    """checkpoint_record's checkpoint, checksummed but not saved yet: for a caller that inserts
+    it along with a row of its own (a LangGraph checkpoint), in the same transaction."""
     checkpoint = Checkpoint(
         thread=thread,
         summary_version=version,
@@ -252,7 +279,6 @@ def checkpoint_record(
         created_by=created_by,
     )
     checkpoint.checksum = checkpoint_checksum(checkpoint)
-    checkpoint.save(force_insert=True)
     return checkpoint
 
 

@@ -62,21 +62,24 @@ from threads.selectors.langgraph import (
     lg_side_effect_tools,
     lg_thread_get,
     lg_threads_get,
-    lg_version_get,
     lg_version_message_count,
     lg_version_message_seqs,
 )
 from threads.services.audit import audit_record
-from threads.services.checkpoints import checkpoint_record
+from threads.services.checkpoints import checkpoint_build
 from threads.services.events import Appended, event_append_batch, event_append_locked
 from threads.services.integrity import chain_hash_at
 from threads.services.langgraph_statements import (
     checkpoint_cursor_and_after,
     checkpoint_stored,
+    checkpoints_insert,
     message_index,
     messages_count_between,
     messages_index_insert,
+    rows_insert_new,
+    thread_found,
     thread_locked,
+    version_reference,
 )
 from threads.services.threads import thread_get_or_create
 
@@ -372,12 +375,7 @@ def _messages_mirror(thread: Thread, checkpoint_ns: str, messages: MessagesIn) -
     Returns its cursor (the last seq of its messages)."""
     base = None
     if messages.base_version is not None:
-        base = lg_version_get(
-            thread=thread,
-            checkpoint_ns=checkpoint_ns,
-            channel=messages.channel,
-            version=messages.base_version,
-        )
+        base = version_reference(thread, checkpoint_ns, messages.channel, messages.base_version)
         if base is None or lg_version_message_count(thread, base) != messages.base_count:
             raise MessagesBaseUnknown(
                 "the base version of these messages is not stored as the saver knows it: send "
@@ -392,7 +390,7 @@ def _messages_mirror(thread: Thread, checkpoint_ns: str, messages: MessagesIn) -
         until, seqs, cursor = _base_reference(thread, base, refs)
         count = messages.base_count + len(refs)
     # The first row stored for a version wins (a repeated put is a no-op).
-    LanggraphChannelVersion.objects.bulk_create(
+    rows_insert_new(
         [
             LanggraphChannelVersion(
                 thread=thread,
@@ -406,7 +404,6 @@ def _messages_mirror(thread: Thread, checkpoint_ns: str, messages: MessagesIn) -
                 cursor=cursor,
             )
         ],
-        ignore_conflicts=True,
     )
     return cursor
 
@@ -451,7 +448,7 @@ def _checkpoint_save(
     # messages were the last appended): no read of the event.
     chain_hash = thread.chain_head if cursor == thread.last_seq else chain_hash_at(thread, cursor)
     assert chain_hash is not None  # cursor is a mirrored seq of this thread's log
-    ctxadmin_checkpoint = checkpoint_record(
+    ctxadmin_checkpoint = checkpoint_build(
         thread=thread,
         version=None,
         cursor=cursor,
@@ -460,7 +457,7 @@ def _checkpoint_save(
         label=f"langgraph:{checkpoint_id}",
         created_by=created_by,
     )
-    return LanggraphCheckpoint.objects.create(
+    row = LanggraphCheckpoint(
         thread=thread,
         checkpoint_ns=checkpoint_ns,
         checkpoint_id=checkpoint_id,
@@ -469,8 +466,10 @@ def _checkpoint_save(
         metadata=metadata,
         run_id=run_id,
         cursor=cursor,
-        ctxadmin_checkpoint=ctxadmin_checkpoint,
     )
+    # Both rows in one statement: the ctxadmin Checkpoint, and the row that points at it.
+    checkpoints_insert(ctxadmin_checkpoint, row)
+    return row
 
 
 def langgraph_checkpoint_put_locked(
@@ -653,8 +652,13 @@ def langgraph_writes_put(
         if interrupts or mirrored:
             thread = _locked_thread(workspace, external_id, actor_label)
         else:
-            thread, _ = thread_get_or_create(
-                workspace=workspace, external_id=external_id, actor_label=actor_label
+            thread = (
+                thread_found(workspace, external_id)
+                or (
+                    thread_get_or_create(
+                        workspace=workspace, external_id=external_id, actor_label=actor_label
+                    )[0]
+                )
             )
         _writes_store(
             thread,

@@ -17,9 +17,18 @@ from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 from django.db import connections, router
+from django.db.models import Field
+from psycopg import pq
 
-from threads.models import LanggraphCheckpoint, LanggraphMessage, Thread, Workspace
-from threads.services.event_rows import log_queries, server_cursor
+from threads.models import (
+    Checkpoint,
+    LanggraphChannelVersion,
+    LanggraphCheckpoint,
+    LanggraphMessage,
+    Thread,
+    Workspace,
+)
+from threads.services.event_rows import log_queries, row_params, server_cursor
 
 
 def _postgres(model: Any) -> Any | None:
@@ -37,12 +46,18 @@ def _columns(alias: str, model: Any) -> tuple[str, str, list[str]]:
     return quote(model._meta.db_table), columns, [f.attname for f in fields]
 
 
-def _run(connection: Any, sql: str, params: Any) -> list[tuple[Any, ...]]:
+def _run(connection: Any, sql: str, params: Any, *, fetch: bool = True) -> list[tuple[Any, ...]]:
     started = time.monotonic()
-    with server_cursor(connection) as pg, pg.connection.pipeline():
-        # In a pipeline: a transaction's BEGIN goes in the same round trip as the query.
-        pg.execute(sql, params)
-        rows = pg.fetchall()
+    with server_cursor(connection) as pg:
+        if pg.connection.info.transaction_status == pq.TransactionStatus.IDLE:
+            # The transaction's first statement: in a pipeline, its BEGIN goes with it.
+            with pg.connection.pipeline():
+                pg.execute(sql, params)
+                rows = pg.fetchall() if fetch else []
+        else:
+            # Later ones alone: leaving a pipeline costs a round trip of its own (its Sync).
+            pg.execute(sql, params)
+            rows = pg.fetchall() if fetch else []
     log_queries(connection, started, sql)
     return rows
 
@@ -194,3 +209,118 @@ def messages_index_insert(thread: Thread, rows: Sequence[LanggraphMessage]) -> N
     with server_cursor(connection) as pg:
         pg.execute(sql, params)
     log_queries(connection, started, sql)
+
+
+# What a put reads of its base version: how it refers to its messages.
+_REFERENCE_FIELDS = ("id", "messages_until_seq", "message_seqs", "message_count", "cursor")
+
+
+def version_reference(
+    thread: Thread, checkpoint_ns: str, channel: str, version: str
+) -> LanggraphChannelVersion | None:
+    """The stored version (checkpoint_ns, channel, version) with only its reference to its
+    messages loaded (the other fields deferred), None when not stored: what a put that
+    extends a base version reads, as one prepared statement."""
+    connection = _postgres(LanggraphChannelVersion)
+    if connection is None:
+        return (
+            LanggraphChannelVersion.objects.filter(
+                thread=thread, checkpoint_ns=checkpoint_ns, channel=channel, version=version
+            )
+            .only(*_REFERENCE_FIELDS)
+            .first()
+        )
+    table, _, _ = _columns(connection.alias, LanggraphChannelVersion)
+    fields = [
+        cast(Field, LanggraphChannelVersion._meta.get_field(name)) for name in _REFERENCE_FIELDS
+    ]
+    quote = connection.ops.quote_name
+    # JSON columns as their text, decoded by the field as Django's own read would.
+    columns = ", ".join(
+        f"t.{quote(f.column)}::text"
+        if f.get_internal_type() == "JSONField"
+        else f"t.{quote(f.column)}"
+        for f in fields
+    )
+    sql = (
+        f"SELECT {columns} FROM {table} t WHERE t.thread_id = %s AND t.checkpoint_ns = %s "
+        "AND t.channel = %s AND t.version = %s"
+    )
+    rows = _run(connection, sql, (thread.pk, checkpoint_ns, channel, version))
+    if not rows:
+        return None
+    values = [
+        f.from_db_value(value, None, connection) if hasattr(f, "from_db_value") else value
+        for f, value in zip(fields, rows[0], strict=True)
+    ]
+    found = LanggraphChannelVersion.from_db(connection.alias, [f.attname for f in fields], values)
+    LanggraphChannelVersion.thread.field.set_cached_value(found, thread)
+    return found
+
+
+def thread_found(workspace: Workspace, external_id: str) -> Thread | None:
+    """The workspace's thread with this external_id, not locked (a write of bytes alone
+    numbers nothing), None when there is none."""
+    connection = _postgres(Thread)
+    if connection is None:
+        found = Thread.objects.filter(workspace=workspace, external_id=external_id).first()
+    else:
+        table, columns, names = _columns(connection.alias, Thread)
+        sql = f"SELECT {columns} FROM {table} t WHERE t.workspace_id = %s AND t.external_id = %s"
+        rows = _run(connection, sql, (workspace.pk, external_id))
+        found = Thread.from_db(connection.alias, names, rows[0]) if rows else None
+    if found is not None:
+        Thread.workspace.field.set_cached_value(found, workspace)
+    return found
+
+
+def checkpoints_insert(checkpoint: Checkpoint, row: LanggraphCheckpoint) -> None:
+    """Insert a ctxadmin Checkpoint and the LangGraph checkpoint that points at it in one
+    prepared statement (the second row takes the first's new key in SQL), instead of two ORM
+    inserts compiled on every put. Both get their keys; the columns are the models' own, so
+    the statement follows their fields."""
+    connection = _postgres(LanggraphCheckpoint)
+    if connection is None:
+        checkpoint.save(force_insert=True)
+        row.ctxadmin_checkpoint = checkpoint
+        row.save(force_insert=True)
+        return
+    checkpoints, _, _ = _columns(connection.alias, Checkpoint)
+    rows, _, _ = _columns(connection.alias, LanggraphCheckpoint)
+    first_columns, [first] = row_params([checkpoint], connection)
+    link = cast(Field, LanggraphCheckpoint._meta.get_field("ctxadmin_checkpoint"))
+    fields = [f for f in LanggraphCheckpoint._meta.concrete_fields if not f.primary_key]
+    second_columns, [second] = row_params([row], connection)
+    values = ", ".join("c.id" if f is link else "%s" for f in fields)
+    params = [*first, *(value for f, value in zip(fields, second, strict=True) if f is not link)]
+    sql = (
+        f"WITH c AS (INSERT INTO {checkpoints} ({first_columns}) VALUES "
+        f"({', '.join(['%s'] * len(first))}) RETURNING id) "
+        f"INSERT INTO {rows} ({second_columns}) SELECT {values} FROM c RETURNING id, "
+        f"{connection.ops.quote_name(link.column)}"
+    )
+    [(row_pk, checkpoint_pk)] = _run(connection, sql, params)
+    checkpoint.pk = checkpoint_pk
+    checkpoint._state.db = row._state.db = connection.alias
+    row.pk = row_pk
+    row.ctxadmin_checkpoint = checkpoint
+
+
+def rows_insert_new(objs: Sequence[Any]) -> None:
+    """bulk_create(objs, ignore_conflicts=True) of one model, as one prepared statement on
+    PostgreSQL (a row that is there already stays as it is, and keeps no key here)."""
+    if not objs:
+        return
+    model: Any = type(objs[0])
+    connection = _postgres(model)
+    if connection is None:
+        model.objects.bulk_create(list(objs), ignore_conflicts=True)
+        return
+    table, _, _ = _columns(connection.alias, model)
+    columns, rows = row_params(objs, connection)
+    one = f"({', '.join(['%s'] * len(rows[0]))})"
+    sql = (
+        f"INSERT INTO {table} ({columns}) VALUES {', '.join([one] * len(rows))} "
+        "ON CONFLICT DO NOTHING"
+    )
+    _run(connection, sql, [value for row in rows for value in row], fetch=False)
