@@ -21,6 +21,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from threads.api.auth import require_agent
+from threads.api.langgraph_input import put_body_read, writes_body_read
 from threads.api.serializers import ErrorSerializer, StrictCharField
 from threads.domain.errors import NotFound
 from threads.selectors.langgraph import (
@@ -316,9 +317,11 @@ class ThreadLanggraphCheckpointsApi(APIView):
     )
     def post(self, request: Request, id: str) -> Response:
         agent = require_agent(request, "put LangGraph checkpoints")
-        body = self.InputSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
+        data = put_body_read(request.data)
+        if data is None:  # not plainly well-formed: the serializer reads it, or answers 400
+            body = self.InputSerializer(data=request.data)
+            body.is_valid(raise_exception=True)
+            data = body.validated_data
         messages = data.get("messages")
         row = langgraph_checkpoint_put(
             workspace=agent.workspace,
@@ -475,9 +478,11 @@ class ThreadLanggraphWritesApi(APIView):
     )
     def post(self, request: Request, id: str) -> Response:
         agent = require_agent(request, "put LangGraph writes")
-        body = self.InputSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
+        data = writes_body_read(request.data)
+        if data is None:  # not plainly well-formed: the serializer reads it, or answers 400
+            body = self.InputSerializer(data=request.data)
+            body.is_valid(raise_exception=True)
+            data = body.validated_data
         langgraph_writes_put(
             workspace=agent.workspace,
             external_id=id,

@@ -11,12 +11,16 @@ after re-checking it (`checkpoint_require_safe`), never on its stored `safe` fla
 
 from __future__ import annotations
 
+import functools
+import json
+import time
 from typing import Any
 
-from django.db import transaction
+from django.db import connections, router, transaction
 
 from threads.access import require_role
 from threads.chainkey import thread_genesis, thread_key
+from threads.domain import chain
 from threads.domain.errors import Conflict, NotFound
 from threads.domain.ledger import OpenWork
 from threads.models import (
@@ -32,6 +36,7 @@ from threads.models import (
 )
 from threads.selectors.checkpoints import checkpoint_as_audit, summary_versions_replaced
 from threads.services.audit import audit_record
+from threads.services.event_rows import log_queries, server_cursor
 from threads.services.integrity import (
     chain_hash_at,
     chain_walk,
@@ -44,6 +49,7 @@ from threads.services.threads import thread_lock
 __all__ = [
     "checkpoint_checksum",
     "checkpoint_as_audit",
+    "checkpoint_build",
     "checkpoint_create",
     "checkpoint_record",
     "checkpoint_require_safe",
@@ -87,24 +93,10 @@ def _pending_start(thread: Thread, cursor: int) -> tuple[int, list[dict[str, Any
     return checkpoint.cursor, list(checkpoint.pending)
 
 
-def pending_at(
-    *, thread: Thread, cursor: int, from_checkpoint: bool = True
-) -> list[dict[str, Any]]:
-    """Side effects and approvals still open at `cursor`, as the log stood then.
-
-    A side effect is open while its call has no result (running) or only a timeout (unknown)
-    and no resolution; an approval while its request has no decision. Starts from the nearest
-    trusted checkpoint and replays only the events after it (a few key columns of the kinds
-    that matter), so a commit costs the same at seq 1,000 and at seq 100,000.
-    """
-    start, inherited = _pending_start(thread, cursor) if from_checkpoint else (0, [])
-    work = OpenWork(
-        effects={p["call_seq"]: dict(p) for p in inherited if p["kind"] == "side_effect"},
-        approvals={p["request_seq"]: dict(p) for p in inherited if p["kind"] == "approval"},
-    )
-    new_calls: dict[int, int] = {}  # event id -> call seq
-    new_requests: dict[int, int] = {}  # event id -> request seq
-    rows = (
+def _pending_rows(thread: Thread, start: int, cursor: int) -> Any:
+    """(id, seq, kind, side_effect, call_seq, status, approval_seq) of the events after
+    `start` up to `cursor` of the kinds that open or close work, in order."""
+    return (
         Event.objects.filter(
             thread=thread, seq__gt=start, seq__lte=cursor, kind__in=PENDING_EVENT_KINDS
         )
@@ -119,6 +111,99 @@ def pending_at(
             "data__approval_seq",
         )
     )
+
+
+@functools.cache
+def _pending_sql(alias: str) -> str:
+    """The statement of _pending_read_postgres, quoted for `alias` once per process: the
+    nearest safe checkpoint at or before the cursor (part 0: what its checksum covers) and the
+    events after it of the kinds that open or close work (part 1), in one result."""
+    quote = connections[alias].ops.quote_name
+    checkpoints = quote(Checkpoint._meta.db_table)
+    versions = quote(SummaryVersion._meta.db_table)
+    events = quote(Event._meta.db_table)
+    # The JSON keys as JSON text, decoded as the ORM's key transforms decode them.
+    return (
+        "WITH s AS (SELECT c.cursor, c.chain_hash, c.summary_checksum, c.pending, c.checksum, "
+        f"c.summary_version_id FROM {checkpoints} c WHERE c.thread_id = %s AND c.cursor <= %s "
+        "AND c.safe ORDER BY c.cursor DESC, c.id DESC LIMIT 1) "
+        "SELECT 0, s.cursor, (SELECT v.version FROM "
+        f"{versions} v WHERE v.id = s.summary_version_id)::bigint, s.chain_hash::text, "
+        "s.summary_checksum::text, s.pending::text, s.checksum::text, NULL::text FROM s "
+        "UNION ALL (SELECT 1, e.id, e.seq, e.kind::text, (e.data->'side_effect')::text, "
+        "(e.data->'call_seq')::text, (e.data->'status')::text, (e.data->'approval_seq')::text "
+        f"FROM {events} e WHERE e.thread_id = %s AND e.seq > COALESCE((SELECT s.cursor FROM s), "
+        "0) AND e.seq <= %s AND e.kind = ANY(%s::text[]) ORDER BY e.seq)"
+    )
+
+
+def _json_or_none(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _pending_read_postgres(
+    connection: Any, thread: Thread, cursor: int
+) -> tuple[int, list[dict[str, Any]], list[tuple[Any, ...]]]:
+    """_pending_start and the replay's rows in one prepared statement: the nearest safe
+    checkpoint at or before `cursor`, and the events after it. Compiling the ORM's two
+    querysets (a join for the checksum's fields, four JSON key transforms) cost more than the
+    database's work for a LangGraph put, which makes a checkpoint on every step. When the
+    checksum does not recompute, the replay starts from the first event, as _pending_start
+    decides."""
+    sql = _pending_sql(connection.alias)
+    kinds = [str(kind) for kind in PENDING_EVENT_KINDS]
+    started = time.monotonic()
+    with server_cursor(connection) as pg:
+        pg.execute(sql, (thread.pk, cursor, thread.pk, cursor, kinds))
+        found = pg.fetchall()
+    log_queries(connection, started, sql)
+    starts = [row for row in found if row[0] == 0]
+    rows = [
+        (i, seq, kind, *(_json_or_none(text) for text in keys))
+        for part, i, seq, kind, *keys in found
+        if part == 1
+    ]
+    rows.sort(key=lambda row: row[1])  # by seq, whatever order the union came back in
+    if not starts:
+        return 0, [], rows
+    _, at, version, chain_hash, summary_checksum_, pending_text, checksum, _ = starts[0]
+    pending = json.loads(pending_text)
+    body = {
+        "thread": str(thread.pk),
+        "summary_version": version,
+        "cursor": at,
+        "chain_hash": chain_hash,
+        "summary_checksum": summary_checksum_,
+        "pending": pending,
+    }
+    if checksum != chain.checksum(body, thread_key(thread)):
+        return 0, [], list(_pending_rows(thread, 0, cursor))
+    return at, list(pending), rows
+
+
+def pending_at(
+    *, thread: Thread, cursor: int, from_checkpoint: bool = True
+) -> list[dict[str, Any]]:
+    """Side effects and approvals still open at `cursor`, as the log stood then.
+
+    A side effect is open while its call has no result (running) or only a timeout (unknown)
+    and no resolution; an approval while its request has no decision. Starts from the nearest
+    trusted checkpoint and replays only the events after it (a few key columns of the kinds
+    that matter), so a commit costs the same at seq 1,000 and at seq 100,000.
+    """
+    connection = connections[router.db_for_read(Event)]
+    rows: Any
+    if from_checkpoint and connection.vendor == "postgresql":
+        start, inherited, rows = _pending_read_postgres(connection, thread, cursor)
+    else:
+        start, inherited = _pending_start(thread, cursor) if from_checkpoint else (0, [])
+        rows = _pending_rows(thread, start, cursor)
+    work = OpenWork(
+        effects={p["call_seq"]: dict(p) for p in inherited if p["kind"] == "side_effect"},
+        approvals={p["request_seq"]: dict(p) for p in inherited if p["kind"] == "approval"},
+    )
+    new_calls: dict[int, int] = {}  # event id -> call seq
+    new_requests: dict[int, int] = {}  # event id -> request seq
     for event_id, seq, kind, side_effect, call_seq, status, approval_seq in rows:
         if kind == EventKind.TOOL_CALL and side_effect:
             work.call(seq)
@@ -158,6 +243,31 @@ def checkpoint_record(
     """Create a checkpoint: references and hashes, the work open at its cursor, and a checksum
     over all of it (threads.services.integrity.checkpoint_body). Runs inside the caller's
     transaction: every committed version gets one, in the same transaction as its commit."""
+    checkpoint = checkpoint_build(
+        thread=thread,
+        version=version,
+        cursor=cursor,
+        chain_hash=chain_hash,
+        summary_checksum=summary_checksum,
+        label=label,
+        created_by=created_by,
+    )
+    checkpoint.save(force_insert=True)
+    return checkpoint
+
+
+def checkpoint_build(
+    *,
+    thread: Thread,
+    version: SummaryVersion | None,
+    cursor: int,
+    chain_hash: str,
+    summary_checksum: str,
+    label: str = "",
+    created_by: Any = None,
+) -> Checkpoint:
+    """checkpoint_record's checkpoint, checksummed but not saved yet: for a caller that inserts
+    it along with a row of its own (a LangGraph checkpoint), in the same transaction."""
     checkpoint = Checkpoint(
         thread=thread,
         summary_version=version,
@@ -169,7 +279,6 @@ def checkpoint_record(
         created_by=created_by,
     )
     checkpoint.checksum = checkpoint_checksum(checkpoint)
-    checkpoint.save(force_insert=True)
     return checkpoint
 
 

@@ -163,7 +163,7 @@ _PLAIN_TYPES = frozenset(
 )
 
 
-def _row_params(objs: Sequence[models.Model], connection: Any) -> tuple[str, list[list[Any]]]:
+def row_params(objs: Sequence[models.Model], connection: Any) -> tuple[str, list[list[Any]]]:
     """The quoted column list of a model's non-key fields, and each row's prepared values."""
     meta = type(objs[0])._meta
     fields = [f for f in meta.concrete_fields if not f.primary_key]
@@ -413,7 +413,7 @@ def _insert_referring_to_events(
     already has is not inserted."""
     connection = connections[router.db_for_write(type(objs[0]))]
     meta = type(objs[0])._meta
-    columns, rows = _row_params(objs, connection)
+    columns, rows = row_params(objs, connection)
     fields = [f for f in meta.concrete_fields if not f.primary_key]
     at = fields.index(meta.get_field(event_field))  # type: ignore[arg-type]
     event_table = connection.ops.quote_name(Event._meta.db_table)

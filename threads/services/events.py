@@ -196,6 +196,33 @@ def event_append_batch(
     return appended
 
 
+def event_append_locked(thread: Thread, new_events: Sequence[NewEvent]) -> list[Appended]:
+    """event_append_batch for a caller whose transaction already holds the lock of `thread`,
+    the row it locked (a LangGraph put mirroring its messages): no second lock, and on
+    PostgreSQL the replays of the batch's client_event_ids are looked for with one prepared
+    statement, the events themselves read only when there are some. Updates `thread`'s head
+    fields in place."""
+    client_ids = sorted({e.client_event_id for e in new_events if e.client_event_id is not None})
+    connection = connections[router.db_for_write(Event)]
+    if client_ids and connection.vendor == "postgresql":
+        table = connection.ops.quote_name(Event._meta.db_table)
+        sql = (
+            f"SELECT COUNT(*) FROM {table} WHERE thread_id = %s "
+            "AND client_event_id = ANY(%s::text[])"
+        )
+        started = time.monotonic()
+        with server_cursor(connection) as pg:
+            pg.execute(sql, (thread.pk, client_ids))
+            row = pg.fetchone()
+        log_queries(connection, started, sql)
+        # Under the lock the count is current: _may_have_replays trusts it.
+        thread.replays = row[0] if row else 0  # type: ignore[attr-defined]
+        thread.log_seq = thread.last_seq  # type: ignore[attr-defined]
+    appended = _append_locked(thread, new_events)
+    _schedule_hooks(thread, appended)
+    return appended
+
+
 def thread_events_append(
     *, workspace: Workspace, thread_id: str, new_events: Sequence[NewEvent]
 ) -> tuple[Thread, list[Appended]]:

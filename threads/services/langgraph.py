@@ -65,24 +65,32 @@ from threads.models import (
 )
 from threads.selectors.checkpoints import side_effects_after
 from threads.selectors.langgraph import (
-    lg_checkpoint_cursor,
     lg_checkpoint_get,
     lg_message_index,
-    lg_messages_after,
     lg_messages_at,
-    lg_messages_count_between,
     lg_messages_count_until,
     lg_side_effect_tools,
     lg_thread_get,
     lg_threads_get,
-    lg_version_get,
     lg_version_message_count,
     lg_version_message_seqs,
 )
 from threads.services.audit import audit_record
-from threads.services.checkpoints import checkpoint_record
-from threads.services.events import Appended, event_append_batch
+from threads.services.checkpoints import checkpoint_build
+from threads.services.events import Appended, event_append_batch, event_append_locked
 from threads.services.integrity import chain_hash_at
+from threads.services.langgraph_statements import (
+    checkpoint_cursor_and_after,
+    checkpoint_stored,
+    checkpoints_insert,
+    message_index,
+    messages_count_between,
+    messages_index_insert,
+    rows_insert_new,
+    thread_found,
+    thread_locked,
+    version_reference,
+)
 from threads.services.threads import thread_get_or_create
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
@@ -199,14 +207,9 @@ def _interrupts_request(thread: Thread, interrupts: Sequence[InterruptIn]) -> No
 
 
 def _locked_thread(workspace: Workspace, external_id: str, actor_label: str) -> Thread:
-    """The thread, locked (select_for_update) in the caller's transaction: one query when it
-    exists (the hot path: every put and write), created first otherwise."""
-    found = (
-        Thread.objects.select_for_update(of=("self",))
-        .select_related("workspace")
-        .filter(workspace=workspace, external_id=external_id)
-        .first()
-    )
+    """The thread, locked (select_for_update) in the caller's transaction: one prepared
+    statement when it exists (the hot path: every put and write), created first otherwise."""
+    found = thread_locked(workspace, external_id)
     if found is not None:
         return found
     thread, _ = thread_get_or_create(
@@ -375,7 +378,7 @@ def _messages_append(
         new_events = [
             normalize_event(body, max_bytes=max_bytes) for group in bodies for body in group
         ]
-        appended = event_append_batch(thread=thread, new_events=new_events, lock=False)
+        appended = event_append_locked(thread, new_events)
     except (InvalidEvent, PayloadTooLarge, NoOpenToolCall, IdempotencyConflict) as exc:
         raise MessagesNotMirrored(
             f"the messages cannot be mirrored into the log: {exc.message}", fields=exc.fields
@@ -392,7 +395,7 @@ def _messages_append(
             seq=_appended_seq(events[0]),
             last_seq=max(_appended_seq(e) for e in events),
         )
-    LanggraphMessage.objects.bulk_create(list(rows.values()))
+    messages_index_insert(thread, list(rows.values()))
     return rows
 
 
@@ -424,7 +427,7 @@ def _messages_resolve(
     in the caller's transaction, which holds the thread's lock."""
     if known is None:
         ids = {e.id for e in entries}
-        known = {(m.message_id, m.digest): m for m in lg_message_index(thread, ids)}
+        known = {(m.message_id, m.digest): m for m in message_index(thread, ids)}
     else:
         known = dict(known)
     missing = sorted({e.id for e in entries if (e.id, e.digest) not in known and e.message is None})
@@ -470,7 +473,7 @@ def _base_reference(
         until is not None
         and seqs[0] > until
         and all(a < b for a, b in zip(seqs, seqs[1:], strict=False))
-        and lg_messages_count_between(thread, until, new[-1].last_seq) == len(new)
+        and messages_count_between(thread, until, new[-1].last_seq) == len(new)
     ):
         return new[-1].last_seq, None, cursor
     return None, [*lg_version_message_seqs(thread, base), *seqs], cursor
@@ -481,12 +484,7 @@ def _messages_mirror(thread: Thread, checkpoint_ns: str, messages: MessagesIn) -
     Returns its cursor (the last seq of its messages)."""
     base = None
     if messages.base_version is not None:
-        base = lg_version_get(
-            thread=thread,
-            checkpoint_ns=checkpoint_ns,
-            channel=messages.channel,
-            version=messages.base_version,
-        )
+        base = version_reference(thread, checkpoint_ns, messages.channel, messages.base_version)
         if base is None or lg_version_message_count(thread, base) != messages.base_count:
             raise MessagesBaseUnknown(
                 "the base version of these messages is not stored as the saver knows it: send "
@@ -501,7 +499,7 @@ def _messages_mirror(thread: Thread, checkpoint_ns: str, messages: MessagesIn) -
         until, seqs, cursor = _base_reference(thread, base, refs)
         count = messages.base_count + len(refs)
     # The first row stored for a version wins (a repeated put is a no-op).
-    LanggraphChannelVersion.objects.bulk_create(
+    rows_insert_new(
         [
             LanggraphChannelVersion(
                 thread=thread,
@@ -515,7 +513,6 @@ def _messages_mirror(thread: Thread, checkpoint_ns: str, messages: MessagesIn) -
                 cursor=cursor,
             )
         ],
-        ignore_conflicts=True,
     )
     return cursor
 
@@ -550,10 +547,10 @@ def _checkpoint_save(
     thread's lock."""
     values_z = values_pack(small_values or {})
     run_id = str(metadata.get("run_id") or "")[:200]
-    existing = LanggraphCheckpoint.objects.filter(
-        thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
-    ).first()
-    if existing is not None:
+    # A repeated put is rare: one cheap statement says so before any row is read.
+    stored = checkpoint_stored(thread, checkpoint_ns, checkpoint_id)
+    if stored is not None:
+        existing = LanggraphCheckpoint.objects.get(pk=stored)
         existing.parent_checkpoint_id = parent_checkpoint_id
         existing.checkpoint = checkpoint  # packed by the model
         existing.metadata, existing.run_id = metadata, run_id
@@ -562,9 +559,11 @@ def _checkpoint_save(
             update_fields=["parent_checkpoint_id", "checkpoint_z", "values_z", "metadata", "run_id"]
         )
         return existing
-    chain_hash = chain_hash_at(thread, cursor)
+    # The locked row's head is the chain hash at its last seq (a put's cursor when its own
+    # messages were the last appended): no read of the event.
+    chain_hash = thread.chain_head if cursor == thread.last_seq else chain_hash_at(thread, cursor)
     assert chain_hash is not None  # cursor is a mirrored seq of this thread's log
-    ctxadmin_checkpoint = checkpoint_record(
+    ctxadmin_checkpoint = checkpoint_build(
         thread=thread,
         version=None,
         cursor=cursor,
@@ -573,7 +572,7 @@ def _checkpoint_save(
         label=f"langgraph:{checkpoint_id}",
         created_by=created_by,
     )
-    return LanggraphCheckpoint.objects.create(
+    row = LanggraphCheckpoint(
         thread=thread,
         checkpoint_ns=checkpoint_ns,
         checkpoint_id=checkpoint_id,
@@ -583,8 +582,10 @@ def _checkpoint_save(
         metadata=metadata,
         run_id=run_id,
         cursor=cursor,
-        ctxadmin_checkpoint=ctxadmin_checkpoint,
     )
+    # Both rows in one statement: the ctxadmin Checkpoint, and the row that points at it.
+    checkpoints_insert(ctxadmin_checkpoint, row)
+    return row
 
 
 def langgraph_checkpoint_put_locked(
@@ -744,15 +745,12 @@ def _writes_order_check(
     checkpoint (LangGraph sends both from background threads). Returns the log's index of the
     writes' messages."""
     pairs = {(e.id, e.digest) for w in writes for e in w.messages or ()}
-    known = {(m.message_id, m.digest): m for m in lg_message_index(thread, {p[0] for p in pairs})}
+    known = {(m.message_id, m.digest): m for m in message_index(thread, {p[0] for p in pairs})}
     if pairs <= set(known):
         return known  # nothing to append: only references
     # The checkpoint's cursor is the last seq of its mirrored messages (0: none).
-    end = lg_checkpoint_cursor(
-        thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
-    )
-    after = [] if end is None else lg_messages_after(thread, end)
-    if end is None or any((m.message_id, m.digest) not in pairs for m in after):
+    end, after = checkpoint_cursor_and_after(thread, checkpoint_ns, checkpoint_id)
+    if end is None or any(pair not in pairs for pair in after):
         raise MessagesUnordered(
             "these messages cannot be appended in the conversation's order yet: send the write "
             "as bytes",
@@ -787,8 +785,13 @@ def langgraph_writes_put(
         if interrupts or mirrored:
             thread = _locked_thread(workspace, external_id, actor_label)
         else:
-            thread, _ = thread_get_or_create(
-                workspace=workspace, external_id=external_id, actor_label=actor_label
+            thread = (
+                thread_found(workspace, external_id)
+                or (
+                    thread_get_or_create(
+                        workspace=workspace, external_id=external_id, actor_label=actor_label
+                    )[0]
+                )
             )
         _writes_store(
             thread,

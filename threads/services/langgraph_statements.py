@@ -1,0 +1,326 @@
+"""The statements every LangGraph put and write runs, as prepared SQL on PostgreSQL.
+
+Each put and each write of messages locks its thread, reads the message index and asks whether
+its checkpoint is stored; the ORM compiled those querysets (select_for_update, select_related,
+ordering) again on every request, and that compilation cost more CPU than the database's own
+work (docs/benchmarks.md, "LangGraph storage"). Here they are built once per process and sent
+through a psycopg cursor that binds and prepares on the server, as the event append's own
+statements are (threads.services.events). SQLite (tests, in-process, no round trips) runs the
+ORM's queries: the answers are the same.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any, cast
+
+from django.db import connections, router
+from django.db.models import Field
+from psycopg import pq
+
+from threads.models import (
+    Checkpoint,
+    LanggraphChannelVersion,
+    LanggraphCheckpoint,
+    LanggraphMessage,
+    Thread,
+    Workspace,
+)
+from threads.services.event_rows import log_queries, row_params, server_cursor
+
+
+def _postgres(model: Any) -> Any | None:
+    connection = connections[router.db_for_write(model)]
+    return connection if connection.vendor == "postgresql" else None
+
+
+@functools.cache
+def _columns(alias: str, model: Any) -> tuple[str, str, list[str]]:
+    """The model's table and its concrete columns, quoted for `alias`, and the fields'
+    attnames in the same order: built once per process."""
+    quote = connections[alias].ops.quote_name
+    fields = model._meta.concrete_fields
+    columns = ", ".join(f"t.{quote(cast(str, f.column))}" for f in fields)
+    return quote(model._meta.db_table), columns, [f.attname for f in fields]
+
+
+def _run(connection: Any, sql: str, params: Any, *, fetch: bool = True) -> list[tuple[Any, ...]]:
+    started = time.monotonic()
+    with server_cursor(connection) as pg:
+        if pg.connection.info.transaction_status == pq.TransactionStatus.IDLE:
+            # The transaction's first statement: in a pipeline, its BEGIN goes with it.
+            with pg.connection.pipeline():
+                pg.execute(sql, params)
+                rows = pg.fetchall() if fetch else []
+        else:
+            # Later ones alone: leaving a pipeline costs a round trip of its own (its Sync).
+            pg.execute(sql, params)
+            rows = pg.fetchall() if fetch else []
+    log_queries(connection, started, sql)
+    return rows
+
+
+def thread_locked(workspace: Workspace, external_id: str) -> Thread | None:
+    """The workspace's thread with this external_id, its row locked (FOR UPDATE OF the thread
+    only) in the caller's transaction; None when there is none. Its `workspace` is the one
+    given (the row matched it), so nothing reads it again."""
+    connection = _postgres(Thread)
+    if connection is None:
+        found = (
+            Thread.objects.select_for_update(of=("self",))
+            .filter(workspace=workspace, external_id=external_id)
+            .first()
+        )
+    else:
+        table, columns, names = _columns(connection.alias, Thread)
+        sql = (
+            f"SELECT {columns} FROM {table} t WHERE t.workspace_id = %s AND t.external_id = %s "
+            "FOR UPDATE OF t"
+        )
+        rows = _run(connection, sql, (workspace.pk, external_id))
+        # psycopg gives every column its Python type (uuid, timestamptz...): no converter.
+        found = Thread.from_db(connection.alias, names, rows[0]) if rows else None
+    if found is not None:
+        Thread.workspace.field.set_cached_value(found, workspace)
+    return found
+
+
+def message_index(thread: Thread, message_ids: Iterable[str]) -> list[LanggraphMessage]:
+    """The mirrored messages of the thread with these LangChain ids (every version of each),
+    in log order: threads.selectors.langgraph.lg_message_index as one prepared statement."""
+    ids = sorted(set(message_ids))
+    connection = _postgres(LanggraphMessage)
+    if connection is None:
+        return list(
+            LanggraphMessage.objects.filter(thread=thread, message_id__in=ids).order_by("seq")
+        )
+    if not ids:
+        return []
+    table, columns, names = _columns(connection.alias, LanggraphMessage)
+    sql = (
+        f"SELECT {columns} FROM {table} t WHERE t.thread_id = %s "
+        "AND t.message_id = ANY(%s::text[]) ORDER BY t.seq"
+    )
+    found = []
+    for row in _run(connection, sql, (thread.pk, ids)):
+        message = LanggraphMessage.from_db(connection.alias, names, row)
+        LanggraphMessage.thread.field.set_cached_value(message, thread)
+        found.append(message)
+    return found
+
+
+def checkpoint_stored(thread: Thread, checkpoint_ns: str, checkpoint_id: str) -> int | None:
+    """The key of the thread's LangGraph checkpoint (namespace, id), None when not stored."""
+    connection = _postgres(LanggraphCheckpoint)
+    if connection is None:
+        return (
+            LanggraphCheckpoint.objects.filter(
+                thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
+            )
+            .values_list("pk", flat=True)
+            .first()
+        )
+    table, _, _ = _columns(connection.alias, LanggraphCheckpoint)
+    sql = (
+        f"SELECT t.id FROM {table} t WHERE t.thread_id = %s AND t.checkpoint_ns = %s "
+        "AND t.checkpoint_id = %s"
+    )
+    rows = _run(connection, sql, (thread.pk, checkpoint_ns, checkpoint_id))
+    return cast(int, rows[0][0]) if rows else None
+
+
+def checkpoint_cursor_and_after(
+    thread: Thread, checkpoint_ns: str, checkpoint_id: str, limit: int = 100
+) -> tuple[int | None, list[tuple[str, str]]]:
+    """The cursor of the LangGraph checkpoint (None when not stored) and the (message_id,
+    digest) of the mirrored messages that end after it, in log order (at most `limit`): what a
+    write of messages checks its order against, in one statement."""
+    connection = _postgres(LanggraphCheckpoint)
+    if connection is None:
+        from threads.selectors.langgraph import lg_checkpoint_cursor, lg_messages_after
+
+        stored = lg_checkpoint_cursor(
+            thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
+        )
+        if stored is None:
+            return None, []
+        return stored, [(m.message_id, m.digest) for m in lg_messages_after(thread, stored, limit)]
+    checkpoints, _, _ = _columns(connection.alias, LanggraphCheckpoint)
+    messages, _, _ = _columns(connection.alias, LanggraphMessage)
+    # The checkpoint's row comes first (seq NULL), then the messages after its cursor.
+    sql = (
+        f"WITH c AS (SELECT t.cursor FROM {checkpoints} t WHERE t.thread_id = %s "
+        "AND t.checkpoint_ns = %s AND t.checkpoint_id = %s) "
+        "SELECT NULL::bigint, c.cursor, NULL::text, NULL::text FROM c UNION ALL "
+        f"(SELECT m.seq, NULL, m.message_id, m.digest FROM {messages} m, c "
+        "WHERE m.thread_id = %s AND m.last_seq > c.cursor ORDER BY m.seq LIMIT %s)"
+    )
+    rows = _run(connection, sql, (thread.pk, checkpoint_ns, checkpoint_id, thread.pk, limit))
+    end: int | None = None
+    after: list[tuple[int, str, str]] = []
+    for seq, cursor, message_id, digest in rows:
+        if seq is None:
+            end = cursor
+        else:
+            after.append((seq, message_id, digest))
+    return end, [(message_id, digest) for _, message_id, digest in sorted(after)]
+
+
+def messages_count_between(thread: Thread, after: int, until: int) -> int:
+    """How many mirrored messages end after `after` and at or before `until`:
+    threads.selectors.langgraph.lg_messages_count_between as one prepared statement."""
+    connection = _postgres(LanggraphMessage)
+    if connection is None:
+        return LanggraphMessage.objects.filter(
+            thread=thread, last_seq__gt=after, last_seq__lte=until
+        ).count()
+    table, _, _ = _columns(connection.alias, LanggraphMessage)
+    sql = (
+        f"SELECT COUNT(*) FROM {table} t WHERE t.thread_id = %s AND t.last_seq > %s "
+        "AND t.last_seq <= %s"
+    )
+    return cast(int, _run(connection, sql, (thread.pk, after, until))[0][0])
+
+
+def messages_index_insert(thread: Thread, rows: Sequence[LanggraphMessage]) -> None:
+    """Insert the index rows of newly mirrored messages, in one prepared statement (the
+    columns as arrays, unnested)."""
+    if not rows:
+        return
+    connection = _postgres(LanggraphMessage)
+    if connection is None:
+        LanggraphMessage.objects.bulk_create(list(rows))
+        return
+    table, _, _ = _columns(connection.alias, LanggraphMessage)
+    sql = (
+        f"INSERT INTO {table} (thread_id, message_id, digest, seq, last_seq) "
+        "SELECT %s, * FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[])"
+    )
+    params = (
+        thread.pk,
+        [row.message_id for row in rows],
+        [row.digest for row in rows],
+        [row.seq for row in rows],
+        [row.last_seq for row in rows],
+    )
+    started = time.monotonic()
+    with server_cursor(connection) as pg:
+        pg.execute(sql, params)
+    log_queries(connection, started, sql)
+
+
+# What a put reads of its base version: how it refers to its messages.
+_REFERENCE_FIELDS = ("id", "messages_until_seq", "message_seqs", "message_count", "cursor")
+
+
+def version_reference(
+    thread: Thread, checkpoint_ns: str, channel: str, version: str
+) -> LanggraphChannelVersion | None:
+    """The stored version (checkpoint_ns, channel, version) with only its reference to its
+    messages loaded (the other fields deferred), None when not stored: what a put that
+    extends a base version reads, as one prepared statement."""
+    connection = _postgres(LanggraphChannelVersion)
+    if connection is None:
+        return (
+            LanggraphChannelVersion.objects.filter(
+                thread=thread, checkpoint_ns=checkpoint_ns, channel=channel, version=version
+            )
+            .only(*_REFERENCE_FIELDS)
+            .first()
+        )
+    table, _, _ = _columns(connection.alias, LanggraphChannelVersion)
+    fields = [
+        cast(Field, LanggraphChannelVersion._meta.get_field(name)) for name in _REFERENCE_FIELDS
+    ]
+    quote = connection.ops.quote_name
+    # JSON columns as their text, decoded by the field as Django's own read would.
+    columns = ", ".join(
+        f"t.{quote(f.column)}::text"
+        if f.get_internal_type() == "JSONField"
+        else f"t.{quote(f.column)}"
+        for f in fields
+    )
+    sql = (
+        f"SELECT {columns} FROM {table} t WHERE t.thread_id = %s AND t.checkpoint_ns = %s "
+        "AND t.channel = %s AND t.version = %s"
+    )
+    rows = _run(connection, sql, (thread.pk, checkpoint_ns, channel, version))
+    if not rows:
+        return None
+    values = [
+        f.from_db_value(value, None, connection) if hasattr(f, "from_db_value") else value
+        for f, value in zip(fields, rows[0], strict=True)
+    ]
+    found = LanggraphChannelVersion.from_db(connection.alias, [f.attname for f in fields], values)
+    LanggraphChannelVersion.thread.field.set_cached_value(found, thread)
+    return found
+
+
+def thread_found(workspace: Workspace, external_id: str) -> Thread | None:
+    """The workspace's thread with this external_id, not locked (a write of bytes alone
+    numbers nothing), None when there is none."""
+    connection = _postgres(Thread)
+    if connection is None:
+        found = Thread.objects.filter(workspace=workspace, external_id=external_id).first()
+    else:
+        table, columns, names = _columns(connection.alias, Thread)
+        sql = f"SELECT {columns} FROM {table} t WHERE t.workspace_id = %s AND t.external_id = %s"
+        rows = _run(connection, sql, (workspace.pk, external_id))
+        found = Thread.from_db(connection.alias, names, rows[0]) if rows else None
+    if found is not None:
+        Thread.workspace.field.set_cached_value(found, workspace)
+    return found
+
+
+def checkpoints_insert(checkpoint: Checkpoint, row: LanggraphCheckpoint) -> None:
+    """Insert a ctxadmin Checkpoint and the LangGraph checkpoint that points at it in one
+    prepared statement (the second row takes the first's new key in SQL), instead of two ORM
+    inserts compiled on every put. Both get their keys; the columns are the models' own, so
+    the statement follows their fields."""
+    connection = _postgres(LanggraphCheckpoint)
+    if connection is None:
+        checkpoint.save(force_insert=True)
+        row.ctxadmin_checkpoint = checkpoint
+        row.save(force_insert=True)
+        return
+    checkpoints, _, _ = _columns(connection.alias, Checkpoint)
+    rows, _, _ = _columns(connection.alias, LanggraphCheckpoint)
+    first_columns, [first] = row_params([checkpoint], connection)
+    link = cast(Field, LanggraphCheckpoint._meta.get_field("ctxadmin_checkpoint"))
+    fields = [f for f in LanggraphCheckpoint._meta.concrete_fields if not f.primary_key]
+    second_columns, [second] = row_params([row], connection)
+    values = ", ".join("c.id" if f is link else "%s" for f in fields)
+    params = [*first, *(value for f, value in zip(fields, second, strict=True) if f is not link)]
+    sql = (
+        f"WITH c AS (INSERT INTO {checkpoints} ({first_columns}) VALUES "
+        f"({', '.join(['%s'] * len(first))}) RETURNING id) "
+        f"INSERT INTO {rows} ({second_columns}) SELECT {values} FROM c RETURNING id, "
+        f"{connection.ops.quote_name(link.column)}"
+    )
+    [(row_pk, checkpoint_pk)] = _run(connection, sql, params)
+    checkpoint.pk = checkpoint_pk
+    checkpoint._state.db = row._state.db = connection.alias
+    row.pk = row_pk
+    row.ctxadmin_checkpoint = checkpoint
+
+
+def rows_insert_new(objs: Sequence[Any]) -> None:
+    """bulk_create(objs, ignore_conflicts=True) of one model, as one prepared statement on
+    PostgreSQL (a row that is there already stays as it is, and keeps no key here)."""
+    if not objs:
+        return
+    model: Any = type(objs[0])
+    connection = _postgres(model)
+    if connection is None:
+        model.objects.bulk_create(list(objs), ignore_conflicts=True)
+        return
+    table, _, _ = _columns(connection.alias, model)
+    columns, rows = row_params(objs, connection)
+    one = f"({', '.join(['%s'] * len(rows[0]))})"
+    sql = (
+        f"INSERT INTO {table} ({columns}) VALUES {', '.join([one] * len(rows))} "
+        "ON CONFLICT DO NOTHING"
+    )
+    _run(connection, sql, [value for row in rows for value in row], fetch=False)
