@@ -7,16 +7,24 @@ keys and values of arguments are words too. Only the first SEARCH_TEXT_LIMIT cha
 event's text are indexed: a tool result of megabytes must not make its append fail (a tsvector
 holds at most 1 MB).
 
-PostgreSQL: a stored generated column `search_vector`, `to_tsvector('simple',
-ctxadmin_event_search_text(kind, data))` of an immutable SQL function of the row's own columns,
-and a GIN index on it. Both are written by the INSERT (or COPY) that writes the event, in its
-transaction: no code path has to remember them, a rolled back append leaves nothing, and a
-fork's or an import's events are indexed like any other. The column is stored rather than an
-expression index so that checking a row against a query never re-parses its text: the newest
-hits of a frequent word are found by walking the event key backwards and testing each row.
+PostgreSQL: a GIN expression index on `to_tsvector('simple', ctxadmin_event_search_text(kind,
+data))`, an immutable SQL function of the row's own columns. It is written by the INSERT (or
+COPY) that writes the event, in its transaction: no code path has to remember it, a rolled back
+append leaves nothing, and a fork's or an import's events are indexed like any other. No row
+stores its vector (0013 had a stored generated column: it was as big as the events' JSON
+again): the selector's walk of the newest events tests a row by substring first and parses
+only the rows that hold every word. The GIN's pending list is kept small
+(`gin_pending_list_limit = 256` kB): with the default 4 MB, a small log never flushed it, and
+an unflushed pending list holds one entry per word of each event, a few times the bytes of the
+merged index. A smaller list costs appends more, though: each flush merges fewer events' words
+at once (docs/benchmarks.md, "Message search": 141 µs per event at 4 MB, 177 at 256 kB, 224 at
+64 kB, 551 with fastupdate off, on a loaded machine); 256 kB is the compromise.
 SQLite: an external-content FTS5 table `threads_event_search` (rowid = the event's id, text read
-through the view `threads_event_search_text`) filled by an AFTER INSERT
-trigger on the event table, which runs inside the inserting statement's transaction too.
+through the view `threads_event_search_text`) filled by an AFTER INSERT trigger on the event
+table, which runs inside the inserting statement's transaction too. It keeps which events hold
+a word and nothing else (`detail = none`: no token positions; `columnsize = 0`: no size table,
+one B-tree row less per event): phrase terms are checked against the candidates' text by the
+selector, snippets re-tokenise the page's texts (which they did anyway).
 
 Highlighting marks are two private-use characters that the search text never holds (the
 function and the trigger strip them, and a third that PostgreSQL's headline uses for `<`), so
@@ -38,7 +46,7 @@ PG_LESS_THAN = "\ue002"
 # The text search configuration: no stemming, no stop words, any language.
 PG_CONFIG = "simple"
 
-POSTGRES_SQL = f"""
+POSTGRES_FUNCTION = f"""
 CREATE OR REPLACE FUNCTION ctxadmin_event_search_text(kind text, data jsonb) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
   SELECT translate(left(CASE kind
@@ -53,17 +61,23 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
       || coalesce(data ->> 'tool_name', '') || ' ' || coalesce((data -> 'arguments')::text, '')
   END, {SEARCH_TEXT_LIMIT}), U&'\\E000\\E001\\E002', '')
 $$;
-ALTER TABLE threads_event ADD COLUMN IF NOT EXISTS search_vector tsvector
-  GENERATED ALWAYS AS (to_tsvector('{PG_CONFIG}'::regconfig,
-    ctxadmin_event_search_text(kind, data))) STORED;
-CREATE INDEX IF NOT EXISTS threads_event_search ON threads_event USING gin (search_vector);
 """
-# The column goes with its index (and is dropped without touching a row: no trigger fires).
-POSTGRES_DROP_INDEX = "ALTER TABLE threads_event DROP COLUMN IF EXISTS search_vector;"
-POSTGRES_REVERSE = POSTGRES_DROP_INDEX + "DROP FUNCTION IF EXISTS ctxadmin_event_search_text;"
+POSTGRES_DROP_FUNCTION = "DROP FUNCTION IF EXISTS ctxadmin_event_search_text;"
 
-# The indexed column, for queries: `e` is the event table's alias.
-PG_VECTOR = "e.search_vector"
+# The indexed expression, for queries: `e` is the event table's alias. A query must spell it
+# exactly so for the planner to match it to the index.
+PG_VECTOR = f"to_tsvector('{PG_CONFIG}'::regconfig, ctxadmin_event_search_text(e.kind, e.data))"
+
+# A pending list of at most 256 kB: see the module docstring.
+GIN_STORAGE = "fastupdate = on, gin_pending_list_limit = 256"
+POSTGRES_INDEX = f"""
+CREATE INDEX IF NOT EXISTS threads_event_search ON threads_event USING gin
+  ((to_tsvector('{PG_CONFIG}'::regconfig, ctxadmin_event_search_text(kind, data))))
+  WITH ({GIN_STORAGE});
+"""
+POSTGRES_SQL = POSTGRES_FUNCTION + POSTGRES_INDEX
+POSTGRES_DROP_INDEX = "DROP INDEX IF EXISTS threads_event_search;"
+POSTGRES_REVERSE = POSTGRES_DROP_INDEX + POSTGRES_DROP_FUNCTION
 
 # --- SQLite ------------------------------------------------------------------------------------
 
@@ -93,7 +107,7 @@ SQLITE_VIEW = (
 SQLITE_TABLE = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS threads_event_search USING fts5(body, "
     "content = 'threads_event_search_text', content_rowid = 'id', "
-    "tokenize = 'unicode61 remove_diacritics 0')"
+    "tokenize = 'unicode61 remove_diacritics 0', detail = none, columnsize = 0)"
 )
 _SQLITE_DELETE_OLD = (
     "INSERT INTO threads_event_search (threads_event_search, rowid, body) "
@@ -119,14 +133,13 @@ SQLITE_BACKFILL = "INSERT INTO threads_event_search (threads_event_search) VALUE
 # pay for merging them (FTS5 merges a crowded level inside the writing transaction). Merged
 # once here, appends only merge the small segments they write.
 SQLITE_OPTIMIZE = "INSERT INTO threads_event_search (threads_event_search) VALUES ('optimize')"
-SQLITE_SQL = [SQLITE_VIEW, SQLITE_TABLE, *SQLITE_TRIGGERS, SQLITE_BACKFILL, SQLITE_OPTIMIZE]
+SQLITE_INDEX = [SQLITE_TABLE, *SQLITE_TRIGGERS, SQLITE_BACKFILL, SQLITE_OPTIMIZE]
+SQLITE_SQL = [SQLITE_VIEW, *SQLITE_INDEX]
 SQLITE_DROP_TRIGGERS = [
     "DROP TRIGGER IF EXISTS threads_event_search_insert;",
     "DROP TRIGGER IF EXISTS threads_event_search_delete;",
     "DROP TRIGGER IF EXISTS threads_event_search_update;",
 ]
-SQLITE_REVERSE = [
-    *SQLITE_DROP_TRIGGERS,
-    "DROP TABLE IF EXISTS threads_event_search;",
-    "DROP VIEW IF EXISTS threads_event_search_text;",
-]
+# The index alone (the view stays): what 0014_search_compact replaces.
+SQLITE_DROP_INDEX = [*SQLITE_DROP_TRIGGERS, "DROP TABLE IF EXISTS threads_event_search;"]
+SQLITE_REVERSE = [*SQLITE_DROP_INDEX, "DROP VIEW IF EXISTS threads_event_search_text;"]

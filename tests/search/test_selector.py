@@ -199,3 +199,31 @@ def test_every_search_strategy_gives_the_same_page(
     rest = search(story.workspace, "parcel", limit=50, before=first[-1].event_id)
     assert [h.seq for h in rest] == [6, 4, 1]
     assert hits(story.workspace, "zeppelin") == []
+
+
+def test_a_term_of_several_words_finds_them_together_and_in_order(
+    thread: Thread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SQLite's index keeps no positions: its candidates hold the words anywhere, and the
+    # selector keeps those where they stand together, reading candidates a batch at a time.
+    monkeypatch.setattr(search_selectors, "PHRASE_BATCH", 1)
+    f.append(
+        thread,
+        f.user("lookup_order first"),
+        *[f.user(f"the order lookup failed {n}") for n in range(5)],
+        f.user("please Lookup-Order again"),
+        *[f.user(f"lookup the order {n}") for n in range(5)],
+    )
+    assert [h.seq for h in search(thread.workspace, "lookup_order", limit=3)] == [7, 1]
+    assert [h.seq for h in search(thread.workspace, "lookup_order", limit=1)] == [7]
+    (hit,) = search(
+        thread.workspace,
+        "lookup_order",
+        limit=1,
+        before=search(thread.workspace, "lookup_order", limit=1)[0].event_id,
+    )
+    assert hit.seq == 1
+    assert highlighted(hit) == ["lookup", "order"]
+    assert [h.seq for h in search(thread.workspace, "order_lookup")] == [6, 5, 4, 3, 2]
+    assert search(thread.workspace, "first_lookup") == []
+    assert [h.seq for h in search(thread.workspace, "lookup_order again")] == [7]

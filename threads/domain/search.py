@@ -23,11 +23,41 @@ def search_terms(q: str) -> list[str]:
     return terms[:MAX_QUERY_TERMS]
 
 
+def term_words(term: str) -> list[str]:
+    """The words of a term, as SQLite's unicode61 tokenizer splits them (lowercase already)."""
+    return _WORD.findall(term)
+
+
 def fts5_query(terms: list[str]) -> str:
-    """An FTS5 MATCH expression finding every term (AND), each as a phrase. Each term is a
-    quoted string, so no query syntax of FTS5 (NEAR, column filters, `*`, `-`) can come from
-    the person's text."""
-    return " ".join('"' + term.replace('"', '""') + '"' for term in terms)
+    """An FTS5 MATCH expression finding every word of every term (AND). Each word is a quoted
+    string, so no query syntax of FTS5 (NEAR, column filters, `*`, `-`) can come from the
+    person's text. The index keeps no token positions (`detail = none`), so a term of several
+    words is matched here as its words anywhere; `holds_phrases` then keeps the rows where they
+    stand next to each other, in order."""
+    words = [word for term in terms for word in term_words(term)]
+    return " ".join('"' + word.replace('"', '""') + '"' for word in dict.fromkeys(words))
+
+
+def has_phrase(terms: list[str]) -> bool:
+    """Whether some term is several words: FTS5's hits then need `holds_phrases`."""
+    return any(len(term_words(term)) > 1 for term in terms)
+
+
+def holds_phrases(text: str, terms: list[str]) -> bool:
+    """Whether the words of `text` hold each term's words next to each other, in order (the
+    phrase check FTS5 cannot make without positions). Words are split as `term_words` does,
+    any case."""
+    words = _WORD.findall(text.lower())
+    for term in terms:
+        phrase = term_words(term)
+        if len(phrase) < 2:
+            continue
+        size, first = len(phrase), phrase[0]
+        if not any(
+            word == first and words[at : at + size] == phrase for at, word in enumerate(words)
+        ):
+            return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,14 @@ from typing import Any, cast
 
 from django.db import connections, router
 
-from threads.domain.search import SnippetPart, fts5_query, search_terms, snippet_parts
+from threads.domain.search import (
+    SnippetPart,
+    fts5_query,
+    has_phrase,
+    holds_phrases,
+    search_terms,
+    snippet_parts,
+)
 from threads.models import Event
 from threads.searchindex import MARK_END, MARK_START, PG_CONFIG, PG_LESS_THAN, PG_VECTOR
 
@@ -65,8 +72,7 @@ def events_search(
         if connection.vendor == "postgresql":
             rows = _postgres_hits(cursor, ids, terms, limit, before)
         else:
-            cursor.execute(*_sqlite_sql(ids, terms, limit, before))
-            rows = cursor.fetchall()
+            rows = _sqlite_hits(cursor, ids, terms, limit, before)
     return [
         SearchHit(
             event_id=row[0],
@@ -91,11 +97,11 @@ def _pg_query(terms: list[str]) -> str:
     return " && ".join([f"phraseto_tsquery('{PG_CONFIG}', %s)"] * len(terms))
 
 
-# The newest events are walked first (docs/design.md §17), RECENT_WINDOW of them, then further
-# while the hits found so far say the walk is cheaper than reading every match from the GIN
-# index (a row walked costs about 1/FETCH_VS_WALK of a match fetched). At most RARE_CAP matches
-# are read from the index; beyond that (a word rare lately but common long ago), the walk goes
-# on to the start of the log.
+# The newest events are searched first (docs/design.md §17), a window of RECENT_WINDOW keys,
+# then further windows while the hits found so far say they are cheaper than reading every
+# match from the GIN index (a key of window costs about 1/FETCH_VS_WALK of a match fetched). At
+# most RARE_CAP matches are read from the index; beyond that (a word rare lately but common long
+# ago), the rest of the log is one last window.
 RECENT_WINDOW = 2_000
 FETCH_VS_WALK = 10
 RARE_CAP = 20_000
@@ -109,43 +115,52 @@ def _postgres_hits(
     events for any other (a rare one, or one no event holds), and then walks the whole log
     backwards for a page that is not there.
 
-    1. Walk the newest events (of the workspaces, below `before`) backwards, a window at a
-       time, testing each row's stored vector with ts_match_vq (the function form of @@, which
-       the planner does not match to the index): a common word fills its page within a few
-       hundred rows. After each window, the hits so far estimate how many rows the rest of the
-       page needs and how many matches the index holds below; the walk goes on while it is
-       the cheaper of the two.
-    2. Else: read every match below the walk from the GIN index (a bitmap scan; `e.id + 0`
+    1. Go through the newest events (of the workspaces, below `before`) a window of keys at a
+       time: the window's extent is read from the key's index, then its hits are asked for
+       within that key range. The planner answers a range of a few thousand keys either by
+       intersecting the GIN index's matches with the key range (a BitmapAnd: only the
+       window's hits are read from the heap) or, for a word it knows to be common, by walking
+       the range backwards testing each row until the page is full. No row stores its vector
+       (the index is on the expression), so a row's lowercased text must first hold every
+       lexeme of the query as a substring (`LIKE`, a scan of bytes) before it is parsed:
+       without that, a word held by a few per cent of events parsed hundreds of rows in vain
+       (the `simple` configuration's lexemes are lowercased pieces of the text, so the test
+       never drops a hit). Both ways cost about what the window holds. After
+       each window, the hits so far estimate how many keys the rest of the page needs and how
+       many matches the index holds below; the windows go on while they are the cheaper.
+    2. Else: read every match below the windows from the GIN index (a bitmap scan; `e.id + 0`
        keeps the key's index out of it) and pick the workspaces' newest.
-    3. More than RARE_CAP matches: walk the rest of the log.
+    3. More than RARE_CAP matches: the rest of the log is one last window.
     Then the page's rows are read with their headline."""
     query = _pg_query(terms)
-    walk = f"""
-        SELECT r.id FROM (
-            SELECT e.id, e.thread_id, e.search_vector FROM threads_event e
-            WHERE e.id < %s ORDER BY e.id DESC {{window}}
-        ) r JOIN threads_thread t ON t.id = r.thread_id
-        WHERE ts_match_vq(r.search_vector, ({query})) AND t.workspace_id IN ({_in_list(ids)})
-        ORDER BY r.id DESC LIMIT %s
+    cursor.execute(
+        f"SELECT ARRAY(SELECT DISTINCT w FROM unnest(%s::text[]) t, "
+        f"unnest(tsvector_to_array(to_tsvector('{PG_CONFIG}', t))) w)",
+        [terms],
+    )
+    patterns = ["%" + _like_escape(lexeme) + "%" for lexeme in cursor.fetchone()[0]]
+    in_window = f"""
+        SELECT e.id FROM threads_event e JOIN threads_thread t ON t.id = e.thread_id
+        WHERE {PG_VECTOR} @@ ({query}) AND e.id >= %s AND e.id < %s
+            AND lower(ctxadmin_event_search_text(e.kind, e.data)) LIKE ALL (%s::text[])
+            AND t.workspace_id IN ({_in_list(ids)})
+        ORDER BY e.id DESC LIMIT %s
     """
     floor = before if before is not None else 2**63 - 1
     page: list[int] = []
     window, walked, complete = RECENT_WINDOW, 0, False
     while len(page) < limit:
-        # One statement: the window's hits (the walk stops at the page's last one) and the
-        # window's extent, read from the key's index alone.
         cursor.execute(
-            f"SELECT ARRAY({walk.format(window='LIMIT %s')}), w.n, w.lowest FROM ("
-            "SELECT COUNT(*) AS n, MIN(id) AS lowest FROM (SELECT id FROM threads_event "
-            "WHERE id < %s ORDER BY id DESC LIMIT %s) k) w",
-            [floor, window, *terms, *ids, limit - len(page), floor, window],
+            "SELECT COUNT(*), MIN(id) FROM (SELECT id FROM threads_event "
+            "WHERE id < %s ORDER BY id DESC LIMIT %s) k",
+            [floor, window],
         )
-        found, rows, lowest = cursor.fetchone()
-        page += list(found)
-        if rows < window:  # the walk reached the start of the log: every hit is in
-            complete = True
-            break
-        if len(page) >= limit:
+        rows, lowest = cursor.fetchone()
+        if rows < window:  # the window reaches the start of the log: every hit is in
+            lowest, complete = 0, True
+        cursor.execute(in_window, [*terms, lowest, floor, patterns, *ids, limit - len(page)])
+        page += [row[0] for row in cursor.fetchall()]
+        if complete or len(page) >= limit:
             break
         floor, walked = lowest, walked + window
         density = len(page) / walked
@@ -172,7 +187,7 @@ def _postgres_hits(
                 : limit - len(page)
             ]
         else:
-            cursor.execute(walk.format(window=""), [floor, *terms, *ids, limit - len(page)])
+            cursor.execute(in_window, [*terms, 0, floor, patterns, *ids, limit - len(page)])
             page += [row[0] for row in cursor.fetchall()]
     if not page:
         return []
@@ -191,20 +206,56 @@ def _postgres_hits(
     return cast(list[tuple[Any, ...]], cursor.fetchall())
 
 
-def _sqlite_sql(
-    ids: list[int], terms: list[str], limit: int, before: int | None
-) -> tuple[str, list[Any]]:
-    below = "AND s.rowid < %s" if before is not None else ""
-    sql = f"""
-        SELECT e.id, t.id, t.external_id, t.title, t.workspace_id, e.seq, e.kind,
-            snippet(threads_event_search, 0, %s, %s, '…', {_SQLITE_SNIPPET_TOKENS})
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+# A query with a phrase term reads FTS5's candidates (every word anywhere) this many per page
+# wanted, and keeps those where the words stand together.
+PHRASE_BATCH = 4
+
+
+def _sqlite_hits(
+    cursor: Any, ids: list[int], terms: list[str], limit: int, before: int | None
+) -> list[tuple[Any, ...]]:
+    """The page's hits from FTS5, newest first. The index holds no positions (`detail =
+    none`): a query of single words is answered by it alone; a phrase term needs its rows'
+    text, read for FTS5's candidates a batch at a time until the page is full or the
+    candidates end. Snippets are made for the page's rows only."""
+    match = fts5_query(terms)
+    scope = f"""
         FROM threads_event_search s
         JOIN threads_event e ON e.id = s.rowid
         JOIN threads_thread t ON t.id = e.thread_id
-        WHERE threads_event_search MATCH %s AND t.workspace_id IN ({_in_list(ids)}) {below}
-        ORDER BY s.rowid DESC LIMIT %s
+        WHERE threads_event_search MATCH %s AND t.workspace_id IN ({_in_list(ids)})
     """
-    params: list[Any] = [MARK_START, MARK_END, fts5_query(terms), *ids]
-    if before is not None:
-        params.append(before)
-    return sql, [*params, limit]
+    if has_phrase(terms):
+        page: list[int] = []
+        batch = limit * PHRASE_BATCH
+        while len(page) < limit:
+            below = "AND s.rowid < %s" if before is not None else ""
+            cursor.execute(
+                f"SELECT s.rowid, s.body {scope} {below} ORDER BY s.rowid DESC LIMIT %s",
+                [match, *ids, *([before] if before is not None else []), batch],
+            )
+            candidates = cursor.fetchall()
+            page += [row for row, body in candidates if holds_phrases(body or "", terms)]
+            if len(candidates) < batch:
+                break
+            before = candidates[-1][0]
+        if not page:
+            return []
+        restrict, params = f"AND s.rowid IN ({_in_list(page[:limit])})", page[:limit]
+    else:
+        restrict = "AND s.rowid < %s" if before is not None else ""
+        params = [before] if before is not None else []
+    cursor.execute(
+        f"""
+        SELECT e.id, t.id, t.external_id, t.title, t.workspace_id, e.seq, e.kind,
+            snippet(threads_event_search, 0, %s, %s, '…', {_SQLITE_SNIPPET_TOKENS})
+        {scope} {restrict}
+        ORDER BY s.rowid DESC LIMIT %s
+        """,
+        [MARK_START, MARK_END, match, *ids, *params, limit],
+    )
+    return cast(list[tuple[Any, ...]], cursor.fetchall())
