@@ -140,6 +140,6 @@ SQLITE_DROP_TRIGGERS = [
     "DROP TRIGGER IF EXISTS threads_event_search_delete;",
     "DROP TRIGGER IF EXISTS threads_event_search_update;",
 ]
-# The index alone (the view stays): what 0014_search_compact replaces.
+# The index alone (the view stays): what 0016_search_compact replaces.
 SQLITE_DROP_INDEX = [*SQLITE_DROP_TRIGGERS, "DROP TABLE IF EXISTS threads_event_search;"]
 SQLITE_REVERSE = [*SQLITE_DROP_INDEX, "DROP VIEW IF EXISTS threads_event_search_text;"]

@@ -1,4 +1,4 @@
-"""Migration 0014 rebuilds the message-search index in its compact shape over the events already
+"""Migration 0016 rebuilds the message-search index in its compact shape over the events already
 stored, and going back rebuilds 0013's shape (stored column / FTS5 with positions) over them."""
 
 from __future__ import annotations

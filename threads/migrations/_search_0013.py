@@ -1,5 +1,5 @@
 """The message-search index as migration 0013_event_search made it: the parts that
-0014_search_compact changed are kept here, so that 0013 keeps building what it built and 0014
+0016_search_compact changed are kept here, so that 0013 keeps building what it built and 0016
 can go back to it; the parts both share (the text function, the view, the triggers) come from
 threads/searchindex.py. (A module whose name starts with `_` is not a migration.)
 

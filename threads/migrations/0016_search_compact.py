@@ -29,5 +29,5 @@ def backwards(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("threads", "0013_event_search")]
+    dependencies = [("threads", "0015_side_effect_key_unique")]
     operations = [migrations.RunPython(forwards, backwards)]
