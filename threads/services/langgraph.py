@@ -27,7 +27,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from threads.domain.errors import (
@@ -50,6 +50,8 @@ from threads.domain.langgraph_packing import (
     Carried,
     PackedWrite,
     TaskWrites,
+    tasks_pack,
+    tasks_unpack,
     values_pack,
     writes_pack,
 )
@@ -82,6 +84,8 @@ from threads.services.integrity import chain_hash_at
 from threads.services.langgraph_statements import (
     checkpoint_cursor_and_after,
     checkpoint_stored,
+    checkpoint_writes_locked,
+    checkpoint_writes_update,
     checkpoints_insert,
     message_index,
     messages_count_between,
@@ -870,20 +874,14 @@ def _task_writes_merge(where: dict[str, Any], task_path: str, new: Sequence[Pack
     create the task's row at once, the loser merges into the winner's."""
     task_id = where["task_id"]
     rows = LanggraphWrite.objects.select_for_update().filter(**where)
-    # One query on the hot path: the checkpoint's row, locked, and whether the task has a row.
-    checkpoint = (
-        LanggraphCheckpoint.objects.select_for_update()
-        .filter(
-            thread=where["thread"],
-            checkpoint_ns=where["checkpoint_ns"],
-            checkpoint_id=where["checkpoint_id"],
-        )
-        .annotate(task_row=Exists(LanggraphWrite.objects.filter(**where)))
-        .only("pk", "writes_z")
-        .first()
+    # One statement on the hot path: the checkpoint's row, locked, and whether the task has a
+    # row of its own.
+    checkpoint = checkpoint_writes_locked(
+        where["thread"], where["checkpoint_ns"], where["checkpoint_id"], task_id
     )
-    if checkpoint is not None and not checkpoint.task_row:
-        tasks = checkpoint.task_writes
+    if checkpoint is not None and not checkpoint[2]:
+        pk, packed, _ = checkpoint
+        tasks = tasks_unpack(packed)
         found = next((t for t in tasks if t.task_id == task_id), None)
         merged = _writes_merged(found.writes if found else [], new)
         if merged is not None:
@@ -892,8 +890,7 @@ def _task_writes_merge(where: dict[str, Any], task_path: str, new: Sequence[Pack
                 tasks.append(task)
             else:
                 tasks[tasks.index(found)] = dataclasses.replace(found, writes=merged)
-            checkpoint.task_writes = tasks
-            checkpoint.save(update_fields=["writes_z"])
+            checkpoint_writes_update(pk, tasks_pack(tasks))
         return
     row = rows.first()
     if row is None:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 from django.db import connections, router
-from django.db.models import Field
+from django.db.models import Exists, Field
 from psycopg import pq
 
 from threads.models import (
@@ -25,6 +25,7 @@ from threads.models import (
     LanggraphChannelVersion,
     LanggraphCheckpoint,
     LanggraphMessage,
+    LanggraphWrite,
     Thread,
     Workspace,
 )
@@ -324,3 +325,57 @@ def rows_insert_new(objs: Sequence[Any]) -> None:
         "ON CONFLICT DO NOTHING"
     )
     _run(connection, sql, [value for row in rows for value in row], fetch=False)
+
+
+def checkpoint_writes_locked(
+    thread: Thread, checkpoint_ns: str, checkpoint_id: str, task_id: str
+) -> tuple[int, bytes, bool] | None:
+    """The LangGraph checkpoint's key and packed writes, its row locked (FOR UPDATE) in the
+    caller's transaction, and whether the task has a writes row of its own (writes that came
+    before the checkpoint): what a write merges into, in one statement. None when the
+    checkpoint is not stored."""
+    connection = _postgres(LanggraphCheckpoint)
+    if connection is None:
+        found = (
+            LanggraphCheckpoint.objects.select_for_update()
+            .filter(thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id)
+            .annotate(
+                task_row=Exists(
+                    LanggraphWrite.objects.filter(
+                        thread=thread,
+                        checkpoint_ns=checkpoint_ns,
+                        checkpoint_id=checkpoint_id,
+                        task_id=task_id,
+                    )
+                )
+            )
+            .values_list("pk", "writes_z", "task_row")
+            .first()
+        )
+        if found is None:
+            return None
+        return int(found[0]), bytes(found[1] or b""), bool(found[2])
+    checkpoints, _, _ = _columns(connection.alias, LanggraphCheckpoint)
+    writes, _, _ = _columns(connection.alias, LanggraphWrite)
+    sql = (
+        f"SELECT t.id, t.writes_z, EXISTS (SELECT 1 FROM {writes} w "
+        "WHERE w.thread_id = t.thread_id AND w.checkpoint_ns = t.checkpoint_ns "
+        "AND w.checkpoint_id = t.checkpoint_id "
+        f"AND w.task_id = %s) FROM {checkpoints} t WHERE t.thread_id = %s "
+        "AND t.checkpoint_ns = %s AND t.checkpoint_id = %s FOR UPDATE OF t"
+    )
+    rows = _run(connection, sql, (task_id, thread.pk, checkpoint_ns, checkpoint_id))
+    if not rows:
+        return None
+    pk, packed, task_row = rows[0]
+    return int(pk), bytes(packed or b""), bool(task_row)
+
+
+def checkpoint_writes_update(pk: int, packed: bytes) -> None:
+    """Store the LangGraph checkpoint's packed writes (its row locked by the caller)."""
+    connection = _postgres(LanggraphCheckpoint)
+    if connection is None:
+        LanggraphCheckpoint.objects.filter(pk=pk).update(writes_z=packed)
+        return
+    table, _, _ = _columns(connection.alias, LanggraphCheckpoint)
+    _run(connection, f"UPDATE {table} SET writes_z = %s WHERE id = %s", (packed, pk), fetch=False)
