@@ -86,6 +86,7 @@ from threads.services.langgraph_statements import (
     checkpoint_stored,
     checkpoint_writes_locked,
     checkpoint_writes_update,
+    checkpoints_carrying,
     checkpoints_insert,
     message_index,
     messages_count_between,
@@ -319,12 +320,7 @@ def _small_values_resolve(
     if not wanted:
         return found
     ids = [i for i in (checkpoint_id, parent_checkpoint_id) if i]
-    near = {
-        row.checkpoint_id: row
-        for row in LanggraphCheckpoint.objects.filter(
-            thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id__in=ids
-        ).only("checkpoint_id", "checkpoint_z", "values_z")
-    }
+    near = {row.checkpoint_id: row for row in checkpoints_carrying(thread, checkpoint_ns, ids)}
     sources = [near[i] for i in ids if i in near]
     if values_from is not None:
         sources.append(values_from)

@@ -379,3 +379,26 @@ def checkpoint_writes_update(pk: int, packed: bytes) -> None:
         return
     table, _, _ = _columns(connection.alias, LanggraphCheckpoint)
     _run(connection, f"UPDATE {table} SET writes_z = %s WHERE id = %s", (packed, pk), fetch=False)
+
+
+def checkpoints_carrying(
+    thread: Thread, checkpoint_ns: str, checkpoint_ids: Sequence[str]
+) -> list[LanggraphCheckpoint]:
+    """The namespace's LangGraph checkpoints with these ids, with only what a put reads to
+    carry small values forward (their checkpoint JSON and their small values; the rest
+    deferred), in one prepared statement."""
+    connection = _postgres(LanggraphCheckpoint)
+    if connection is None:
+        return list(
+            LanggraphCheckpoint.objects.filter(
+                thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id__in=checkpoint_ids
+            ).only("checkpoint_id", "checkpoint_z", "values_z")
+        )
+    table, _, _ = _columns(connection.alias, LanggraphCheckpoint)
+    names = ["id", "checkpoint_id", "checkpoint_z", "values_z"]  # the model's field order
+    sql = (
+        f"SELECT t.id, t.checkpoint_id, t.checkpoint_z, t.values_z FROM {table} t "
+        "WHERE t.thread_id = %s AND t.checkpoint_ns = %s AND t.checkpoint_id = ANY(%s::text[])"
+    )
+    rows = _run(connection, sql, (thread.pk, checkpoint_ns, list(checkpoint_ids)))
+    return [LanggraphCheckpoint.from_db(connection.alias, names, row) for row in rows]
