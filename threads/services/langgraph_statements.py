@@ -29,6 +29,7 @@ from threads.models import (
     Thread,
     Workspace,
 )
+from threads.selectors.langgraph import lg_checkpoint_cursor, lg_messages_after
 from threads.services.event_rows import log_queries, row_params, server_cursor
 
 
@@ -140,8 +141,6 @@ def checkpoint_cursor_and_after(
     write of messages checks its order against, in one statement."""
     connection = _postgres(LanggraphCheckpoint)
     if connection is None:
-        from threads.selectors.langgraph import lg_checkpoint_cursor, lg_messages_after
-
         stored = lg_checkpoint_cursor(
             thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
         )
