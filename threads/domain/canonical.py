@@ -89,3 +89,42 @@ def _key(name: str) -> str:
         if len(_KEYS) < 1024:
             _KEYS[name] = encoded
     return encoded
+
+
+def _stable_float(value: float) -> float | int:
+    if value == 0.0:
+        return 0.0  # PostgreSQL's numeric has no negative zero: -0.0 comes back as 0.0
+    if "e+" in repr(value):
+        # Python writes 1e16 and up with an exponent; PostgreSQL's jsonb keeps such a number
+        # as an exact decimal with no fraction, and it comes back as an integer.
+        return int(value)
+    return value
+
+
+def stable_numbers(value: Any) -> Any:
+    """`value` with its numbers in the form every supported database gives back.
+
+    PostgreSQL stores event bodies as jsonb, whose numbers are decimals: a float that Python
+    writes with a positive exponent (1e+16, 1.5e+300) is read back as an integer, and -0.0 as
+    0.0. An event hashed over the float would then fail verification on its own database.
+    These are the same JSON numbers; normalizing them before anything is hashed or stored
+    makes the stored, chained and answered forms one. Returns `value` itself (no copy) when
+    nothing changes.
+    """
+    kind = type(value)
+    if kind is float:
+        return _stable_float(value)
+    if kind is dict:
+        changed = None
+        for key, item in value.items():
+            new = stable_numbers(item)
+            if new is not item:
+                if changed is None:
+                    changed = dict(value)
+                changed[key] = new
+        return value if changed is None else changed
+    if kind is list:
+        items = [stable_numbers(item) for item in value]
+        same = all(a is b for a, b in zip(items, value, strict=True))
+        return value if same else items
+    return value

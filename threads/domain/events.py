@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from threads.domain.canonical import canonical_text, format_time, join_canonical
+from threads.domain.canonical import canonical_text, format_time, join_canonical, stable_numbers
 from threads.domain.errors import InvalidEvent, PayloadTooLarge
 from threads.domain.markers import MARKER_KINDS, RETRACTABLE_KINDS
 
@@ -242,10 +242,12 @@ def normalize_event(body: Any, *, max_bytes: int) -> NewEvent:
     _validate_kind(kind, body, errors)
     if errors:
         raise InvalidEvent(f"invalid {kind} event", fields=errors)
-    data = {k: body[k] for k in required + optional if k in body and body[k] is not None}
+    data = {
+        k: stable_numbers(body[k]) for k in required + optional if k in body and body[k] is not None
+    }
     if kind == "tool_call":
         data["side_effect"] = bool(body.get("side_effect", False))
-    metadata: dict[str, Any] = body.get("metadata") or {}
+    metadata: dict[str, Any] = stable_numbers(body.get("metadata") or {})
     try:
         # Each field is encoded once; the pieces make the canonical form of the normalized
         # body ({kind, data, metadata, client_event_id, created_at}), which serves the size
