@@ -100,17 +100,38 @@ def chain_walk(
     return verdict
 
 
+def checkpoint_fields_body(
+    *,
+    thread_id: Any,
+    summary_version: int | None,
+    cursor: int,
+    chain_hash: str,
+    summary_checksum: str,
+    pending: Any,
+) -> dict[str, Any]:
+    """What a checkpoint's checksum covers, from its fields as read (`summary_version` is the
+    version's number): for a caller that read them without building the model."""
+    return {
+        "thread": str(thread_id),
+        "summary_version": summary_version,
+        "cursor": cursor,
+        "chain_hash": chain_hash,
+        "summary_checksum": summary_checksum,
+        "pending": pending,
+    }
+
+
 def checkpoint_body(checkpoint: Checkpoint) -> dict[str, Any]:
     """What a checkpoint's checksum covers: every field it stands on."""
     version = checkpoint.summary_version
-    return {
-        "thread": str(checkpoint.thread_id),
-        "summary_version": version.version if version is not None else None,
-        "cursor": checkpoint.cursor,
-        "chain_hash": checkpoint.chain_hash,
-        "summary_checksum": checkpoint.summary_checksum,
-        "pending": checkpoint.pending,
-    }
+    return checkpoint_fields_body(
+        thread_id=checkpoint.thread_id,
+        summary_version=version.version if version is not None else None,
+        cursor=checkpoint.cursor,
+        chain_hash=checkpoint.chain_hash,
+        summary_checksum=checkpoint.summary_checksum,
+        pending=checkpoint.pending,
+    )
 
 
 def checkpoint_checksum(checkpoint: Checkpoint) -> str:

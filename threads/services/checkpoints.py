@@ -35,6 +35,7 @@ from threads.models import (
     Thread,
 )
 from threads.selectors.checkpoints import checkpoint_as_audit, summary_versions_replaced
+from threads.selectors.integrity import checkpoint_fields_body
 from threads.services.audit import audit_record
 from threads.services.event_rows import log_queries, server_cursor
 from threads.services.integrity import (
@@ -168,14 +169,14 @@ def _pending_read_postgres(
         return 0, [], rows
     _, at, version, chain_hash, summary_checksum_, pending_text, checksum, _ = starts[0]
     pending = json.loads(pending_text)
-    body = {
-        "thread": str(thread.pk),
-        "summary_version": version,
-        "cursor": at,
-        "chain_hash": chain_hash,
-        "summary_checksum": summary_checksum_,
-        "pending": pending,
-    }
+    body = checkpoint_fields_body(
+        thread_id=thread.pk,
+        summary_version=version,
+        cursor=at,
+        chain_hash=chain_hash,
+        summary_checksum=summary_checksum_,
+        pending=pending,
+    )
     if checksum != chain.checksum(body, thread_key(thread)):
         return 0, [], list(_pending_rows(thread, 0, cursor))
     return at, list(pending), rows
