@@ -142,6 +142,17 @@ def table_sizes(conn: Any) -> dict[str, int]:
     return {name: int(size) for name, size in rows}
 
 
+SEARCH_INDEX = "threads_event_search"
+
+
+def search_index_bytes(conn: Any) -> int:
+    """The message-search index's own size (docs/design.md §17): part of the event table's."""
+    row = conn.execute(
+        "SELECT coalesce(pg_relation_size(to_regclass(%s)), 0)", [SEARCH_INDEX]
+    ).fetchone()
+    return int(row[0])
+
+
 def grown(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
     return {
         name: after[name] - before.get(name, 0)
@@ -318,6 +329,7 @@ def ctxadmin_side(
         counting.requests, counting.seconds, counting.by_kind = 0, 0.0, {}
         with psycopg.connect(dsn, autocommit=True) as conn:
             before = table_sizes(conn)
+            index_before = search_index_bytes(conn)
             counting.profile = profile_dir is not None
             run = run_graph(saver, steps, out_bytes)
             counting.profile = False
@@ -335,6 +347,7 @@ def ctxadmin_side(
                     break
             conn.execute("ANALYZE")
             sizes = grown(before, table_sizes(conn))
+            search_index = search_index_bytes(conn) - index_before
         restores = restore_ms(saver, run["config"])
         checkpoints = len(list(saver.list(run["config"])))
         limits = ceilings(f"http://127.0.0.1:{port}", key, saver, run["config"])
@@ -345,6 +358,7 @@ def ctxadmin_side(
     return {
         **run,
         "tables": sizes,
+        "search_index_bytes": search_index,
         "restore_ms": restores,
         "checkpoints": checkpoints,
         "http_requests": requests,
@@ -427,6 +441,8 @@ def write_docs(results: dict[str, Any], rendered: str) -> None:
     per_step = ctx["http_requests"] / results["steps"]
     ceiling_steps = 1000 / (per_step * limits["noop_ms"])
     ceiling_ratio = ceiling_steps / pg["steps_per_s"]
+    search = ctx.get("search_index_bytes", 0)
+    without = ctx["bytes"] - search
     block = (
         f"{begin}\n"
         f"Measured {results['measured_at']} on {env['cpus']} cores, PostgreSQL "
@@ -436,7 +452,9 @@ def write_docs(results: dict[str, Any], rendered: str) -> None:
         f"on each side; ctxadmin's folds after the run: {ctx['folds']}.\n\n"
         f"{rendered}\n\n"
         f"- PostgresSaver's tables: {tables_line(pg['tables'])}.\n"
-        f"- ctxadmin's tables: {tables_line(ctx['tables'])}.\n"
+        f"- ctxadmin's tables: {tables_line(ctx['tables'])}. Of the event table's, the "
+        f"message-search index (design.md §17) is {search / 1024:,.0f} kB: without it "
+        f"ctxadmin would store {without:,} bytes, {without / pg['bytes']:.3f}× PostgresSaver's.\n"
         f"- ctxadmin's run: {ctx['http_requests']} HTTP requests "
         f"({ctx['http_requests'] / results['steps']:.1f} per step) whose round trips add up "
         f"to {ctx['http_seconds']:.1f} s over the {ctx['seconds']:.1f} s run (LangGraph puts "
@@ -543,6 +561,7 @@ def run(args: argparse.Namespace, dsn: str, var_dir: str) -> None:
     print(rendered)
     print("PostgresSaver tables:", tables_line(pg["tables"]))
     print("ctxadmin tables:", tables_line(ctx["tables"]))
+    print(f"ctxadmin's search index: {ctx['search_index_bytes']:,} bytes")
     print(f"ctxadmin HTTP requests: {ctx['http_requests']} ({ctx['http_seconds']:.1f} s)")
     print("ctxadmin ceilings:", ctx["ceilings"], "by kind:", ctx["http_by_kind"])
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
