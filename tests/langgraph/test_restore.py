@@ -18,6 +18,7 @@ from langgraph.checkpoint.base import ChannelVersions, CheckpointMetadata, empty
 from rest_framework.renderers import JSONRenderer
 
 import threads.selectors.langgraph as selectors
+import threads.selectors.langgraph_statements as statements
 from tests.langgraph.conftest import Server
 from threads.api import langgraph as api
 
@@ -111,13 +112,13 @@ def test_the_fast_restore_answers_what_the_plain_one_does(
 ) -> None:
     _thread(saver, "order-7", extra)
     fast_reads: list[int] = []
-    read = selectors._forms_at_postgres
+    read = statements.forms_at
 
     def counted(*args: Any) -> Any:
         fast_reads.append(1)
         return read(*args)
 
-    monkeypatch.setattr(selectors, "_forms_at_postgres", counted)
+    monkeypatch.setattr(statements, "forms_at", counted)
     fast = _answers(server, "order-7")
     assert bool(fast_reads) == (connection.vendor == "postgresql")
     with monkeypatch.context() as plain:

@@ -9,14 +9,16 @@ in-process, no round trips) keeps the ORM.
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from django.conf import settings
 from django.db import connections, router
+from django.db.models import JSONField
 
 
 def postgres_for(model: Any) -> Any | None:
@@ -64,3 +66,32 @@ def rows_read(connection: Any, sql: str, params: Any) -> list[tuple[Any, ...]]:
         rows = pg.fetchall()
     log_queries(connection, started, sql)
     return rows
+
+
+@functools.cache
+def select_list(alias: str, model: Any, prefix: str) -> str:
+    """The model's concrete columns (prefixed by a table alias) as a SELECT list, its JSON
+    columns as their text, in the order `model_from_row` reads them: built once per process."""
+    quote = connections[alias].ops.quote_name
+    return ", ".join(
+        f"{prefix}.{quote(cast(str, f.column))}::text"
+        if isinstance(f, JSONField)
+        else f"{prefix}.{quote(cast(str, f.column))}"
+        for f in model._meta.concrete_fields
+    )
+
+
+def model_from_row(connection: Any, model: Any, values: Sequence[Any]) -> Any:
+    """An instance from the columns of `select_list`, its JSON fields decoded by the field as
+    Django's own read would (psycopg gives the other columns their Python types)."""
+    fields = model._meta.concrete_fields
+    return model.from_db(
+        connection.alias,
+        [f.attname for f in fields],
+        [
+            f.from_db_value(value, cast(Any, None), connection)
+            if isinstance(f, JSONField)
+            else value
+            for f, value in zip(fields, values, strict=True)
+        ],
+    )
