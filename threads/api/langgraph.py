@@ -22,6 +22,7 @@ from rest_framework.views import APIView
 
 from threads.api.auth import require_agent
 from threads.api.langgraph_input import put_body_read, writes_body_read
+from threads.api.renderers import LargeJSONRenderer
 from threads.api.serializers import ErrorSerializer, StrictCharField
 from threads.domain.errors import NotFound
 from threads.selectors.langgraph import (
@@ -276,6 +277,8 @@ def _list(request: Request, external_id: str | None) -> Response:
 class ThreadLanggraphCheckpointsApi(APIView):
     """`/api/v1/threads/{id}/langgraph/checkpoints/`: POST puts a checkpoint, GET lists them."""
 
+    renderer_classes = [LargeJSONRenderer]
+
     class InputSerializer(serializers.Serializer):
         class Meta:
             ref_name = "LanggraphPutInput"
@@ -370,6 +373,8 @@ class ThreadLanggraphCheckpointsApi(APIView):
 
 class ThreadLanggraphCheckpointApi(APIView):
     """`/api/v1/threads/{id}/langgraph/checkpoints/{checkpoint_id}/` (or `latest`)."""
+
+    renderer_classes = [LargeJSONRenderer]
 
     class QuerySerializer(serializers.Serializer):
         class Meta:
@@ -551,6 +556,8 @@ class ThreadLanggraphCopyApi(APIView):
 
 class LanggraphCheckpointsApi(APIView):
     """`/api/v1/langgraph/checkpoints/`: the workspace's checkpoints, every thread."""
+
+    renderer_classes = [LargeJSONRenderer]
 
     @extend_schema(
         operation_id="langgraph_checkpoints_list",

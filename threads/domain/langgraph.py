@@ -104,8 +104,13 @@ def message_event_bodies(
 
 def message_from_event(kind: str, data: dict[str, Any], metadata: dict[str, Any]) -> dict[str, Any]:
     """The message's JSON form again, from the event that carries it."""
-    stored = metadata[METADATA_KEY]
     content = data.get("result") if kind == "tool_result" else data.get("content")
+    return message_from_parts(metadata[METADATA_KEY], content)
+
+
+def message_from_parts(stored: dict[str, Any], content: Any) -> dict[str, Any]:
+    """The message's JSON form again, from what its event keeps of it (`metadata["langchain"]`)
+    and its content (the event's `content`, or a tool result's `result`)."""
     return {"type": stored["type"], "data": {**stored["data"], "content": content}}
 
 

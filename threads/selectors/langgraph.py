@@ -28,6 +28,8 @@ from threads.models import (
     Thread,
     Workspace,
 )
+from threads.selectors import langgraph_statements as statements
+from threads.selectors.statements import postgres_for
 
 # Metadata values compared in SQL before the exact check in Python: strings and integers read
 # the same from a JSON key on SQLite and PostgreSQL.
@@ -102,6 +104,11 @@ def lg_checkpoint_find(
     *, workspace: Workspace, external_id: str, checkpoint_ns: str, checkpoint_id: str | None
 ) -> LanggraphCheckpoint | None:
     """`lg_checkpoint_get` by the thread's external_id, with its thread, in one query."""
+    connection = postgres_for(LanggraphCheckpoint)
+    if connection is not None:
+        return statements.checkpoint_find(
+            connection, workspace, external_id, checkpoint_ns, checkpoint_id
+        )
     rows = LanggraphCheckpoint.objects.filter(
         thread__workspace=workspace, thread__external_id=external_id, checkpoint_ns=checkpoint_ns
     ).select_related("thread")
@@ -220,7 +227,10 @@ def _thread_tuples_fill(thread: Thread, answers: list[LanggraphTuple]) -> None:
             if inline.get(channel) is None:
                 wanted.setdefault((answer.row.checkpoint_ns, channel), set()).add(version_id)
     stored: dict[tuple[str, str, str], LanggraphChannelVersion] = {}
-    if wanted:
+    connection = postgres_for(LanggraphChannelVersion)
+    if wanted and connection is not None:
+        stored = statements.versions_with_content(connection, thread, wanted)
+    elif wanted:
         condition = Q(pk__in=[])
         for (ns, channel), versions in wanted.items():
             condition |= Q(checkpoint_ns=ns, channel=channel, version__in=versions)
@@ -270,10 +280,15 @@ def _pending_writes(
     task_id, idx): those its row carries, and those of tasks that wrote before it was stored
     (a row per task; one query)."""
     tasks: dict[tuple[str, str], dict[str, TaskWrites]] = {}
-    rows = LanggraphWrite.objects.filter(
-        thread=thread,
-        checkpoint_ns__in={a.row.checkpoint_ns for a in answers},
-        checkpoint_id__in={a.row.checkpoint_id for a in answers},
+    namespaces = {a.row.checkpoint_ns for a in answers}
+    checkpoint_ids = {a.row.checkpoint_id for a in answers}
+    connection = postgres_for(LanggraphWrite)
+    rows: Iterable[LanggraphWrite] = (
+        LanggraphWrite.objects.filter(
+            thread=thread, checkpoint_ns__in=namespaces, checkpoint_id__in=checkpoint_ids
+        )
+        if connection is None
+        else statements.task_writes_rows(connection, thread, namespaces, checkpoint_ids)
     )
     for row in rows:
         key = (row.checkpoint_ns, row.checkpoint_id)
@@ -321,12 +336,16 @@ def _versions_message_seqs(
     found.update({v.pk: [] for v in versions if v.message_seqs == []})
     until = [v for v in versions if v.message_seqs is None and v.messages_until_seq is not None]
     if until:
-        index = list(
-            LanggraphMessage.objects.filter(
-                thread=thread, last_seq__lte=max(v.messages_until_seq or 0 for v in until)
+        end_seq = max(v.messages_until_seq or 0 for v in until)
+        connection = postgres_for(LanggraphMessage)
+        index = (
+            list(
+                LanggraphMessage.objects.filter(thread=thread, last_seq__lte=end_seq)
+                .order_by("seq")
+                .values_list("seq", "last_seq")
             )
-            .order_by("seq")
-            .values_list("seq", "last_seq")
+            if connection is None
+            else statements.message_index_until(connection, thread, end_seq)
         )
         for version in until:
             end = version.messages_until_seq or 0
@@ -344,6 +363,9 @@ def _versions(row: LanggraphCheckpoint) -> dict[str, str]:
 def _forms_at(thread: Thread, seqs: set[int]) -> dict[int, dict[str, Any]]:
     if not seqs:
         return {}
+    connection = postgres_for(Event)
+    if connection is not None:
+        return statements.forms_at(connection, thread, seqs)
     return {
         seq: message_from_event(kind, data, metadata)
         for seq, kind, data, metadata in Event.objects.filter(

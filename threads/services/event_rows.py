@@ -11,14 +11,11 @@ statement after the other.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-import psycopg
-from django.conf import settings
 from django.db import connections, models, router
 from django.utils import timezone
 
@@ -33,6 +30,7 @@ from threads.models import (
     SideEffectStatus,
     Thread,
 )
+from threads.selectors.statements import log_queries, server_cursor
 
 
 @dataclass(slots=True)
@@ -122,28 +120,6 @@ EVENT_FIELDS = ("id", *EVENT_COLUMNS)
 
 # A statement and the parameter rows it runs for.
 Statement = tuple[str, list[Sequence[Any]]]
-
-
-@contextmanager
-def server_cursor(connection: Any) -> Iterator[psycopg.Cursor[Any]]:
-    """A psycopg cursor on Django's PostgreSQL connection that binds on the server (Django's
-    own cursors quote every value into the SQL text in Python), with its statements prepared
-    (CTXADMIN_PREPARED_STATEMENTS) for this use only: the connection is left as Django
-    configured it. Errors come out as Django's classes (IntegrityError...), as for any query.
-    """
-    connection.ensure_connection()
-    pgconn = connection.connection
-    threshold = pgconn.prepare_threshold
-    # Django turns psycopg's prepared statements off (prepare_threshold=None, for poolers that
-    # do not support them); unprepared, the server parses and plans the append path's
-    # statements again on every request.
-    if settings.CTXADMIN_PREPARED_STATEMENTS:
-        pgconn.prepare_threshold = 0
-    try:
-        with connection.wrap_database_errors, psycopg.Cursor(pgconn) as cursor:
-            yield cursor
-    finally:
-        pgconn.prepare_threshold = threshold
 
 
 # Column types the database drivers take as they are; every other field is prepared by Django
@@ -287,15 +263,6 @@ def insert_events_and_head(
         update_sql,
         *(f"{len(params)} times: {sql}" for sql, params in then),
     )
-
-
-def log_queries(connection: Any, started: float, *sqls: str) -> None:
-    """Log statements run on the raw connection as Django's debug cursor would, so that query
-    counts in tests stay truthful."""
-    if connection.queries_logged:
-        duration = f"{time.monotonic() - started:.3f}"
-        for sql in sqls:
-            connection.queries_log.append({"sql": sql, "time": duration})
 
 
 def _head_update_sql(

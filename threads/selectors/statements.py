@@ -1,0 +1,97 @@
+"""Statements sent on PostgreSQL through a psycopg cursor that binds and prepares on the server.
+
+Django's own cursors quote every value into the SQL text in Python, and its querysets are
+compiled again on every request; on the hot paths (the event append, the LangGraph put and
+restore) both cost more CPU than the database's own work (docs/benchmarks.md, "LangGraph
+storage"). Those paths build their SQL once per process and send it here; SQLite (tests,
+in-process, no round trips) keeps the ORM.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, cast
+
+import psycopg
+from django.conf import settings
+from django.db import connections, router
+from django.db.models import JSONField
+
+
+def postgres_for(model: Any) -> Any | None:
+    """The connection that reads `model`, when it is PostgreSQL; else None."""
+    connection = connections[router.db_for_read(model)]
+    return connection if connection.vendor == "postgresql" else None
+
+
+@contextmanager
+def server_cursor(connection: Any) -> Iterator[psycopg.Cursor[Any]]:
+    """A psycopg cursor on Django's PostgreSQL connection that binds on the server (Django's
+    own cursors quote every value into the SQL text in Python), with its statements prepared
+    (CTXADMIN_PREPARED_STATEMENTS) for this use only: the connection is left as Django
+    configured it. Errors come out as Django's classes (IntegrityError...), as for any query.
+    """
+    connection.ensure_connection()
+    pgconn = connection.connection
+    threshold = pgconn.prepare_threshold
+    # Django turns psycopg's prepared statements off (prepare_threshold=None, for poolers that
+    # do not support them); unprepared, the server parses and plans the append path's
+    # statements again on every request.
+    if settings.CTXADMIN_PREPARED_STATEMENTS:
+        pgconn.prepare_threshold = 0
+    try:
+        with connection.wrap_database_errors, psycopg.Cursor(pgconn) as cursor:
+            yield cursor
+    finally:
+        pgconn.prepare_threshold = threshold
+
+
+def log_queries(connection: Any, started: float, *sqls: str) -> None:
+    """Log statements run on the raw connection as Django's debug cursor would, so that query
+    counts in tests stay truthful."""
+    if connection.queries_logged:
+        duration = f"{time.monotonic() - started:.3f}"
+        for sql in sqls:
+            connection.queries_log.append({"sql": sql, "time": duration})
+
+
+def rows_read(connection: Any, sql: str, params: Any) -> list[tuple[Any, ...]]:
+    """The rows of one read statement, prepared."""
+    started = time.monotonic()
+    with server_cursor(connection) as pg:
+        pg.execute(sql, params)
+        rows = pg.fetchall()
+    log_queries(connection, started, sql)
+    return rows
+
+
+@functools.cache
+def select_list(alias: str, model: Any, prefix: str) -> str:
+    """The model's concrete columns (prefixed by a table alias) as a SELECT list, its JSON
+    columns as their text, in the order `model_from_row` reads them: built once per process."""
+    quote = connections[alias].ops.quote_name
+    return ", ".join(
+        f"{prefix}.{quote(cast(str, f.column))}::text"
+        if isinstance(f, JSONField)
+        else f"{prefix}.{quote(cast(str, f.column))}"
+        for f in model._meta.concrete_fields
+    )
+
+
+def model_from_row(connection: Any, model: Any, values: Sequence[Any]) -> Any:
+    """An instance from the columns of `select_list`, its JSON fields decoded by the field as
+    Django's own read would (psycopg gives the other columns their Python types)."""
+    fields = model._meta.concrete_fields
+    return model.from_db(
+        connection.alias,
+        [f.attname for f in fields],
+        [
+            f.from_db_value(value, cast(Any, None), connection)
+            if isinstance(f, JSONField)
+            else value
+            for f, value in zip(fields, values, strict=True)
+        ],
+    )
