@@ -4,11 +4,13 @@ COPY-sized batches, forks, imports), and never shows another workspace's events.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from tests import factories as f
 from tests.services.test_checkpoints import fold
@@ -227,3 +229,31 @@ def test_a_term_of_several_words_finds_them_together_and_in_order(
     assert [h.seq for h in search(thread.workspace, "order_lookup")] == [6, 5, 4, 3, 2]
     assert search(thread.workspace, "first_lookup") == []
     assert [h.seq for h in search(thread.workspace, "lookup_order again")] == [7]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("atomic", [False, True], ids=["autocommit", "in-a-transaction"])
+def test_postgres_plans_a_search_without_parallel_workers_and_resets_the_setting(
+    story: Thread, atomic: bool
+) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's planner setting")
+
+    def setting() -> str:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW max_parallel_workers_per_gather")
+            return str(cursor.fetchone()[0])
+
+    before = setting()
+    assert before != "0"
+    with transaction.atomic() if atomic else nullcontext():
+        with CaptureQueriesContext(connection) as seen:
+            found = hits(story.workspace, "parcel")
+        # The rest of a caller's transaction plans as before.
+        assert setting() == before
+    assert found == [("order-10086", 4, "message"), ("order-10086", 1, "message")]
+    statements = [q["sql"] for q in seen.captured_queries]
+    assert statements[0] == "SET max_parallel_workers_per_gather = 0"
+    assert statements[-1] == "RESET max_parallel_workers_per_gather"
+    assert len(statements) > 2
+    assert setting() == before
