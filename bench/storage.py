@@ -453,7 +453,7 @@ def write_docs(results: dict[str, Any], rendered: str) -> None:
         f"{rendered}\n\n"
         f"- PostgresSaver's tables: {tables_line(pg['tables'])}.\n"
         f"- ctxadmin's tables: {tables_line(ctx['tables'])}. Of the event table's, the "
-        f"message-search index (design.md §17) is {search / 1024:,.0f} kB: without it "
+        f"message-search index (docs/design.md §17) is {search / 1024:,.0f} kB: without it "
         f"ctxadmin would store {without:,} bytes, {without / pg['bytes']:.3f}× PostgresSaver's.\n"
         f"- ctxadmin's run: {ctx['http_requests']} HTTP requests "
         f"({ctx['http_requests'] / results['steps']:.1f} per step) whose round trips add up "
