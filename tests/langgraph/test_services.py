@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from django.db import connection, transaction
+from django.db.models import query
 from django.test.utils import CaptureQueriesContext
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, message_to_dict
 
@@ -270,3 +271,84 @@ def test_a_page_of_checkpoints_is_read_in_a_fixed_number_of_queries() -> None:
 
     assert queries(2) == queries(10)
     assert thread.lg_checkpoints.count() == 10
+
+
+def _steps(n: int) -> list[list[dict[str, Any]]]:
+    """A tool-calling agent's messages step by step: a call, then its result."""
+    return [
+        [
+            message_to_dict(
+                AIMessage("", id=f"a{i}", tool_calls=[{"name": "read", "args": {}, "id": f"c{i}"}])
+            ),
+            message_to_dict(ToolMessage(f"file {i}", tool_call_id=f"c{i}", id=f"t{i}")),
+        ]
+        for i in range(n)
+    ]
+
+
+def _agent_put(workspace: Any, step: int, entries: list[MessageIn], count: int) -> Any:
+    return langgraph_checkpoint_put(
+        workspace=workspace,
+        external_id="agent-1",
+        checkpoint_ns="",
+        checkpoint_id=f"cp-{step:03}",
+        parent_checkpoint_id=f"cp-{step - 1:03}" if step else "",
+        checkpoint={
+            "v": 4,
+            "id": f"cp-{step:03}",
+            "channel_versions": {"messages": str(step + 1), "branch:to:agent": str(step + 1)},
+        },
+        metadata={"source": "loop", "step": step},
+        values=[ValueIn(channel="branch:to:agent", version=str(step + 1), type="null", data=b"")],
+        messages=MessagesIn(
+            channel="messages",
+            version=str(step + 1),
+            entries=entries,
+            base_version=str(step) if step else None,
+            base_count=count,
+        ),
+        actor_label="api key test",
+    )
+
+
+def _agent_write(workspace: Any, step: int, forms: list[dict[str, Any]]) -> None:
+    langgraph_writes_put(
+        workspace=workspace,
+        external_id="agent-1",
+        checkpoint_ns="",
+        checkpoint_id=f"cp-{step:03}",
+        task_id=f"task-{step}",
+        task_path="tools",
+        writes=[WriteIn(idx=0, channel="messages", messages=_entries(forms))],
+        actor_label="api key test",
+    )
+
+
+def test_an_agents_puts_and_writes_build_no_orm_query_on_postgresql(monkeypatch: Any) -> None:
+    """A LangGraph agent puts and writes on every step: on PostgreSQL those requests run
+    prepared statements only (docs/benchmarks.md, "LangGraph storage"), so no ORM queryset is
+    built on the way — also none for the work a checkpoint opens, when it opens none."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite runs the ORM's queries")
+    workspace, _ = factories.make_workspace("acme")
+    steps = _steps(4)
+    human = message_to_dict(HumanMessage("review", id="h0"))
+    built: list[str] = []
+    original = query.QuerySet._filter_or_exclude  # type: ignore[attr-defined]
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        built.append(self.model.__name__)
+        return original(self, *args, **kwargs)
+
+    count = 0
+    for step, (call, result) in enumerate(steps):
+        # The previous step's result is in the log already (its write mirrored it).
+        entries = [steps[step - 1][1], call] if step else [human, call]
+        if step == 2:
+            monkeypatch.setattr(query.QuerySet, "_filter_or_exclude", counted)
+        _agent_put(workspace, step, _entries(entries), count)
+        count += len(entries)
+        _agent_write(workspace, step, [result])
+    assert built == []
+    thread = Thread.objects.get(external_id="agent-1")
+    assert LanggraphCheckpoint.objects.filter(thread=thread).count() == 4

@@ -869,9 +869,9 @@ def _task_writes_merge(where: dict[str, Any], task_path: str, new: Sequence[Pack
     later writes go too. The row merged into is locked (select_for_update); when two requests
     create the task's row at once, the loser merges into the winner's."""
     task_id = where["task_id"]
-    rows = LanggraphWrite.objects.select_for_update().filter(**where)
     # One statement on the hot path: the checkpoint's row, locked, and whether the task has a
-    # row of its own.
+    # row of its own. The task row's queryset is built only when it is needed (building it on
+    # every write cost about as much as the rest of the merge).
     checkpoint = checkpoint_writes_locked(
         where["thread"], where["checkpoint_ns"], where["checkpoint_id"], task_id
     )
@@ -888,6 +888,7 @@ def _task_writes_merge(where: dict[str, Any], task_path: str, new: Sequence[Pack
                 tasks[tasks.index(found)] = dataclasses.replace(found, writes=merged)
             checkpoint_writes_update(pk, tasks_pack(tasks))
         return
+    rows = LanggraphWrite.objects.select_for_update().filter(**where)
     row = rows.first()
     if row is None:
         try:
