@@ -352,3 +352,47 @@ def test_an_agents_puts_and_writes_build_no_orm_query_on_postgresql(monkeypatch:
     assert built == []
     thread = Thread.objects.get(external_id="agent-1")
     assert LanggraphCheckpoint.objects.filter(thread=thread).count() == 4
+
+
+def test_an_agents_put_and_write_statements_on_postgresql() -> None:
+    """On PostgreSQL a steady-state put and write of a tool-calling agent merge their reads:
+    the put reads its base version, its messages' index and the count that extends the base in
+    one statement, and learns from the read of its parent's row whether it repeats a stored
+    checkpoint; the write reads its messages' index, its checkpoint's cursor and the messages
+    after it in one."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite runs the ORM's queries")
+    workspace, _ = factories.make_workspace("acme")
+    steps = _steps(3)
+    human = message_to_dict(HumanMessage("review", id="h0"))
+    count = 0
+    for step, (call, result) in enumerate(steps):
+        entries = [steps[step - 1][1], call] if step else [human, call]
+        with CaptureQueriesContext(connection) as put:
+            _agent_put(workspace, step, _entries(entries), count)
+        count += len(entries)
+        with CaptureQueriesContext(connection) as write:
+            _agent_write(workspace, step, [result])
+    version_table = LanggraphChannelVersion._meta.db_table
+    checkpoint_table = LanggraphCheckpoint._meta.db_table
+
+    def reads(captured: CaptureQueriesContext) -> list[str]:
+        return [
+            q["sql"]
+            for q in captured.captured_queries
+            if q["sql"].startswith(("SELECT", "WITH")) and "INSERT" not in q["sql"]
+        ]
+
+    put_reads = reads(put)
+    # The thread's lock, the near checkpoints, the base with the index and the count that
+    # extends it, the replays, the pending work: no statement of its own for the base version,
+    # the index, the count or whether the checkpoint is stored.
+    assert len(put_reads) == 5, put_reads
+    assert not any(
+        sql.startswith("SELECT") and f'FROM "{version_table}"' in sql for sql in put_reads
+    )
+    assert not any(sql.startswith(f'SELECT t.id FROM "{checkpoint_table}"') for sql in put_reads)
+    write_reads = reads(write)
+    # The thread's lock, the index with the checkpoint's cursor, the replays, the open calls
+    # of the result, the checkpoint's writes.
+    assert len(write_reads) == 5, write_reads
