@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from django.db import connections, router, transaction
@@ -38,7 +37,7 @@ from threads.models import (
 from threads.selectors.checkpoints import checkpoint_as_audit, summary_versions_replaced
 from threads.selectors.integrity import checkpoint_fields_body
 from threads.services.audit import audit_record
-from threads.services.event_rows import NewRow, log_queries, server_cursor
+from threads.services.event_rows import log_queries, server_cursor
 from threads.services.integrity import (
     chain_hash_at,
     chain_walk,
@@ -55,10 +54,7 @@ __all__ = [
     "checkpoint_create",
     "checkpoint_record",
     "checkpoint_require_safe",
-    "PendingRead",
-    "pending_after",
     "pending_at",
-    "pending_read",
     "restored_version_save",
     "summary_versions_replaced",
 ]
@@ -82,12 +78,6 @@ PENDING_EVENT_KINDS = (
     EventKind.APPROVAL_REQUEST,
     EventKind.APPROVAL_DECISION,
 )
-
-
-# What pending_read reads: the nearest trusted checkpoint's cursor (0: none) and pending list,
-# and the rows (id, seq, kind, side_effect, call_seq, status, approval_seq) of the events
-# after it that open or close work.
-PendingRead = tuple[int, list[dict[str, Any]], list[tuple[Any, ...]]]
 
 
 def _pending_start(thread: Thread, cursor: int) -> tuple[int, list[dict[str, Any]]]:
@@ -125,12 +115,10 @@ def _pending_rows(thread: Thread, start: int, cursor: int) -> Any:
 
 
 @functools.cache
-def pending_sql(alias: str, pad: str = "") -> str:
+def _pending_sql(alias: str) -> str:
     """The statement of _pending_read_postgres, quoted for `alias` once per process: the
     nearest safe checkpoint at or before the cursor (part 0: what its checksum covers) and the
-    events after it of the kinds that open or close work (part 1), in one result. Its
-    parameters are pending_params'. `pad` adds columns (NULLs) to both parts, for a caller
-    that reads more parts of its own in the same statement."""
+    events after it of the kinds that open or close work (part 1), in one result."""
     quote = connections[alias].ops.quote_name
     checkpoints = quote(Checkpoint._meta.db_table)
     versions = quote(SummaryVersion._meta.db_table)
@@ -142,12 +130,11 @@ def pending_sql(alias: str, pad: str = "") -> str:
         "AND c.safe ORDER BY c.cursor DESC, c.id DESC LIMIT 1) "
         "SELECT 0, s.cursor, (SELECT v.version FROM "
         f"{versions} v WHERE v.id = s.summary_version_id)::bigint, s.chain_hash::text, "
-        f"s.summary_checksum::text, s.pending::text, s.checksum::text, NULL::text{pad} FROM s "
+        "s.summary_checksum::text, s.pending::text, s.checksum::text, NULL::text FROM s "
         "UNION ALL (SELECT 1, e.id, e.seq, e.kind::text, (e.data->'side_effect')::text, "
-        "(e.data->'call_seq')::text, (e.data->'status')::text, (e.data->'approval_seq')::text"
-        f"{pad} FROM {events} e WHERE e.thread_id = %s "
-        "AND e.seq > COALESCE((SELECT s.cursor FROM s), 0) AND e.seq <= %s "
-        "AND e.kind = ANY(%s::text[]) ORDER BY e.seq)"
+        "(e.data->'call_seq')::text, (e.data->'status')::text, (e.data->'approval_seq')::text "
+        f"FROM {events} e WHERE e.thread_id = %s AND e.seq > COALESCE((SELECT s.cursor FROM s), "
+        "0) AND e.seq <= %s AND e.kind = ANY(%s::text[]) ORDER BY e.seq)"
     )
 
 
@@ -155,34 +142,26 @@ def _json_or_none(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-def _pending_read_postgres(connection: Any, thread: Thread, cursor: int) -> PendingRead:
+def _pending_read_postgres(
+    connection: Any, thread: Thread, cursor: int
+) -> tuple[int, list[dict[str, Any]], list[tuple[Any, ...]]]:
     """_pending_start and the replay's rows in one prepared statement: the nearest safe
     checkpoint at or before `cursor`, and the events after it. Compiling the ORM's two
     querysets (a join for the checksum's fields, four JSON key transforms) cost more than the
     database's work for a LangGraph put, which makes a checkpoint on every step. When the
     checksum does not recompute, the replay starts from the first event, as _pending_start
     decides."""
-    sql = pending_sql(connection.alias)
+    sql = _pending_sql(connection.alias)
+    kinds = [str(kind) for kind in PENDING_EVENT_KINDS]
     started = time.monotonic()
     with server_cursor(connection) as pg:
-        pg.execute(sql, pending_params(thread, cursor))
+        pg.execute(sql, (thread.pk, cursor, thread.pk, cursor, kinds))
         found = pg.fetchall()
     log_queries(connection, started, sql)
-    return pending_parse(thread, cursor, found)
-
-
-def pending_params(thread: Thread, cursor: int) -> tuple[Any, ...]:
-    """The parameters of pending_sql for the work open at `cursor`."""
-    return (thread.pk, cursor, thread.pk, cursor, [str(kind) for kind in PENDING_EVENT_KINDS])
-
-
-def pending_parse(thread: Thread, cursor: int, found: Sequence[Sequence[Any]]) -> PendingRead:
-    """_pending_read_postgres' answer from the rows of pending_sql (parts 0 and 1, their first
-    eight columns; other parts are left out)."""
-    starts = [row[:8] for row in found if row[0] == 0]
+    starts = [row for row in found if row[0] == 0]
     rows = [
         (i, seq, kind, *(_json_or_none(text) for text in keys))
-        for part, i, seq, kind, *keys in (row[:8] for row in found)
+        for part, i, seq, kind, *keys in found
         if part == 1
     ]
     rows.sort(key=lambda row: row[1])  # by seq, whatever order the union came back in
@@ -213,105 +192,43 @@ def pending_at(
     trusted checkpoint and replays only the events after it (a few key columns of the kinds
     that matter), so a commit costs the same at seq 1,000 and at seq 100,000.
     """
-    if from_checkpoint:
-        _, inherited, rows = pending_read(thread, cursor)
-    else:
-        inherited, rows = [], _pending_rows(thread, 0, cursor)
-    return _pending_replay(inherited, rows)
-
-
-def pending_read(thread: Thread, cursor: int) -> PendingRead:
-    """What pending_at reads of the log for `cursor`: the nearest trusted checkpoint's cursor
-    (0: none) and pending list, and the rows of the events after it up to `cursor`."""
     connection = connections[router.db_for_read(Event)]
-    if connection.vendor == "postgresql":
-        return _pending_read_postgres(connection, thread, cursor)
-    start, inherited = _pending_start(thread, cursor)
-    return start, inherited, list(_pending_rows(thread, start, cursor))
-
-
-def pending_after(
-    *,
-    thread: Thread,
-    read: PendingRead,
-    later: Sequence[NewRow],
-) -> list[dict[str, Any]]:
-    """pending_at at the last seq of `later`, from what pending_read read at the seq before
-    `later` began (`read`) and the events of `later` themselves, rows an append has just
-    inserted in the caller's transaction (no read of them): a LangGraph put reads the log's
-    end before it mirrors its messages, in a statement it runs anyway. `later` must hold every
-    event after that seq up to the cursor, in order."""
-    _, inherited, rows = read
-    kinds = set(PENDING_EVENT_KINDS)
-    appended = [
-        (
-            None,
-            row.seq,
-            row.kind,
-            row.data.get("side_effect"),
-            row.data.get("call_seq"),
-            row.data.get("status"),
-            row.data.get("approval_seq"),
-        )
-        for row in later
-        if row.kind in kinds
-    ]
-    return _pending_replay(inherited, [*rows, *appended], thread=thread)
-
-
-def _pending_replay(
-    inherited: list[dict[str, Any]], rows: Any, *, thread: Thread | None = None
-) -> list[dict[str, Any]]:
-    """Replay `rows` (id, seq, kind, side_effect, call_seq, status, approval_seq; id None for
-    an event known by its seq only, in `thread`) over the work open at their start."""
+    rows: Any
+    if from_checkpoint and connection.vendor == "postgresql":
+        start, inherited, rows = _pending_read_postgres(connection, thread, cursor)
+    else:
+        start, inherited = _pending_start(thread, cursor) if from_checkpoint else (0, [])
+        rows = _pending_rows(thread, start, cursor)
     work = OpenWork(
         effects={p["call_seq"]: dict(p) for p in inherited if p["kind"] == "side_effect"},
         approvals={p["request_seq"]: dict(p) for p in inherited if p["kind"] == "approval"},
     )
     new_calls: dict[int, int] = {}  # event id -> call seq
     new_requests: dict[int, int] = {}  # event id -> request seq
-    seq_calls: list[int] = []  # call seqs of events known by seq only
-    seq_requests: list[int] = []
     for event_id, seq, kind, side_effect, call_seq, status, approval_seq in rows:
         if kind == EventKind.TOOL_CALL and side_effect:
             work.call(seq)
-            if event_id is None:
-                seq_calls.append(seq)
-            else:
-                new_calls[event_id] = seq
+            new_calls[event_id] = seq
         elif kind in (EventKind.TOOL_RESULT, EventKind.SIDE_EFFECT_RESOLUTION):
             work.answer(kind, call_seq, status)
         elif kind == EventKind.APPROVAL_REQUEST:
             work.request(seq)
-            if event_id is None:
-                seq_requests.append(seq)
-            else:
-                new_requests[event_id] = seq
+            new_requests[event_id] = seq
         elif kind == EventKind.APPROVAL_DECISION:
             work.decide(approval_seq)
     # A queryset is built (and compiled) only when there are rows to read: most checkpoints
     # open no new work, and building two empty ones cost more than the rest of this function.
     wanted = [i for i, s in new_calls.items() if s in work.effects]
-    by_seq = [s for s in seq_calls if s in work.effects]
-    if wanted or by_seq:
-        effects = SideEffect.objects.filter(call_event_id__in=wanted)
-        if by_seq:  # the records of those calls' events, by their seqs in the thread
-            effects |= SideEffect.objects.filter(
-                call_event__thread=thread, call_event__seq__in=by_seq
-            )
-        for effect in effects.values(
+    if wanted:
+        for effect in SideEffect.objects.filter(call_event_id__in=wanted).values(
             "id", "tool_call_id", "tool_name", "idempotency_key", "call_seq"
         ):
             work.effects[effect["call_seq"]].update(effect)
     wanted = [i for i, s in new_requests.items() if s in work.approvals]
-    by_seq = [s for s in seq_requests if s in work.approvals]
-    if wanted or by_seq:
-        approvals = ApprovalRequest.objects.filter(request_event_id__in=wanted)
-        if by_seq:
-            approvals |= ApprovalRequest.objects.filter(
-                request_event__thread=thread, request_event__seq__in=by_seq
-            )
-        for approval in approvals.values("id", "action", "request_event__seq"):
+    if wanted:
+        for approval in ApprovalRequest.objects.filter(request_event_id__in=wanted).values(
+            "id", "action", "request_event__seq"
+        ):
             work.approvals[approval["request_event__seq"]].update(
                 id=approval["id"], action=approval["action"]
             )
@@ -353,19 +270,16 @@ def checkpoint_build(
     summary_checksum: str,
     label: str = "",
     created_by: Any = None,
-    pending: list[dict[str, Any]] | None = None,
 ) -> Checkpoint:
     """checkpoint_record's checkpoint, checksummed but not saved yet: for a caller that inserts
-    it along with a row of its own (a LangGraph checkpoint), in the same transaction.
-    `pending`: the work open at the cursor when the caller has it already (pending_after);
-    else pending_at reads it."""
+    it along with a row of its own (a LangGraph checkpoint), in the same transaction."""
     checkpoint = Checkpoint(
         thread=thread,
         summary_version=version,
         cursor=cursor,
         chain_hash=chain_hash,
         summary_checksum=summary_checksum,
-        pending=pending_at(thread=thread, cursor=cursor) if pending is None else pending,
+        pending=pending_at(thread=thread, cursor=cursor),
         label=label[:200],
         created_by=created_by,
     )

@@ -78,15 +78,13 @@ from threads.selectors.langgraph import (
     lg_version_message_seqs,
 )
 from threads.services.audit import audit_record
-from threads.services.checkpoints import PendingRead, checkpoint_build, pending_after
-from threads.services.event_rows import NewRow
+from threads.services.checkpoints import checkpoint_build
 from threads.services.events import Appended, event_append_batch, event_append_locked
 from threads.services.integrity import chain_hash_at
 from threads.services.langgraph_statements import (
     checkpoint_writes_locked,
     checkpoint_writes_update,
     checkpoints_carrying,
-    checkpoints_carrying_and_pending,
     checkpoints_insert,
     message_index,
     message_index_and_base,
@@ -359,25 +357,13 @@ def _small_values_resolve(
 
 
 def _near_checkpoints(
-    thread: Thread,
-    checkpoint_ns: str,
-    checkpoint_id: str,
-    parent_checkpoint_id: str,
-    *,
-    log_end: int | None = None,
-) -> tuple[dict[str, LanggraphCheckpoint], PendingRead | None]:
+    thread: Thread, checkpoint_ns: str, checkpoint_id: str, parent_checkpoint_id: str
+) -> dict[str, LanggraphCheckpoint]:
     """The namespace's stored checkpoints with the put's id and its parent's, by checkpoint id,
     in one statement: what the put's row carries from them, and whether the put repeats one
-    (nothing else writes checkpoint rows while the put holds the thread's lock). With
-    `log_end` (the locked thread's last seq), the same statement reads the work open there
-    (threads.services.checkpoints.pending_read), from which the put's ctxadmin Checkpoint
-    replays only the events it appends itself."""
+    (nothing else writes checkpoint rows while the put holds the thread's lock)."""
     ids = [i for i in (checkpoint_id, parent_checkpoint_id) if i]
-    if log_end is None:
-        rows, read = checkpoints_carrying(thread, checkpoint_ns, ids), None
-    else:
-        rows, read = checkpoints_carrying_and_pending(thread, checkpoint_ns, ids, log_end)
-    return {row.checkpoint_id: row for row in rows}, read
+    return {row.checkpoint_id: row for row in checkpoints_carrying(thread, checkpoint_ns, ids)}
 
 
 def _appended_seq(appended: Appended) -> int:
@@ -388,12 +374,10 @@ def _messages_append(
     thread: Thread,
     items: Sequence[tuple[str, str, dict[str, Any], str]],
     side_effect_tools: frozenset[str] = frozenset(),
-    new_rows: list[NewRow] | None = None,
 ) -> dict[tuple[str, str], LanggraphMessage]:
     """Append the events of each (message_id, digest, JSON form, key) through the ordinary
-    append path (validation, chain, idempotency by client_event_id) and index them; the rows
-    of the events it numbered are added to `new_rows`. Runs in the caller's transaction, which
-    holds the thread's lock."""
+    append path (validation, chain, idempotency by client_event_id) and index them. Runs in the
+    caller's transaction, which holds the thread's lock."""
     if not items:
         return {}
     max_bytes = settings.CTXADMIN_MAX_EVENT_BYTES
@@ -409,8 +393,6 @@ def _messages_append(
         raise MessagesNotMirrored(
             f"the messages cannot be mirrored into the log: {exc.message}", fields=exc.fields
         ) from exc
-    if new_rows is not None:
-        new_rows.extend(a.row for a in appended if a.row is not None)
     rows: dict[tuple[str, str], LanggraphMessage] = {}
     position = 0
     for (message_id, digest, _, _), group in zip(items, bodies, strict=True):
@@ -448,7 +430,6 @@ def _messages_resolve(
     entries: Sequence[MessageIn],
     side_effect_tools: frozenset[str],
     known: dict[tuple[str, str], LanggraphMessage] | None = None,
-    new_rows: list[NewRow] | None = None,
 ) -> list[LanggraphMessage]:
     """The log's record of each entry, in order: the messages it holds already, and those it
     does not appended now (their JSON forms checked against their digests). Raises
@@ -483,7 +464,7 @@ def _messages_resolve(
         used.add(entry.id)
         seen.add(pair)
         planned.append((entry.id, entry.digest, entry.message, key))
-    known.update(_messages_append(thread, planned, side_effect_tools, new_rows))
+    known.update(_messages_append(thread, planned, side_effect_tools))
     return [known[(e.id, e.digest)] for e in entries]
 
 
@@ -533,12 +514,9 @@ def _base_reference(
     return None, [*lg_version_message_seqs(thread, base), *seqs], cursor
 
 
-def _messages_mirror(
-    thread: Thread, checkpoint_ns: str, messages: MessagesIn, new_rows: list[NewRow]
-) -> int:
-    """Mirror the messages the log does not hold yet (the rows of their events added to
-    `new_rows`), then store the version's reference. Returns its cursor (the last seq of its
-    messages)."""
+def _messages_mirror(thread: Thread, checkpoint_ns: str, messages: MessagesIn) -> int:
+    """Mirror the messages the log does not hold yet, then store the version's reference.
+    Returns its cursor (the last seq of its messages)."""
     base = None
     known = None
     counted = None
@@ -561,7 +539,7 @@ def _messages_mirror(
         known = {(m.message_id, m.digest): m for m in index}
         if after_until is not None:
             counted = (thread.last_seq, after_until)  # the log's end before the append
-    refs = _messages_resolve(thread, messages.entries, messages.side_effect_tools, known, new_rows)
+    refs = _messages_resolve(thread, messages.entries, messages.side_effect_tools, known)
     if base is None:
         until, seqs, cursor = _reference(thread, refs)
         count = len(refs)
@@ -617,7 +595,6 @@ def _checkpoint_save(
     created_by: Any = None,
     small_values: dict[str, Carried] | None = None,
     stored: int | None = None,
-    pending: list[dict[str, Any]] | None = None,
 ) -> LanggraphCheckpoint:
     """Insert the checkpoint with its ctxadmin Checkpoint, or replace the JSON of the one with the
     same id (`stored`, its key; its ctxadmin Checkpoint stays), with the small values it
@@ -646,7 +623,6 @@ def _checkpoint_save(
         summary_checksum="",
         label=f"langgraph:{checkpoint_id}",
         created_by=created_by,
-        pending=pending,
     )
     row = LanggraphCheckpoint(
         thread=thread,
@@ -676,20 +652,15 @@ def langgraph_checkpoint_put_locked(
     messages: MessagesIn | None = None,
     created_by: Any = None,
     values_from: LanggraphCheckpoint | None = None,
-    just_locked: bool = False,
 ) -> LanggraphCheckpoint:
     """`langgraph_checkpoint_put` inside the caller's transaction, which holds the thread's lock
     (a repair that writes a LangGraph checkpoint along with its own changes; its small channel
-    values are looked for in `values_from` too). `just_locked`: `thread` is the row as its lock
-    read it, nothing appended since, so its last seq is the log's end."""
+    values are looked for in `values_from` too)."""
     named = _versions_of(checkpoint)
     given = _values_store(thread, checkpoint_ns, values, named)
     if messages is not None and named.get(messages.channel) == messages.version:
         given[messages.channel] = None  # its version row is the reference to the log
-    log_end = thread.last_seq if just_locked else None
-    near, read = _near_checkpoints(
-        thread, checkpoint_ns, checkpoint_id, parent_checkpoint_id, log_end=log_end
-    )
+    near = _near_checkpoints(thread, checkpoint_ns, checkpoint_id, parent_checkpoint_id)
     small_values = _small_values_resolve(
         thread,
         checkpoint_ns=checkpoint_ns,
@@ -701,9 +672,8 @@ def langgraph_checkpoint_put_locked(
         values_from=values_from,
     )
     cursor = None
-    new_rows: list[NewRow] = []  # the events this put appends, in order
     if messages is not None:
-        mirrored = _messages_mirror(thread, checkpoint_ns, messages, new_rows)
+        mirrored = _messages_mirror(thread, checkpoint_ns, messages)
         # The saver mirrors one channel: when this put's version of it is the checkpoint's, its
         # cursor is the checkpoint's, with no query for the others.
         versions = checkpoint.get("channel_versions") or {}
@@ -711,16 +681,6 @@ def langgraph_checkpoint_put_locked(
             str(versions.get(messages.channel)) == messages.version
         ):
             cursor = mirrored
-    if cursor is None:
-        cursor = _mirrored_cursor(thread, checkpoint_ns, checkpoint)
-    pending = None
-    if read is not None and log_end is not None and cursor >= log_end and checkpoint_id not in near:
-        # The new ctxadmin Checkpoint's work open at its cursor: what was open at the log's end
-        # before this put, then the events the put appended up to the cursor — the log's only
-        # events in between (the thread is locked).
-        pending = pending_after(
-            thread=thread, read=read, later=[row for row in new_rows if row.seq <= cursor]
-        )
     return _checkpoint_save(
         thread,
         checkpoint_ns=checkpoint_ns,
@@ -728,11 +688,12 @@ def langgraph_checkpoint_put_locked(
         parent_checkpoint_id=parent_checkpoint_id,
         checkpoint=checkpoint,
         metadata=metadata,
-        cursor=cursor,
+        cursor=cursor
+        if cursor is not None
+        else _mirrored_cursor(thread, checkpoint_ns, checkpoint),
         created_by=created_by,
         small_values=small_values,
         stored=near[checkpoint_id].pk if checkpoint_id in near else None,
-        pending=pending,
     )
 
 
@@ -827,7 +788,6 @@ def langgraph_checkpoint_put(
             values=values,
             messages=messages,
             created_by=created_by,
-            just_locked=True,
         )
 
 

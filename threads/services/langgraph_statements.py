@@ -32,13 +32,6 @@ from threads.models import (
     Workspace,
 )
 from threads.selectors.langgraph import lg_checkpoint_cursor, lg_messages_after
-from threads.services.checkpoints import (
-    PendingRead,
-    pending_params,
-    pending_parse,
-    pending_read,
-    pending_sql,
-)
 from threads.services.event_rows import log_queries, row_params, server_cursor
 
 
@@ -443,29 +436,3 @@ def checkpoints_carrying(
     )
     rows = _run(connection, sql, (thread.pk, checkpoint_ns, list(checkpoint_ids)))
     return [LanggraphCheckpoint.from_db(connection.alias, names, row) for row in rows]
-
-
-def checkpoints_carrying_and_pending(
-    thread: Thread, checkpoint_ns: str, checkpoint_ids: Sequence[str], at: int
-) -> tuple[list[LanggraphCheckpoint], PendingRead]:
-    """checkpoints_carrying and threads.services.checkpoints.pending_read at `at` (the log's
-    end, read under the thread's lock, before a put appends), in one prepared statement: the
-    pending work's parts first, the checkpoints after them (part 2)."""
-    connection = _postgres(LanggraphCheckpoint)
-    if connection is None:
-        return checkpoints_carrying(thread, checkpoint_ns, checkpoint_ids), pending_read(thread, at)
-    table, _, _ = _columns(connection.alias, LanggraphCheckpoint)
-    sql = pending_sql(connection.alias, ", NULL::bytea, NULL::bytea") + (
-        " UNION ALL SELECT 2, t.id, NULL::bigint, t.checkpoint_id::text, NULL::text, NULL::text, "
-        f"NULL::text, NULL::text, t.checkpoint_z, t.values_z FROM {table} t "
-        "WHERE t.thread_id = %s AND t.checkpoint_ns = %s AND t.checkpoint_id = ANY(%s::text[])"
-    )
-    params = (*pending_params(thread, at), thread.pk, checkpoint_ns, list(checkpoint_ids))
-    found = _run(connection, sql, params)
-    names = ["id", "checkpoint_id", "checkpoint_z", "values_z"]  # the model's field order
-    rows = [
-        LanggraphCheckpoint.from_db(connection.alias, names, (row[1], row[3], row[8], row[9]))
-        for row in found
-        if row[0] == 2
-    ]
-    return rows, pending_parse(thread, at, [row for row in found if row[0] != 2])
