@@ -7,12 +7,14 @@ from typing import Any
 
 import pytest
 from django.db import connection, transaction
+from django.db.models import query
 from django.test.utils import CaptureQueriesContext
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, message_to_dict
 
 from tests import factories
 from threads.domain.langgraph import message_digest
 from threads.models import (
+    ApprovalRequest,
     Checkpoint,
     LanggraphChannelVersion,
     LanggraphCheckpoint,
@@ -20,7 +22,11 @@ from threads.models import (
     Thread,
 )
 from threads.selectors.langgraph import lg_checkpoint_get, lg_checkpoints_list, lg_tuple, lg_tuples
+from threads.services.approvals import approval_decide
+from threads.services.checkpoints import checkpoint_checksum, pending_at
 from threads.services.langgraph import (
+    INTERRUPT_ACTION,
+    InterruptIn,
     MessageIn,
     MessagesBaseUnknown,
     MessagesIn,
@@ -270,3 +276,226 @@ def test_a_page_of_checkpoints_is_read_in_a_fixed_number_of_queries() -> None:
 
     assert queries(2) == queries(10)
     assert thread.lg_checkpoints.count() == 10
+
+
+def _steps(n: int) -> list[list[dict[str, Any]]]:
+    """A tool-calling agent's messages step by step: a call, then its result."""
+    return [
+        [
+            message_to_dict(
+                AIMessage("", id=f"a{i}", tool_calls=[{"name": "read", "args": {}, "id": f"c{i}"}])
+            ),
+            message_to_dict(ToolMessage(f"file {i}", tool_call_id=f"c{i}", id=f"t{i}")),
+        ]
+        for i in range(n)
+    ]
+
+
+def _agent_put(workspace: Any, step: int, entries: list[MessageIn], count: int) -> Any:
+    return langgraph_checkpoint_put(
+        workspace=workspace,
+        external_id="agent-1",
+        checkpoint_ns="",
+        checkpoint_id=f"cp-{step:03}",
+        parent_checkpoint_id=f"cp-{step - 1:03}" if step else "",
+        checkpoint={
+            "v": 4,
+            "id": f"cp-{step:03}",
+            "channel_versions": {"messages": str(step + 1), "branch:to:agent": str(step + 1)},
+        },
+        metadata={"source": "loop", "step": step},
+        values=[ValueIn(channel="branch:to:agent", version=str(step + 1), type="null", data=b"")],
+        messages=MessagesIn(
+            channel="messages",
+            version=str(step + 1),
+            entries=entries,
+            base_version=str(step) if step else None,
+            base_count=count,
+        ),
+        actor_label="api key test",
+    )
+
+
+def _agent_write(workspace: Any, step: int, forms: list[dict[str, Any]]) -> None:
+    langgraph_writes_put(
+        workspace=workspace,
+        external_id="agent-1",
+        checkpoint_ns="",
+        checkpoint_id=f"cp-{step:03}",
+        task_id=f"task-{step}",
+        task_path="tools",
+        writes=[WriteIn(idx=0, channel="messages", messages=_entries(forms))],
+        actor_label="api key test",
+    )
+
+
+def test_an_agents_puts_and_writes_build_no_orm_query_on_postgresql(monkeypatch: Any) -> None:
+    """A LangGraph agent puts and writes on every step: on PostgreSQL those requests run
+    prepared statements only (docs/benchmarks.md, "LangGraph storage"), so no ORM queryset is
+    built on the way — also none for the work a checkpoint opens, when it opens none."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite runs the ORM's queries")
+    workspace, _ = factories.make_workspace("acme")
+    steps = _steps(4)
+    human = message_to_dict(HumanMessage("review", id="h0"))
+    built: list[str] = []
+    original = query.QuerySet._filter_or_exclude  # type: ignore[attr-defined]
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        built.append(self.model.__name__)
+        return original(self, *args, **kwargs)
+
+    count = 0
+    for step, (call, result) in enumerate(steps):
+        # The previous step's result is in the log already (its write mirrored it).
+        entries = [steps[step - 1][1], call] if step else [human, call]
+        if step == 2:
+            monkeypatch.setattr(query.QuerySet, "_filter_or_exclude", counted)
+        _agent_put(workspace, step, _entries(entries), count)
+        count += len(entries)
+        _agent_write(workspace, step, [result])
+    assert built == []
+    thread = Thread.objects.get(external_id="agent-1")
+    assert LanggraphCheckpoint.objects.filter(thread=thread).count() == 4
+
+
+def test_an_agents_put_and_write_statements_on_postgresql() -> None:
+    """On PostgreSQL a steady-state put and write of a tool-calling agent merge their reads:
+    the put reads its base version, its messages' index and the count that extends the base in
+    one statement, and learns from the read of its parent's row whether it repeats a stored
+    checkpoint; the write reads its messages' index, its checkpoint's cursor and the messages
+    after it in one."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite runs the ORM's queries")
+    workspace, _ = factories.make_workspace("acme")
+    steps = _steps(3)
+    human = message_to_dict(HumanMessage("review", id="h0"))
+    count = 0
+    for step, (call, result) in enumerate(steps):
+        entries = [steps[step - 1][1], call] if step else [human, call]
+        with CaptureQueriesContext(connection) as put:
+            _agent_put(workspace, step, _entries(entries), count)
+        count += len(entries)
+        with CaptureQueriesContext(connection) as write:
+            _agent_write(workspace, step, [result])
+    version_table = LanggraphChannelVersion._meta.db_table
+    checkpoint_table = LanggraphCheckpoint._meta.db_table
+
+    def reads(captured: CaptureQueriesContext) -> list[str]:
+        return [
+            q["sql"]
+            for q in captured.captured_queries
+            if q["sql"].startswith(("SELECT", "WITH")) and "INSERT" not in q["sql"]
+        ]
+
+    put_reads = reads(put)
+    # The thread's lock, the near checkpoints, the base with the index and the count that
+    # extends it, the replays, the pending work: no statement of its own for the base version,
+    # the index, the count or whether the checkpoint is stored.
+    assert len(put_reads) == 5, put_reads
+    assert not any(
+        sql.startswith("SELECT") and f'FROM "{version_table}"' in sql for sql in put_reads
+    )
+    assert not any(sql.startswith(f'SELECT t.id FROM "{checkpoint_table}"') for sql in put_reads)
+    write_reads = reads(write)
+    # The thread's lock, the index with the checkpoint's cursor, the replays, the open calls
+    # of the result, the checkpoint's writes.
+    assert len(write_reads) == 5, write_reads
+
+
+def _tool_call(message_id: str, *call_ids: str) -> dict[str, Any]:
+    """An AI message calling a tool per id, named by the id's prefix (`refund-1`: refund)."""
+    calls = [{"name": i.split("-")[0], "args": {"call": i}, "id": i} for i in call_ids]
+    return message_to_dict(AIMessage("", id=message_id, tool_calls=calls))
+
+
+def test_a_puts_pending_work_is_what_the_whole_log_replayed_gives() -> None:
+    """A put's ctxadmin Checkpoint holds the work open at its cursor (docs/design.md §6.1),
+    replayed from the nearest trusted checkpoint: its pending list and checksum are the ones a
+    replay of the whole log from its first event gives, for side effects opened and closed by
+    puts and by writes, an approval opened by an interrupt and decided between steps, and
+    calls left open across checkpoints."""
+    workspace, _ = factories.make_workspace("acme")
+    reviewer = factories.make_person(workspace, "rita", "reviewer")
+    tools = frozenset({"refund"})
+
+    def put(step: int, forms: list[dict[str, Any]], count: int) -> None:
+        langgraph_checkpoint_put(
+            workspace=workspace,
+            external_id="agent-2",
+            checkpoint_ns="",
+            checkpoint_id=f"cp-{step:03}",
+            parent_checkpoint_id=f"cp-{step - 1:03}" if step else "",
+            checkpoint={"v": 4, "id": f"cp-{step:03}", "channel_versions": {"messages": str(step)}},
+            metadata={"source": "loop", "step": step},
+            messages=MessagesIn(
+                channel="messages",
+                version=str(step),
+                entries=_entries(forms),
+                side_effect_tools=tools,
+                base_version=str(step - 1) if step else None,
+                base_count=count,
+            ),
+            actor_label="api key test",
+        )
+
+    def write(step: int, forms: list[dict[str, Any]], interrupt: str = "") -> None:
+        langgraph_writes_put(
+            workspace=workspace,
+            external_id="agent-2",
+            checkpoint_ns="",
+            checkpoint_id=f"cp-{step:03}",
+            task_id=f"task-{step}",
+            task_path="tools",
+            writes=[WriteIn(idx=0, channel="messages", messages=_entries(forms))]
+            if forms
+            else [WriteIn(idx=0, channel="x", type="bytes", data=b"\x01")],
+            interrupts=[InterruptIn(id=interrupt, value={"ask": step})] if interrupt else [],
+            side_effect_tools=tools,
+            actor_label="api key test",
+        )
+
+    def result(call: str, text: str = "done") -> dict[str, Any]:
+        return message_to_dict(ToolMessage(text, tool_call_id=call, id=f"r-{call}"))
+
+    human = message_to_dict(HumanMessage("refund orders 1 to 3", id="h0"))
+    a0 = _tool_call("a0", "refund-1", "lookup-1")  # a side effect and a plain call
+    put(0, [human, a0], 0)
+    write(0, [result("lookup-1")])  # the plain call closes; refund-1 stays running
+    a1 = _tool_call("a1", "refund-2")
+    put(1, [result("lookup-1"), a1], 2)
+    write(1, [], interrupt="ask-1")  # an approval request, opened by a write
+    put(2, [result("refund-1"), _tool_call("a2", "refund-3")], 4)  # closes refund-1 in a put
+    approval = ApprovalRequest.objects.select_related("thread", "thread__workspace").get(
+        thread__external_id="agent-2"
+    )
+    approval_decide(approval=approval, actor=reviewer, decision="approve", reason="ok")
+    write(2, [result("refund-2"), result("refund-3")])
+    put(3, [result("refund-2"), result("refund-3")], 6)
+    put(4, [message_to_dict(AIMessage("all refunded", id="a4"))], 8)
+
+    thread = Thread.objects.get(external_id="agent-2")
+    rows = LanggraphCheckpoint.objects.filter(thread=thread).select_related(
+        "ctxadmin_checkpoint__thread"
+    )
+    pendings = {}
+    for row in rows.order_by("checkpoint_id"):
+        stored = row.ctxadmin_checkpoint
+        assert stored.pending == pending_at(
+            thread=thread, cursor=stored.cursor, from_checkpoint=False
+        )
+        assert stored.checksum == checkpoint_checksum(stored)
+        pendings[row.checkpoint_id] = [
+            (p["kind"], p.get("tool_name"), p.get("action")) for p in stored.pending
+        ]
+    assert pendings == {
+        "cp-000": [("side_effect", "refund", None)],
+        "cp-001": [("side_effect", "refund", None), ("side_effect", "refund", None)],
+        "cp-002": [
+            ("side_effect", "refund", None),
+            ("side_effect", "refund", None),
+            ("approval", None, INTERRUPT_ACTION),
+        ],
+        "cp-003": [],
+        "cp-004": [],
+    }

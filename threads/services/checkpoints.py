@@ -216,18 +216,22 @@ def pending_at(
             new_requests[event_id] = seq
         elif kind == EventKind.APPROVAL_DECISION:
             work.decide(approval_seq)
+    # A queryset is built (and compiled) only when there are rows to read: most checkpoints
+    # open no new work, and building two empty ones cost more than the rest of this function.
     wanted = [i for i, s in new_calls.items() if s in work.effects]
-    for effect in SideEffect.objects.filter(call_event_id__in=wanted).values(
-        "id", "tool_call_id", "tool_name", "idempotency_key", "call_seq"
-    ):
-        work.effects[effect["call_seq"]].update(effect)
+    if wanted:
+        for effect in SideEffect.objects.filter(call_event_id__in=wanted).values(
+            "id", "tool_call_id", "tool_name", "idempotency_key", "call_seq"
+        ):
+            work.effects[effect["call_seq"]].update(effect)
     wanted = [i for i, s in new_requests.items() if s in work.approvals]
-    for approval in ApprovalRequest.objects.filter(request_event_id__in=wanted).values(
-        "id", "action", "request_event__seq"
-    ):
-        work.approvals[approval["request_event__seq"]].update(
-            id=approval["id"], action=approval["action"]
-        )
+    if wanted:
+        for approval in ApprovalRequest.objects.filter(request_event_id__in=wanted).values(
+            "id", "action", "request_event__seq"
+        ):
+            work.approvals[approval["request_event__seq"]].update(
+                id=approval["id"], action=approval["action"]
+            )
     return work.entries()
 
 

@@ -82,19 +82,18 @@ from threads.services.checkpoints import checkpoint_build
 from threads.services.events import Appended, event_append_batch, event_append_locked
 from threads.services.integrity import chain_hash_at
 from threads.services.langgraph_statements import (
-    checkpoint_cursor_and_after,
-    checkpoint_stored,
     checkpoint_writes_locked,
     checkpoint_writes_update,
     checkpoints_carrying,
     checkpoints_insert,
     message_index,
+    message_index_and_base,
+    message_index_and_cursor,
     messages_count_between,
     messages_index_insert,
     rows_insert_new,
     thread_found,
     thread_locked,
-    version_reference,
 )
 from threads.services.threads import thread_get_or_create
 
@@ -305,22 +304,23 @@ def _small_values_resolve(
     parent_checkpoint_id: str,
     checkpoint: dict[str, Any],
     given: dict[str, Carried],
+    near: dict[str, LanggraphCheckpoint],
     values_from: LanggraphCheckpoint | None = None,
 ) -> dict[str, Carried]:
     """What the checkpoint row carries of each channel at the version it names: the first
-    stored small value — by this checkpoint id put before, by its parent, by `values_from` (a
-    repair's chosen checkpoint), by the put itself (`given`), else by any other checkpoint of
-    the namespace — or None where a version row holds that version. A put sends only the
-    values that changed, so the others come from the parent: one query. A version no one
-    stored has no value, as before. Only a checkpoint that names versions its parent does not
-    carry (a hand-made put, a fork from elsewhere) reads version rows and then further
-    checkpoints, newest first, until all are found."""
+    stored small value — by this checkpoint id put before, by its parent (both in `near`, by
+    checkpoint id, as _near_checkpoints read them), by `values_from` (a repair's chosen
+    checkpoint), by the put itself (`given`), else by any other checkpoint of the namespace —
+    or None where a version row holds that version. A put sends only the values that changed,
+    so the others come from the parent. A version no one stored has no value, as before. Only
+    a checkpoint that names versions its parent does not carry (a hand-made put, a fork from
+    elsewhere) reads version rows and then further checkpoints, newest first, until all are
+    found."""
     wanted = _versions_of(checkpoint)
     found: dict[str, Carried] = {}
     if not wanted:
         return found
     ids = [i for i in (checkpoint_id, parent_checkpoint_id) if i]
-    near = {row.checkpoint_id: row for row in checkpoints_carrying(thread, checkpoint_ns, ids)}
     sources = [near[i] for i in ids if i in near]
     if values_from is not None:
         sources.append(values_from)
@@ -354,6 +354,16 @@ def _small_values_resolve(
                 break
         found.update(extra)
     return found
+
+
+def _near_checkpoints(
+    thread: Thread, checkpoint_ns: str, checkpoint_id: str, parent_checkpoint_id: str
+) -> dict[str, LanggraphCheckpoint]:
+    """The namespace's stored checkpoints with the put's id and its parent's, by checkpoint id,
+    in one statement: what the put's row carries from them, and whether the put repeats one
+    (nothing else writes checkpoint rows while the put holds the thread's lock)."""
+    ids = [i for i in (checkpoint_id, parent_checkpoint_id) if i]
+    return {row.checkpoint_id: row for row in checkpoints_carrying(thread, checkpoint_ns, ids)}
 
 
 def _appended_seq(appended: Appended) -> int:
@@ -458,12 +468,30 @@ def _messages_resolve(
     return [known[(e.id, e.digest)] for e in entries]
 
 
+def _messages_count_between(
+    thread: Thread, until: int, last: int, *, counted: tuple[int, int] | None, appended: int
+) -> int:
+    """How many mirrored messages end after `until` and at or before `last`. `counted`, when
+    known, is (the log's last seq before this put appended, how many messages then ended after
+    `until`): when `last` is at or after that seq, every one of those counts, and of the
+    `appended` messages this put mirrored (each ending after that seq) those ending at or
+    before `last` — no query."""
+    if counted is not None and last >= counted[0]:
+        return counted[1] + appended
+    return messages_count_between(thread, until, last)
+
+
 def _base_reference(
-    thread: Thread, base: LanggraphChannelVersion, new: Sequence[LanggraphMessage]
+    thread: Thread,
+    base: LanggraphChannelVersion,
+    new: Sequence[LanggraphMessage],
+    counted: tuple[int, int] | None = None,
+    appended: Sequence[LanggraphMessage] = (),
 ) -> tuple[int | None, list[int] | None, int]:
     """The reference of the base version's messages followed by `new`, in O(new): still "every
     mirrored message up to a seq" when the base is, and the log holds no other message between
-    the base's end and the last new one; else the explicit seqs."""
+    the base's end and the last new one; else the explicit seqs. `appended`: the index rows
+    this put inserted; `counted`: see _messages_count_between."""
     until = base.messages_until_seq
     if not new:
         return until, None if until is not None else list(base.message_seqs or []), base.cursor
@@ -473,7 +501,14 @@ def _base_reference(
         until is not None
         and seqs[0] > until
         and all(a < b for a, b in zip(seqs, seqs[1:], strict=False))
-        and messages_count_between(thread, until, new[-1].last_seq) == len(new)
+        and _messages_count_between(
+            thread,
+            until,
+            new[-1].last_seq,
+            counted=counted,
+            appended=sum(1 for row in appended if row.last_seq <= new[-1].last_seq),
+        )
+        == len(new)
     ):
         return new[-1].last_seq, None, cursor
     return None, [*lg_version_message_seqs(thread, base), *seqs], cursor
@@ -483,20 +518,38 @@ def _messages_mirror(thread: Thread, checkpoint_ns: str, messages: MessagesIn) -
     """Mirror the messages the log does not hold yet, then store the version's reference.
     Returns its cursor (the last seq of its messages)."""
     base = None
+    known = None
+    counted = None
     if messages.base_version is not None:
-        base = version_reference(thread, checkpoint_ns, messages.channel, messages.base_version)
+        # The base version, the log's index of the entries and how many messages end after the
+        # base's end: one statement.
+        index, base, after_until = message_index_and_base(
+            thread,
+            {e.id for e in messages.entries},
+            checkpoint_ns,
+            messages.channel,
+            messages.base_version,
+        )
         if base is None or lg_version_message_count(thread, base) != messages.base_count:
             raise MessagesBaseUnknown(
                 "the base version of these messages is not stored as the saver knows it: send "
                 "the whole list",
                 fields={"base_version": messages.base_version},
             )
-    refs = _messages_resolve(thread, messages.entries, messages.side_effect_tools)
+        known = {(m.message_id, m.digest): m for m in index}
+        if after_until is not None:
+            counted = (thread.last_seq, after_until)  # the log's end before the append
+    refs = _messages_resolve(thread, messages.entries, messages.side_effect_tools, known)
     if base is None:
         until, seqs, cursor = _reference(thread, refs)
         count = len(refs)
     else:
-        until, seqs, cursor = _base_reference(thread, base, refs)
+        assert known is not None
+        # The index rows this put inserted: its messages the log did not hold.
+        appended = {
+            (r.message_id, r.digest): r for r in refs if (r.message_id, r.digest) not in known
+        }
+        until, seqs, cursor = _base_reference(thread, base, refs, counted, list(appended.values()))
         count = messages.base_count + len(refs)
     # The first row stored for a version wins (a repeated put is a no-op).
     rows_insert_new(
@@ -541,15 +594,14 @@ def _checkpoint_save(
     cursor: int,
     created_by: Any = None,
     small_values: dict[str, Carried] | None = None,
+    stored: int | None = None,
 ) -> LanggraphCheckpoint:
     """Insert the checkpoint with its ctxadmin Checkpoint, or replace the JSON of the one with the
-    same id (its ctxadmin Checkpoint stays), with the small values it carries. Runs under the
-    thread's lock."""
+    same id (`stored`, its key; its ctxadmin Checkpoint stays), with the small values it
+    carries. Runs under the thread's lock."""
     values_z = values_pack(small_values or {})
     run_id = str(metadata.get("run_id") or "")[:200]
-    # A repeated put is rare: one cheap statement says so before any row is read.
-    stored = checkpoint_stored(thread, checkpoint_ns, checkpoint_id)
-    if stored is not None:
+    if stored is not None:  # a repeated put, which is rare
         existing = LanggraphCheckpoint.objects.get(pk=stored)
         existing.parent_checkpoint_id = parent_checkpoint_id
         existing.checkpoint = checkpoint  # packed by the model
@@ -608,6 +660,7 @@ def langgraph_checkpoint_put_locked(
     given = _values_store(thread, checkpoint_ns, values, named)
     if messages is not None and named.get(messages.channel) == messages.version:
         given[messages.channel] = None  # its version row is the reference to the log
+    near = _near_checkpoints(thread, checkpoint_ns, checkpoint_id, parent_checkpoint_id)
     small_values = _small_values_resolve(
         thread,
         checkpoint_ns=checkpoint_ns,
@@ -615,6 +668,7 @@ def langgraph_checkpoint_put_locked(
         parent_checkpoint_id=parent_checkpoint_id,
         checkpoint=checkpoint,
         given=given,
+        near=near,
         values_from=values_from,
     )
     cursor = None
@@ -639,6 +693,7 @@ def langgraph_checkpoint_put_locked(
         else _mirrored_cursor(thread, checkpoint_ns, checkpoint),
         created_by=created_by,
         small_values=small_values,
+        stored=near[checkpoint_id].pk if checkpoint_id in near else None,
     )
 
 
@@ -745,11 +800,14 @@ def _writes_order_check(
     checkpoint (LangGraph sends both from background threads). Returns the log's index of the
     writes' messages."""
     pairs = {(e.id, e.digest) for w in writes for e in w.messages or ()}
-    known = {(m.message_id, m.digest): m for m in message_index(thread, {p[0] for p in pairs})}
+    # One statement: the index of the writes' messages, and the checkpoint's cursor (the last
+    # seq of its mirrored messages, 0: none) with the messages after it.
+    index, end, after = message_index_and_cursor(
+        thread, {p[0] for p in pairs}, checkpoint_ns, checkpoint_id
+    )
+    known = {(m.message_id, m.digest): m for m in index}
     if pairs <= set(known):
         return known  # nothing to append: only references
-    # The checkpoint's cursor is the last seq of its mirrored messages (0: none).
-    end, after = checkpoint_cursor_and_after(thread, checkpoint_ns, checkpoint_id)
     if end is None or any(pair not in pairs for pair in after):
         raise MessagesUnordered(
             "these messages cannot be appended in the conversation's order yet: send the write "
@@ -869,9 +927,9 @@ def _task_writes_merge(where: dict[str, Any], task_path: str, new: Sequence[Pack
     later writes go too. The row merged into is locked (select_for_update); when two requests
     create the task's row at once, the loser merges into the winner's."""
     task_id = where["task_id"]
-    rows = LanggraphWrite.objects.select_for_update().filter(**where)
     # One statement on the hot path: the checkpoint's row, locked, and whether the task has a
-    # row of its own.
+    # row of its own. The task row's queryset is built only when it is needed (building it on
+    # every write cost about as much as the rest of the merge).
     checkpoint = checkpoint_writes_locked(
         where["thread"], where["checkpoint_ns"], where["checkpoint_id"], task_id
     )
@@ -888,6 +946,7 @@ def _task_writes_merge(where: dict[str, Any], task_path: str, new: Sequence[Pack
                 tasks[tasks.index(found)] = dataclasses.replace(found, writes=merged)
             checkpoint_writes_update(pk, tasks_pack(tasks))
         return
+    rows = LanggraphWrite.objects.select_for_update().filter(**where)
     row = rows.first()
     if row is None:
         try:

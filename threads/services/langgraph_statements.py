@@ -1,12 +1,14 @@
 """The statements every LangGraph put and write runs, as prepared SQL on PostgreSQL.
 
-Each put and each write of messages locks its thread, reads the message index and asks whether
-its checkpoint is stored; the ORM compiled those querysets (select_for_update, select_related,
-ordering) again on every request, and that compilation cost more CPU than the database's own
-work (docs/benchmarks.md, "LangGraph storage"). Here they are built once per process and sent
-through a psycopg cursor that binds and prepares on the server, as the event append's own
-statements are (threads.services.events). SQLite (tests, in-process, no round trips) runs the
-ORM's queries: the answers are the same.
+Each put and each write of messages locks its thread, reads the message index and the rows it
+extends (the base version, the parent's checkpoint, the checkpoint a write follows); the ORM
+compiled those querysets (select_for_update, select_related, ordering) again on every request,
+and that compilation cost more CPU than the database's own work (docs/benchmarks.md, "LangGraph
+storage"). Here they are built once per process and sent through a psycopg cursor that binds
+and prepares on the server, as the event append's own statements are
+(threads.services.events); reads one request makes together are one statement (a UNION ALL of
+tagged parts), one round trip. SQLite (tests, in-process, no round trips) runs the ORM's
+queries: the answers are the same.
 """
 
 from __future__ import annotations
@@ -113,59 +115,56 @@ def message_index(thread: Thread, message_ids: Iterable[str]) -> list[LanggraphM
     return found
 
 
-def checkpoint_stored(thread: Thread, checkpoint_ns: str, checkpoint_id: str) -> int | None:
-    """The key of the thread's LangGraph checkpoint (namespace, id), None when not stored."""
-    connection = _postgres(LanggraphCheckpoint)
-    if connection is None:
-        return (
-            LanggraphCheckpoint.objects.filter(
-                thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
-            )
-            .values_list("pk", flat=True)
-            .first()
-        )
-    table, _, _ = _columns(connection.alias, LanggraphCheckpoint)
-    sql = (
-        f"SELECT t.id FROM {table} t WHERE t.thread_id = %s AND t.checkpoint_ns = %s "
-        "AND t.checkpoint_id = %s"
-    )
-    rows = _run(connection, sql, (thread.pk, checkpoint_ns, checkpoint_id))
-    return cast(int, rows[0][0]) if rows else None
-
-
-def checkpoint_cursor_and_after(
-    thread: Thread, checkpoint_ns: str, checkpoint_id: str, limit: int = 100
-) -> tuple[int | None, list[tuple[str, str]]]:
-    """The cursor of the LangGraph checkpoint (None when not stored) and the (message_id,
-    digest) of the mirrored messages that end after it, in log order (at most `limit`): what a
-    write of messages checks its order against, in one statement."""
-    connection = _postgres(LanggraphCheckpoint)
+def message_index_and_cursor(
+    thread: Thread, message_ids: Iterable[str], checkpoint_ns: str, checkpoint_id: str
+) -> tuple[list[LanggraphMessage], int | None, list[tuple[str, str]]]:
+    """What a write of messages reads to check its order, in one prepared statement:
+    message_index of its messages' ids, the cursor of the LangGraph checkpoint it follows (None
+    when not stored), and the (message_id, digest) of the mirrored messages that end after that
+    cursor, in log order (at most 100)."""
+    connection = _postgres(LanggraphMessage)
     if connection is None:
         stored = lg_checkpoint_cursor(
             thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
         )
-        if stored is None:
-            return None, []
-        return stored, [(m.message_id, m.digest) for m in lg_messages_after(thread, stored, limit)]
+        later = (
+            []
+            if stored is None
+            else [(m.message_id, m.digest) for m in lg_messages_after(thread, stored, 100)]
+        )
+        return message_index(thread, message_ids), stored, later
     checkpoints, _, _ = _columns(connection.alias, LanggraphCheckpoint)
-    messages, _, _ = _columns(connection.alias, LanggraphMessage)
-    # The checkpoint's row comes first (seq NULL), then the messages after its cursor.
+    messages, _, names = _columns(connection.alias, LanggraphMessage)
+    # Part 0: the checkpoint's cursor; part 1: the messages after it; part 2: the index rows
+    # of the ids (key, seq, last_seq, message_id, digest). NULL pads what a part lacks.
     sql = (
         f"WITH c AS (SELECT t.cursor FROM {checkpoints} t WHERE t.thread_id = %s "
         "AND t.checkpoint_ns = %s AND t.checkpoint_id = %s) "
-        "SELECT NULL::bigint, c.cursor, NULL::text, NULL::text FROM c UNION ALL "
-        f"(SELECT m.seq, NULL, m.message_id, m.digest FROM {messages} m, c "
-        "WHERE m.thread_id = %s AND m.last_seq > c.cursor ORDER BY m.seq LIMIT %s)"
+        "SELECT 0, NULL::bigint, c.cursor, NULL::bigint, NULL::text, NULL::text FROM c "
+        "UNION ALL (SELECT 1, NULL, m.seq, NULL, m.message_id, m.digest "
+        f"FROM {messages} m, c WHERE m.thread_id = %s AND m.last_seq > c.cursor "
+        "ORDER BY m.seq LIMIT %s) UNION ALL "
+        "SELECT 2, m.id, m.seq, m.last_seq, m.message_id, m.digest "
+        f"FROM {messages} m WHERE m.thread_id = %s AND m.message_id = ANY(%s::text[])"
     )
-    rows = _run(connection, sql, (thread.pk, checkpoint_ns, checkpoint_id, thread.pk, limit))
+    ids = sorted(set(message_ids))
+    params = (thread.pk, checkpoint_ns, checkpoint_id, thread.pk, 100, thread.pk, ids)
     end: int | None = None
     after: list[tuple[int, str, str]] = []
-    for seq, cursor, message_id, digest in rows:
-        if seq is None:
-            end = cursor
-        else:
+    found = []
+    for part, pk, seq, last_seq, message_id, digest in _run(connection, sql, params):
+        if part == 0:
+            end = seq
+        elif part == 1:
             after.append((seq, message_id, digest))
-    return end, [(message_id, digest) for _, message_id, digest in sorted(after)]
+        else:
+            # The model's fields in their order: id, thread, message_id, digest, seq, last_seq.
+            values = (pk, thread.pk, message_id, digest, seq, last_seq)
+            message = LanggraphMessage.from_db(connection.alias, names, values)
+            LanggraphMessage.thread.field.set_cached_value(message, thread)
+            found.append(message)
+    found.sort(key=lambda m: m.seq)
+    return found, end, [(message_id, digest) for _, message_id, digest in sorted(after)]
 
 
 def messages_count_between(thread: Thread, after: int, until: int) -> int:
@@ -215,47 +214,83 @@ def messages_index_insert(thread: Thread, rows: Sequence[LanggraphMessage]) -> N
 _REFERENCE_FIELDS = ("id", "messages_until_seq", "message_seqs", "message_count", "cursor")
 
 
-def version_reference(
-    thread: Thread, checkpoint_ns: str, channel: str, version: str
-) -> LanggraphChannelVersion | None:
-    """The stored version (checkpoint_ns, channel, version) with only its reference to its
-    messages loaded (the other fields deferred), None when not stored: what a put that
-    extends a base version reads, as one prepared statement."""
-    connection = _postgres(LanggraphChannelVersion)
+def _reference_fields() -> list[Field]:
+    return [
+        cast(Field, LanggraphChannelVersion._meta.get_field(name)) for name in _REFERENCE_FIELDS
+    ]
+
+
+def _reference_from_row(
+    connection: Any, thread: Thread, row: Sequence[Any]
+) -> LanggraphChannelVersion:
+    """A version with only its reference loaded, from the values of _REFERENCE_FIELDS (JSON
+    columns as text, decoded by the field as Django's own read would)."""
+    fields = _reference_fields()
+    values = [
+        f.from_db_value(value, None, connection) if hasattr(f, "from_db_value") else value
+        for f, value in zip(fields, row, strict=True)
+    ]
+    found = LanggraphChannelVersion.from_db(connection.alias, [f.attname for f in fields], values)
+    LanggraphChannelVersion.thread.field.set_cached_value(found, thread)
+    return found
+
+
+def message_index_and_base(
+    thread: Thread, message_ids: Iterable[str], checkpoint_ns: str, channel: str, version: str
+) -> tuple[list[LanggraphMessage], LanggraphChannelVersion | None, int | None]:
+    """What a put that extends a base version reads first, in one prepared statement: the
+    mirrored messages with these ids (message_index, in log order), the stored version
+    (checkpoint_ns, channel, version) with only its reference to its messages loaded (the
+    other fields deferred), None when not stored, and how many mirrored messages end after
+    the seq it refers up to (None when it refers by explicit seqs, or on SQLite, which counts
+    with messages_count_between)."""
+    connection = _postgres(LanggraphMessage)
     if connection is None:
-        return (
+        base = (
             LanggraphChannelVersion.objects.filter(
                 thread=thread, checkpoint_ns=checkpoint_ns, channel=channel, version=version
             )
             .only(*_REFERENCE_FIELDS)
             .first()
         )
-    table, _, _ = _columns(connection.alias, LanggraphChannelVersion)
-    fields = [
-        cast(Field, LanggraphChannelVersion._meta.get_field(name)) for name in _REFERENCE_FIELDS
-    ]
-    quote = connection.ops.quote_name
-    # JSON columns as their text, decoded by the field as Django's own read would.
-    columns = ", ".join(
-        f"t.{quote(f.column)}::text"
-        if f.get_internal_type() == "JSONField"
-        else f"t.{quote(f.column)}"
-        for f in fields
-    )
+        return message_index(thread, message_ids), base, None
+    messages, _, names = _columns(connection.alias, LanggraphMessage)
+    versions, _, _ = _columns(connection.alias, LanggraphChannelVersion)
+    # The version's row (part 0: its reference, _REFERENCE_FIELDS), the index rows (part 1:
+    # key, seq, last_seq, message_id, digest) and the count of the messages ending after the
+    # version's seq (part 2), NULL padding what a part does not have.
     sql = (
-        f"SELECT {columns} FROM {table} t WHERE t.thread_id = %s AND t.checkpoint_ns = %s "
-        "AND t.channel = %s AND t.version = %s"
+        "WITH v AS (SELECT t.id, t.messages_until_seq, t.message_seqs, t.message_count, t.cursor "
+        f"FROM {versions} t WHERE t.thread_id = %s AND t.checkpoint_ns = %s AND t.channel = %s "
+        "AND t.version = %s) "
+        "SELECT 0, v.id, v.messages_until_seq, v.message_seqs::text, v.message_count::bigint, "
+        "v.cursor, NULL::text, NULL::text FROM v UNION ALL "
+        "SELECT 1, m.id, m.seq, NULL::text, m.last_seq, NULL::bigint, m.message_id, m.digest "
+        f"FROM {messages} m WHERE m.thread_id = %s AND m.message_id = ANY(%s::text[]) "
+        "UNION ALL SELECT 2, COUNT(*), NULL, NULL, NULL, NULL, NULL, NULL "
+        f"FROM {messages} m, v WHERE m.thread_id = %s AND m.last_seq > v.messages_until_seq"
     )
-    rows = _run(connection, sql, (thread.pk, checkpoint_ns, channel, version))
-    if not rows:
-        return None
-    values = [
-        f.from_db_value(value, None, connection) if hasattr(f, "from_db_value") else value
-        for f, value in zip(fields, rows[0], strict=True)
-    ]
-    found = LanggraphChannelVersion.from_db(connection.alias, [f.attname for f in fields], values)
-    LanggraphChannelVersion.thread.field.set_cached_value(found, thread)
-    return found
+    params = (thread.pk, checkpoint_ns, channel, version, thread.pk, sorted(set(message_ids)))
+    rows = _run(connection, sql, (*params, thread.pk))
+    base = None
+    after_until = None
+    found = []
+    for part, pk, seq_or_until, seqs, last_or_count, cursor, message_id, digest in rows:
+        if part == 0:
+            reference = (pk, seq_or_until, seqs, last_or_count, cursor)
+            base = _reference_from_row(connection, thread, reference)
+        elif part == 2:
+            after_until = int(pk)
+        else:
+            # The model's fields in their order: id, thread, message_id, digest, seq, last_seq.
+            values = (pk, thread.pk, message_id, digest, seq_or_until, last_or_count)
+            message = LanggraphMessage.from_db(connection.alias, names, values)
+            LanggraphMessage.thread.field.set_cached_value(message, thread)
+            found.append(message)
+    found.sort(key=lambda m: m.seq)
+    if base is None or base.messages_until_seq is None:
+        after_until = None
+    return found, base, after_until
 
 
 def thread_found(workspace: Workspace, external_id: str) -> Thread | None:
