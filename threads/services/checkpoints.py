@@ -36,8 +36,8 @@ from threads.models import (
 )
 from threads.selectors.checkpoints import checkpoint_as_audit, summary_versions_replaced
 from threads.selectors.integrity import checkpoint_fields_body
+from threads.selectors.statements import log_queries, server_cursor
 from threads.services.audit import audit_record
-from threads.services.event_rows import log_queries, server_cursor
 from threads.services.integrity import (
     chain_hash_at,
     chain_walk,

@@ -36,11 +36,10 @@ from threads.models import (
     Workspace,
 )
 from threads.selectors.events import retractions_by_target
+from threads.selectors.statements import log_queries, server_cursor
 from threads.services.event_rows import (
     NewRow,
     insert_events_and_head,
-    log_queries,
-    server_cursor,
     side_effect_and_approval_statements,
 )
 from threads.services.event_tokens import TokenCounts, encoding_guess, remember_encoding

@@ -32,7 +32,8 @@ from threads.models import (
     Workspace,
 )
 from threads.selectors.langgraph import lg_checkpoint_cursor, lg_messages_after
-from threads.services.event_rows import log_queries, row_params, server_cursor
+from threads.selectors.statements import log_queries, server_cursor
+from threads.services.event_rows import row_params
 
 
 def _postgres(model: Any) -> Any | None:
