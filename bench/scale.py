@@ -320,6 +320,12 @@ def explained(request: Callable[[], Any]) -> dict[str, Any]:
     for query in captured.captured_queries:
         sql = query["sql"]
         words = sql.lstrip().upper()
+        if words.startswith(("SET ", "RESET ")):
+            # A setting the request's code changed for its next statements (the search's
+            # serial plans, docs/design.md §17): their plans here must be the request's.
+            with connection.cursor() as cursor:
+                cursor.execute(sql)
+            continue
         if not words.startswith(("SELECT", "WITH")) or "FOR UPDATE" in words:
             continue
         with connection.cursor() as cursor:
