@@ -11,19 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.strategies import json_values
 from threads.domain.canonical import canonical_json, canonical_text, join_canonical
-
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**80), max_value=2**80)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda children: (
-        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5)
-    ),
-    max_leaves=25,
-)
 
 
 def reference(value: Any) -> str:

@@ -7,21 +7,9 @@ import json
 from typing import Any
 
 from hypothesis import given
-from hypothesis import strategies as st
 
+from tests.strategies import json_values
 from threads.domain.json_text import json_dumps_compact, json_loads, json_string_loads
-
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**80), max_value=2**80)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda children: (
-        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5)
-    ),
-    max_leaves=25,
-)
 
 
 def _stdlib(value: Any) -> bytes:

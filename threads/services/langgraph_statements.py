@@ -41,6 +41,24 @@ def _postgres(model: Any) -> Any | None:
     return connection if connection.vendor == "postgresql" else None
 
 
+def _index_row(
+    connection: Any,
+    names: list[str],
+    thread: Thread,
+    pk: int,
+    message_id: str,
+    digest: str,
+    seq: int,
+    last_seq: int,
+) -> LanggraphMessage:
+    """A message index row read as parts of a tagged statement, with its thread."""
+    # The model's fields in their order: id, thread, message_id, digest, seq, last_seq.
+    values = (pk, thread.pk, message_id, digest, seq, last_seq)
+    message = LanggraphMessage.from_db(connection.alias, names, values)
+    LanggraphMessage.thread.field.set_cached_value(message, thread)
+    return message
+
+
 @functools.cache
 def _columns(alias: str, model: Any) -> tuple[str, str, list[str]]:
     """The model's table and its concrete columns, quoted for `alias`, and the fields'
@@ -159,11 +177,9 @@ def message_index_and_cursor(
         elif part == 1:
             after.append((seq, message_id, digest))
         else:
-            # The model's fields in their order: id, thread, message_id, digest, seq, last_seq.
-            values = (pk, thread.pk, message_id, digest, seq, last_seq)
-            message = LanggraphMessage.from_db(connection.alias, names, values)
-            LanggraphMessage.thread.field.set_cached_value(message, thread)
-            found.append(message)
+            found.append(
+                _index_row(connection, names, thread, pk, message_id, digest, seq, last_seq)
+            )
     found.sort(key=lambda m: m.seq)
     return found, end, [(message_id, digest) for _, message_id, digest in sorted(after)]
 
@@ -283,11 +299,11 @@ def message_index_and_base(
         elif part == 2:
             after_until = int(pk)
         else:
-            # The model's fields in their order: id, thread, message_id, digest, seq, last_seq.
-            values = (pk, thread.pk, message_id, digest, seq_or_until, last_or_count)
-            message = LanggraphMessage.from_db(connection.alias, names, values)
-            LanggraphMessage.thread.field.set_cached_value(message, thread)
-            found.append(message)
+            found.append(
+                _index_row(
+                    connection, names, thread, pk, message_id, digest, seq_or_until, last_or_count
+                )
+            )
     found.sort(key=lambda m: m.seq)
     if base is None or base.messages_until_seq is None:
         after_until = None
