@@ -14,12 +14,12 @@ from ctxadmin_client.langgraph import CtxadminSaver
 from django.db import connection
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, CheckpointMetadata, empty_checkpoint
 from rest_framework.renderers import JSONRenderer
 
 import threads.selectors.langgraph as selectors
 import threads.selectors.langgraph_statements as statements
 from tests.langgraph.conftest import Server
+from tests.langgraph.steps import put_steps
 from threads.api import langgraph as api
 
 VIEWS = (
@@ -61,24 +61,20 @@ def _thread(saver: CtxadminSaver, thread_id: str, metadata_extra: dict[str, Any]
             )
         ],
     ]
-    parent: dict[str, Any] = {}
-    for step, added in enumerate(steps):
-        messages = messages + added
-        checkpoint = empty_checkpoint()
-        checkpoint["channel_values"] = {"messages": messages, "count": step}
-        versions: ChannelVersions = {"messages": f"{step + 1}", "count": f"{step + 1}"}
-        checkpoint["channel_versions"] = versions
-        config: RunnableConfig = {
-            "configurable": {"thread_id": thread_id, "checkpoint_ns": "", **parent}
-        }
-        metadata: CheckpointMetadata = {"source": "loop", "step": step, "parents": {}}
-        metadata.update(metadata_extra)  # type: ignore[typeddict-item]
-        stored = saver.put(config, checkpoint, metadata, versions)
-        saver.put_writes(stored, [("count", step)], f"task-{step}")
+
+    def pending(stored: RunnableConfig, step: int) -> None:
         saver.put_writes(
             stored, [("messages", [AIMessage(f"pending {step} ü", id=f"p{step}")])], f"w-{step}"
         )
-        parent = {"checkpoint_id": stored["configurable"]["checkpoint_id"]}
+
+    put_steps(
+        saver,
+        thread_id,
+        messages,
+        steps,
+        metadata_for=lambda step: metadata_extra,
+        after_put=pending,
+    )
 
 
 def _answers(server: Server, thread_id: str) -> list[bytes]:

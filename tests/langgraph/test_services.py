@@ -316,15 +316,29 @@ def _agent_put(workspace: Any, step: int, entries: list[MessageIn], count: int) 
     )
 
 
-def _agent_write(workspace: Any, step: int, forms: list[dict[str, Any]]) -> None:
+def _agent_write(
+    workspace: Any,
+    step: int,
+    forms: list[dict[str, Any]],
+    *,
+    external_id: str = "agent-1",
+    interrupt: str = "",
+    tools: frozenset[str] = frozenset(),
+) -> None:
+    """A task's write at step `step`: its messages, or a value of another channel when none;
+    with an interrupt when `interrupt` names one."""
     langgraph_writes_put(
         workspace=workspace,
-        external_id="agent-1",
+        external_id=external_id,
         checkpoint_ns="",
         checkpoint_id=f"cp-{step:03}",
         task_id=f"task-{step}",
         task_path="tools",
-        writes=[WriteIn(idx=0, channel="messages", messages=_entries(forms))],
+        writes=[WriteIn(idx=0, channel="messages", messages=_entries(forms))]
+        if forms
+        else [WriteIn(idx=0, channel="x", type="bytes", data=b"\x01")],
+        interrupts=[InterruptIn(id=interrupt, value={"ask": step})] if interrupt else [],
+        side_effect_tools=tools,
         actor_label="api key test",
     )
 
@@ -440,19 +454,8 @@ def test_a_puts_pending_work_is_what_the_whole_log_replayed_gives() -> None:
         )
 
     def write(step: int, forms: list[dict[str, Any]], interrupt: str = "") -> None:
-        langgraph_writes_put(
-            workspace=workspace,
-            external_id="agent-2",
-            checkpoint_ns="",
-            checkpoint_id=f"cp-{step:03}",
-            task_id=f"task-{step}",
-            task_path="tools",
-            writes=[WriteIn(idx=0, channel="messages", messages=_entries(forms))]
-            if forms
-            else [WriteIn(idx=0, channel="x", type="bytes", data=b"\x01")],
-            interrupts=[InterruptIn(id=interrupt, value={"ask": step})] if interrupt else [],
-            side_effect_tools=tools,
-            actor_label="api key test",
+        _agent_write(
+            workspace, step, forms, external_id="agent-2", interrupt=interrupt, tools=tools
         )
 
     def result(call: str, text: str = "done") -> dict[str, Any]:

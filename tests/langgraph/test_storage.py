@@ -15,12 +15,13 @@ from drf_spectacular.drainage import GENERATOR_STATS
 from drf_spectacular.generators import SchemaGenerator
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, CheckpointMetadata, empty_checkpoint
+from langgraph.checkpoint.base import ChannelVersions, empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 
 from tests import factories
 from tests.langgraph.conftest import Server
 from tests.langgraph.graphs import run_script, values_form
+from tests.langgraph.steps import put_steps
 from threads.models import (
     AuditEntry,
     Checkpoint,
@@ -124,9 +125,6 @@ def test_people_cannot_use_the_agent_endpoints(server: Server) -> None:
 
 def _mixed_thread(saver: CtxadminSaver, thread_id: str) -> list[RunnableConfig]:
     """Three checkpoints whose messages grow; the middle one with a run_id."""
-    messages: list[Any] = [HumanMessage("refund order 7", id="h1")]
-    configs = []
-    parent: dict[str, Any] = {}
     steps: list[list[Any]] = [
         [],
         [
@@ -138,23 +136,13 @@ def _mixed_thread(saver: CtxadminSaver, thread_id: str) -> list[RunnableConfig]:
         ],
         [ToolMessage("refunded", tool_call_id="c1", id="t1")],
     ]
-    for step, added in enumerate(steps):
-        messages = messages + added
-        checkpoint = empty_checkpoint()
-        checkpoint["channel_values"] = {"messages": messages, "count": step}
-        versions: ChannelVersions = {"messages": f"{step + 1}", "count": f"{step + 1}"}
-        checkpoint["channel_versions"] = versions
-        config: RunnableConfig = {
-            "configurable": {"thread_id": thread_id, "checkpoint_ns": "", **parent}
-        }
-        metadata: CheckpointMetadata = {"source": "loop", "step": step, "parents": {}}
-        if step == 1:
-            metadata["run_id"] = "run-1"
-        stored = saver.put(config, checkpoint, metadata, versions)
-        saver.put_writes(stored, [("count", step)], f"task-{step}")
-        parent = {"checkpoint_id": stored["configurable"]["checkpoint_id"]}
-        configs.append(stored)
-    return configs
+    return put_steps(
+        saver,
+        thread_id,
+        [HumanMessage("refund order 7", id="h1")],
+        steps,
+        metadata_for=lambda step: {"run_id": "run-1"} if step == 1 else {},
+    )
 
 
 def _log(thread: Thread) -> list[tuple[int, str]]:
