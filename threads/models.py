@@ -126,6 +126,9 @@ class Thread(models.Model):
     last_version = models.PositiveIntegerField(default=0)  # numbering of every version row
     fold_task_id = models.CharField(max_length=64, blank=True, default="")
     fold_requested_at = models.DateTimeField(null=True, blank=True)
+    # How many of the thread's side effects are unknown: kept by triggers on the side-effect
+    # table (threads/unknown_counts.py), for the thread list's filter and count.
+    unknown_side_effects = models.PositiveIntegerField(default=0)
     # Integrity sweep results (derived from the log; recomputable at any time).
     chain_ok = models.BooleanField(default=True)
     first_bad_seq = models.PositiveBigIntegerField(null=True, blank=True)
@@ -165,7 +168,17 @@ class Thread(models.Model):
                 name="thread_watermarks_ordered",
             ),
         ]
-        indexes = [models.Index(fields=["workspace", "-updated_at"])]
+        indexes = [
+            # The thread list's default order, the key last so that a page is read off the
+            # index in order (selectors.threads.threads_in; docs/design.md §14.1).
+            models.Index(fields=["workspace", "-updated_at", "id"], name="thread_list_order"),
+            # The same order, of the threads with an unknown side effect: the list's filter.
+            models.Index(
+                fields=["workspace", "-updated_at", "id"],
+                condition=Q(unknown_side_effects__gt=0),
+                name="thread_list_unknown",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.external_id

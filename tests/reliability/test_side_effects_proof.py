@@ -6,7 +6,8 @@
 - A side effect never leaves `unknown` without a `side_effect_resolution` event in the log
   and an audit entry for it: a hypothesis state machine drives appends, results,
   resolutions, retries and retractions, and checks after every step that each record's
-  status is the one its log gives.
+  status is the one its log gives, and that the thread's count of unknown side effects
+  (docs/design.md §14.1) is the number of its unknown records.
 """
 
 from __future__ import annotations
@@ -300,6 +301,14 @@ class SideEffectMachine(RuleBasedStateMachine):
         )
         assert len(keys) == len(set(keys))  # one record per key, however often it was called
 
+    @invariant()
+    def the_thread_counts_its_unknown_side_effects(self) -> None:
+        """The count the side-effect triggers keep (threads/unknown_counts.py) is the records'."""
+        counted = Thread.objects.values_list("unknown_side_effects", flat=True).get(
+            pk=self.thread.pk
+        )
+        assert counted == len(self._unknown())
+
 
 @pytest.mark.django_db
 def test_the_machine_sees_a_move_away_from_unknown(workspace: Any) -> None:
@@ -310,12 +319,17 @@ def test_the_machine_sees_a_move_away_from_unknown(workspace: Any) -> None:
     machine.call("k1")
     f.append(machine.thread, f.result("c1", status="timeout"))
     machine.statuses_follow_the_log()
+    machine.the_thread_counts_its_unknown_side_effects()
     [effect] = machine._unknown()
+    machine.thread.refresh_from_db()
+    assert machine.thread.unknown_side_effects == 1
     side_effect_resolve(
         side_effect=effect, actor=machine.person, status="failed", evidence="checked"
     )
     machine.statuses_follow_the_log()
-    assert machine.left_unknown == 1
+    machine.the_thread_counts_its_unknown_side_effects()
+    machine.thread.refresh_from_db()
+    assert machine.left_unknown == 1 and machine.thread.unknown_side_effects == 0
 
 
 EXAMPLES = 60

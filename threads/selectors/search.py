@@ -50,7 +50,7 @@ class SearchHit:
     snippet: list[SnippetPart]
 
 
-def _ids(workspace_ids: Iterable[Any]) -> list[int]:
+def workspace_keys(workspace_ids: Iterable[Any]) -> list[int]:
     """Workspace keys from ints or `values("workspace_id")` rows (member_workspace_ids)."""
     return [int(w["workspace_id"]) if isinstance(w, dict) else int(w) for w in workspace_ids]
 
@@ -65,7 +65,7 @@ def events_search(
     """Events of the given workspaces' threads whose search text holds every term of `q`,
     newest first, at most `limit` (≤ MAX_HITS); `before`: only events with a smaller key (the
     last hit's `event_id` of the previous page). A query without words finds nothing."""
-    ids, terms = _ids(workspace_ids), search_terms(q)
+    ids, terms = workspace_keys(workspace_ids), search_terms(q)
     if not terms or not ids:
         return []
     limit = max(1, min(limit, MAX_HITS))

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db.models import (
     BigIntegerField,
+    BooleanField,
     Case,
     Exists,
     ExpressionWrapper,
@@ -29,14 +30,12 @@ from threads.models import (
     Event,
     EventKind,
     Membership,
-    SideEffect,
-    SideEffectStatus,
     SummaryPhase,
     SummaryVersion,
     Thread,
     Workspace,
 )
-from threads.selectors.search import MAX_HITS, events_search
+from threads.selectors.search import MAX_HITS, events_search, workspace_keys
 
 
 def workspaces_for_user(user: Any) -> QuerySet[Workspace]:
@@ -193,7 +192,13 @@ def threads_in(
       default.
     Budget use is computed only when a filter or the sort needs it (thread_list_page adds it
     to a page's rows).
+
+    The workspaces go into the query as values, not as a subquery of the person's
+    memberships: with one workspace the planner then reads a page of the default order off the
+    (workspace, updated_at, id) index and stops there; with a subquery it sorted every thread
+    of the workspace (docs/design.md §14.1).
     """
+    workspace_ids = workspace_keys(workspace_ids)
     threads = _thread_flags(
         Thread.objects.select_related("workspace").filter(workspace_id__in=workspace_ids)
     )
@@ -218,7 +223,11 @@ def threads_in(
         threads = threads.filter(status=status)
     # Annotated names go through Q so the type checker does not look them up as fields.
     if unknown is not None:
-        threads = threads.filter(Q(has_unknown=unknown))
+        # The count the side-effect triggers keep (threads/unknown_counts.py): a partial index
+        # holds the threads above 0, in the list's order.
+        threads = threads.filter(
+            Q(unknown_side_effects__gt=0) if unknown else Q(unknown_side_effects=0)
+        )
     if failed:
         threads = threads.filter(Q(has_rejected=True) | Q(chain_ok=False))
     if pending is not None:
@@ -279,11 +288,10 @@ def active_constraints(*, thread_ids: set[Any]) -> dict[Any, list[dict[str, Any]
 
 
 def _thread_flags(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
-    """Per-thread problem flags as EXISTS subqueries: one query for any page size."""
+    """Per-thread problem flags, as EXISTS subqueries but for the count of unknown side effects
+    the thread row keeps: one query for any page size."""
     return queryset.annotate(
-        has_unknown=Exists(
-            SideEffect.objects.filter(thread=OuterRef("pk"), status=SideEffectStatus.UNKNOWN)
-        ),
+        has_unknown=ExpressionWrapper(Q(unknown_side_effects__gt=0), output_field=BooleanField()),
         # Pending and still decidable: a request past its expires_at waits for nobody.
         has_pending=Exists(
             ApprovalRequest.objects.filter(
