@@ -250,7 +250,16 @@ class Event(models.Model):
             models.CheckConstraint(condition=Q(seq__gte=1), name="event_seq_positive"),
             models.CheckConstraint(condition=Q(kind__in=EventKind.values), name="event_kind_valid"),
         ]
-        indexes = [models.Index(fields=["thread", "tool_call_id", "seq"])]
+        indexes = [
+            models.Index(fields=["thread", "tool_call_id", "seq"]),
+            # Retractions are few: the timeline finds those after a page without reading the
+            # rest of the log after it (selectors.events.retractions_by_target).
+            models.Index(
+                fields=["thread", "seq"],
+                condition=Q(kind="retraction"),
+                name="event_retraction",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.thread_id}#{self.seq} {self.kind}"

@@ -106,7 +106,9 @@ def _timeout(thread: Thread, n: int) -> None:
     )
 
 
-def test_the_unknown_filter_is_read_off_its_partial_index_in_order(operator: Any) -> None:
+def test_the_unknown_filter_is_read_off_its_partial_index_in_order(
+    operator: Any, client: Any
+) -> None:
     threads = list(Thread.objects.filter(workspace__name="acme").order_by("external_id"))
     for thread in threads[:12]:
         _timeout(thread, 1)
@@ -127,6 +129,10 @@ def test_the_unknown_filter_is_read_off_its_partial_index_in_order(operator: Any
         assert "Sort" not in found
     assert threads_in(workspace_ids=member_workspace_ids(operator), unknown=True).count() == 12
     assert threads_in(workspace_ids=member_workspace_ids(operator), unknown=False).count() == 18
+    client.force_login(operator)
+    page = client.get("/threads/?unknown=1").content.decode()
+    assert page.count("1 unknown side effect<") == 11
+    assert page.count("2 unknown side effects<") == 1
 
 
 def test_a_fork_counts_the_unknown_side_effects_it_copies(workspace: Any, thread: Thread) -> None:

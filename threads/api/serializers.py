@@ -100,6 +100,9 @@ class ThreadOutputSerializer(serializers.Serializer):
     parent_thread = serializers.UUIDField(source="parent_thread_id", allow_null=True)
     parent_checkpoint = serializers.IntegerField(source="parent_checkpoint_id", allow_null=True)
     has_unknown_side_effects = serializers.SerializerMethodField()
+    unknown_side_effects = serializers.IntegerField(
+        help_text="How many of the thread's side effects are unknown (docs/api.md §2.3)."
+    )
     pending_approvals = serializers.SerializerMethodField()
     verification_failed = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField()

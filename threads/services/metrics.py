@@ -143,7 +143,12 @@ def context_request_observed(*, thread: Thread) -> Iterator[ContextRequestSeen]:
             CONTEXT_SECONDS.observe(elapsed)
             budget = (answer or {}).get("budget", seen.extra)
             needs_fold = bool((answer or {}).get("needs_fold"))
+            # A transaction of its own unless the caller holds one: its commit need not
+            # wait for the disk (_telemetry_commit).
+            asynchronous = not connection.in_atomic_block
             with transaction.atomic():
+                if asynchronous:
+                    _telemetry_commit()
                 metric_add(
                     [
                         (CONTEXT_REQUESTS, "", 1),
@@ -162,6 +167,19 @@ def context_request_observed(*, thread: Thread) -> Iterator[ContextRequestSeen]:
                     overflow=overflow,
                     needs_fold=needs_fold,
                 )
+
+
+def _telemetry_commit() -> None:
+    """Let the current transaction commit without waiting for its WAL to reach the disk
+    (PostgreSQL's `synchronous_commit = off`, for this transaction only). For the record of a
+    context request, which the agent's read does not need: a commit that waits for the disk's
+    flush made one context request in 25 take 100 ms to 2 s on a busy disk (docs/design.md
+    §14.1). The row is visible to every reader at once; a crash of the database server may lose
+    the last fraction of a second of these records, never anything else. SQLite in WAL mode
+    does not flush at commit anyway."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit = off")
 
 
 def context_log_prune(*, older_than: timedelta | None = None) -> int:
