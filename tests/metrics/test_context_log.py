@@ -55,4 +55,4 @@ def test_a_context_record_commits_without_waiting_for_the_disk(
     assert asked == (["SET LOCAL synchronous_commit = off"] if postgres and not outer else [])
     assert ContextRequestLog.objects.filter(thread=thread).count() == 1
     if postgres:
-        assert before == "on" and setting() == "on"
+        assert setting() == before  # the test cluster's own setting, whatever it is

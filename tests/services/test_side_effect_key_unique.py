@@ -4,12 +4,13 @@ did, and migration 0015 merges the records that databases written before the gua
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.apps import apps as django_apps
 from django.db import IntegrityError, connection, transaction
-from django.db.migrations.executor import MigrationExecutor
 from rest_framework.test import APIClient
 
 from tests import factories as f
@@ -18,8 +19,7 @@ from threads.models import AuditEntry, Event, SideEffect, SideEffectStatus, Thre
 from threads.services.side_effects import side_effect_resolve
 
 KEY = "refund-10086"
-BEFORE = [("threads", "0014_lgcompact")]
-AFTER = [("threads", "0015_side_effect_key_unique")]
+MIGRATION_0015 = importlib.import_module("threads.migrations.0015_side_effect_key_unique")
 
 
 def _log(thread: Thread) -> list[Event]:
@@ -83,21 +83,41 @@ def test_the_api_answers_as_before(agent: APIClient, thread: Thread) -> None:
     assert (record.call_seq, record.status) == (1, SideEffectStatus.RUNNING)
 
 
-def _migrate(target: list[tuple[str, str]]) -> None:
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(target)
+def _guard() -> Any:
+    """Migration 0015's constraint, as the model declares it."""
+    return next(c for c in SideEffect._meta.constraints if c.name == "side_effect_key_unique")
+
+
+def _migrate_0015() -> None:
+    """What migration 0015 does forwards: its merge, then its constraint. Run on the latest
+    schema, not by migrating back to 0014: the code the test writes the old records with
+    (the append path, resolutions) is today's, and reads today's columns."""
+    with connection.schema_editor() as editor:
+        MIGRATION_0015.merge_duplicate_keys(django_apps, editor)
+        editor.add_constraint(SideEffect, _guard())
+
+
+def _unmigrate_0015() -> None:
+    """What migration 0015 does backwards: it removes the constraint only."""
+    with connection.schema_editor() as editor:
+        editor.remove_constraint(SideEffect, _guard())
 
 
 @pytest.fixture
 def before_the_constraint(transactional_db: Any) -> Iterator[None]:
-    """The schema of 0013 for the test's body; the latest schema again after it."""
-    _migrate(BEFORE)
+    """The database as it was before 0015 for the test's body: the constraint removed; put
+    back after it (the schema outlives the test's rows)."""
+    _unmigrate_0015()
     try:
         yield
     finally:
-        executor = MigrationExecutor(connection)
-        _migrate(executor.loader.graph.leaf_nodes())
+        SideEffect.objects.all().delete()
+        with connection.schema_editor() as editor:
+            names = connection.introspection.get_constraints(
+                connection.cursor(), SideEffect._meta.db_table
+            )
+            if "side_effect_key_unique" not in names:
+                editor.add_constraint(SideEffect, _guard())
 
 
 def test_the_migration_merges_records_written_before_the_guard(
@@ -124,7 +144,7 @@ def test_the_migration_merges_records_written_before_the_guard(
     )
     log_before = list(Event.objects.filter(thread=thread).values_list("seq", "hash"))
 
-    _migrate(AFTER)
+    _migrate_0015()
 
     assert list(SideEffect.objects.filter(thread=thread, idempotency_key=KEY)) == [kept]
     kept.refresh_from_db()
@@ -149,6 +169,6 @@ def test_the_migration_merges_records_written_before_the_guard(
     with pytest.raises(IntegrityError):
         _record(thread, events[2])
 
-    _migrate(BEFORE)  # going back drops the constraint only
+    _unmigrate_0015()  # going back drops the constraint only
     _record(thread, events[2])
     assert SideEffect.objects.filter(thread=thread, idempotency_key=KEY).count() == 2
