@@ -48,7 +48,7 @@ def trigram_forwards(apps, schema_editor):
 def counts_forwards(apps, schema_editor):
     vendor = schema_editor.connection.vendor
     if vendor == "postgresql":
-        # params=None: the SQL holds plpgsql's own % placeholders, not query parameters.
+        # params=None: the function's body goes as written, with no query parameters.
         schema_editor.execute(unknown_counts.POSTGRES_SQL, params=None)
     elif vendor == "sqlite":
         for statement in unknown_counts.SQLITE_SQL:
