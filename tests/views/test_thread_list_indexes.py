@@ -54,6 +54,16 @@ def plan(sql: str, *priced_out: str, params: Any = ()) -> str:
     return json.dumps(found if isinstance(found, list) else json.loads(found))
 
 
+def assert_read_in_order(sql: str, index: str) -> None:
+    """The statement reads `index` and sorts nothing: its rows come off the index in order."""
+    found = plan(sql, "seqscan", "sort")
+    assert index in found
+    if connection.vendor == "sqlite":
+        assert "TEMP B-TREE" not in found
+    else:
+        assert "Sort" not in found
+
+
 def test_a_persons_workspaces_go_into_the_list_as_values(operator: Any) -> None:
     page, sql = page_statements(operator)
     assert len(sql) == 2  # the memberships, then the page
@@ -70,12 +80,7 @@ def test_a_page_of_the_default_order_is_read_off_the_index_in_order(operator: An
         .order_by("-updated_at", "pk")
         .values_list("pk", flat=True)[:10]
     )
-    found = plan(sql[-1], "seqscan", "sort")
-    assert "thread_list_order" in found
-    if connection.vendor == "sqlite":
-        assert "TEMP B-TREE" not in found
-    else:
-        assert "Sort" not in found
+    assert_read_in_order(sql[-1], "thread_list_order")
 
 
 @pytest.mark.postgres
@@ -121,12 +126,7 @@ def test_the_unknown_filter_is_read_off_its_partial_index_in_order(
         .values_list("pk", flat=True)[:10]
     )
     assert Thread.objects.get(pk=threads[0].pk).unknown_side_effects == 2
-    found = plan(sql[-1], "seqscan", "sort")
-    assert "thread_list_unknown" in found
-    if connection.vendor == "sqlite":
-        assert "TEMP B-TREE" not in found
-    else:
-        assert "Sort" not in found
+    assert_read_in_order(sql[-1], "thread_list_unknown")
     assert threads_in(workspace_ids=member_workspace_ids(operator), unknown=True).count() == 12
     assert threads_in(workspace_ids=member_workspace_ids(operator), unknown=False).count() == 18
     client.force_login(operator)
