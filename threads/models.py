@@ -217,6 +217,13 @@ class EventKind(models.TextChoices):
     RESET = "reset"
 
 
+# The events the (thread, tool_call_id, seq) index holds: those with a tool call id (calls,
+# results, resolutions), not the messages between them, about half of a log. A query reaches
+# the partial index only if its WHERE holds this condition as written (docs/design.md §14.1).
+TOOL_CALL_INDEXED = ~Q(tool_call_id="")
+TOOL_CALL_INDEXED_SQL = "NOT (tool_call_id = '')"
+
+
 class Event(models.Model):
     """One entry of a thread's append-only, hash-chained log.
 
@@ -225,7 +232,10 @@ class Event(models.Model):
     copies kept for lookups. Nothing updates or deletes a row: database triggers refuse it.
     """
 
-    thread = models.ForeignKey(Thread, on_delete=models.PROTECT, related_name="events")
+    # No index of its own: the (thread, seq) constraint's leads with the thread.
+    thread = models.ForeignKey(
+        Thread, on_delete=models.PROTECT, related_name="events", db_index=False
+    )
     seq = models.PositiveBigIntegerField()
     kind = models.CharField(max_length=32, choices=EventKind.choices)
     created_at = models.DateTimeField()
@@ -251,7 +261,11 @@ class Event(models.Model):
             models.CheckConstraint(condition=Q(kind__in=EventKind.values), name="event_kind_valid"),
         ]
         indexes = [
-            models.Index(fields=["thread", "tool_call_id", "seq"]),
+            models.Index(
+                fields=["thread", "tool_call_id", "seq"],
+                condition=TOOL_CALL_INDEXED,
+                name="event_tool_call",
+            ),
             # Retractions are few: the timeline finds those after a page without reading the
             # rest of the log after it (selectors.events.retractions_by_target).
             models.Index(

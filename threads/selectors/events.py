@@ -14,6 +14,7 @@ from django.db.models import (
 from threads.domain.errors import NotFound
 from threads.domain.events import stored_form
 from threads.models import (
+    TOOL_CALL_INDEXED,
     ApprovalRequest,
     Event,
     EventKind,
@@ -50,15 +51,18 @@ def closing_events_for_calls(
         return []
     rows = (
         Event.objects.filter(
+            TOOL_CALL_INDEXED,
             thread=thread,
             tool_call_id__in=call_ids,
             seq__gt=after,
             kind__in=(EventKind.TOOL_RESULT, EventKind.SIDE_EFFECT_RESOLUTION),
         )
-        .order_by("seq")
         .values_list("seq", "kind", "data__call_seq")
+        .order_by()
     )
-    return [(seq, kind, call_seq) for seq, kind, call_seq in rows]
+    # Sorted here: asked for the order, SQLite without table statistics walks the thread's
+    # (thread, seq) index instead of probing the ids (docs/design.md §14.1).
+    return sorted((seq, kind, call_seq) for seq, kind, call_seq in rows)
 
 
 def last_reset_at(*, thread: Thread, until: int) -> int:

@@ -18,6 +18,7 @@ from django.db.models import Count, Min, OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 
 from threads.models import (
+    TOOL_CALL_INDEXED,
     ApprovalRequest,
     ApprovalStatus,
     ContextRequestLog,
@@ -168,6 +169,7 @@ def unknown_side_effect_spans(
     ).values("created_at")[:1]
     resolution = (
         Event.objects.filter(
+            TOOL_CALL_INDEXED,
             thread_id=OuterRef("thread_id"),
             tool_call_id=OuterRef("tool_call_id"),
             kind=EventKind.SIDE_EFFECT_RESOLUTION,

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from threads.domain.errors import NotFound
 from threads.models import (
+    TOOL_CALL_INDEXED,
     ApprovalRequest,
     ApprovalStatus,
     Event,
@@ -51,14 +52,17 @@ def side_effect_rows(effects: QuerySet[SideEffect] | list[SideEffect]) -> list[d
     if effects:
         rows = (
             Event.objects.filter(
+                TOOL_CALL_INDEXED,
                 kind=EventKind.SIDE_EFFECT_RESOLUTION,
                 thread_id__in={e.thread_id for e in effects},
                 tool_call_id__in={e.tool_call_id for e in effects},
             )
-            .order_by("seq")
             .values_list("thread_id", "seq", "created_at", "data")
+            .order_by()
         )
-        for thread_id, seq, created_at, data in rows:
+        # In seq order, sorted here: asked for it, SQLite without table statistics walks an
+        # index of seqs instead of probing the ids (docs/design.md §14.1).
+        for thread_id, seq, created_at, data in sorted(rows, key=lambda row: row[1]):
             resolutions.setdefault((thread_id, data.get("call_seq")), []).append(
                 {
                     "seq": seq,

@@ -30,6 +30,8 @@ from threads.domain.errors import (
 from threads.domain.events import NewEvent, stored_members
 from threads.domain.markers import RETRACTABLE_KINDS, RETRACTION
 from threads.models import (
+    TOOL_CALL_INDEXED,
+    TOOL_CALL_INDEXED_SQL,
     Event,
     EventKind,
     Thread,
@@ -98,9 +100,14 @@ def _open_calls(thread: Thread, tool_call_ids: set[str]) -> tuple[dict[str, list
                 tool_call_id__in=tool_call_ids,
                 kind__in=(EventKind.TOOL_CALL, EventKind.TOOL_RESULT),
             )
+            .filter(TOOL_CALL_INDEXED)
             .values_list("kind", "seq", "tool_call_id", "data__call_seq", "data__side_effect")
-            .order_by("seq")
+            .order_by()
         )
+    # Sorted here, not by the statement: asked for its order, SQLite without table statistics
+    # (and PostgreSQL on a small thread) walks the thread's (thread, seq) index instead of
+    # probing the ids.
+    rows = sorted(rows, key=lambda row: row[1])
     calls: dict[str, list[int]] = {}
     answered: set[int] = set()
     by_seq: dict[int, str] = {}
@@ -129,7 +136,7 @@ def _open_call_rows_postgres(
         "SELECT kind, seq, tool_call_id, (data->>'call_seq')::bigint, "
         f"COALESCE(data->'side_effect' = 'true'::jsonb, false) FROM {table} "
         "WHERE thread_id = %s AND tool_call_id = ANY(%s::text[]) AND kind = ANY(%s::text[]) "
-        "ORDER BY seq"
+        f"AND {TOOL_CALL_INDEXED_SQL}"
     )
     started = time.monotonic()
     with server_cursor(connection) as pg:
@@ -137,7 +144,7 @@ def _open_call_rows_postgres(
         pg.execute(sql, (thread.pk, tool_call_ids, kinds))
         rows = pg.fetchall()
     log_queries(connection, started, sql)
-    return rows
+    return rows  # _open_calls sorts them
 
 
 def _retraction_lookups(
@@ -510,7 +517,9 @@ def _append_locked(
             new.client_event_id,
             new.metadata,
             data,
-            new.digest,
+            # Only an event with a client_event_id is ever compared with a repeat of its
+            # request (docs/design.md §2.6); the others keep no digest, 65 bytes a row.
+            new.digest if new.client_event_id is not None else "",
             head,
             metadata_text,
             data_text,
