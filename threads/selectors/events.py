@@ -62,7 +62,7 @@ def closing_events_for_calls(
     )
     # Sorted here: asked for the order, SQLite without table statistics walks the thread's
     # (thread, seq) index instead of probing the ids (docs/design.md §14.1).
-    return sorted((seq, kind, call_seq) for seq, kind, call_seq in rows)
+    return sorted(rows)
 
 
 def last_reset_at(*, thread: Thread, until: int) -> int:
