@@ -106,11 +106,12 @@ class World:
 
         return "/" + re.sub(r"([\w-]+)/<\w+:(\w+)>", one, route)
 
-    def placeholders(self) -> dict[str, str]:
+    def placeholders(self) -> dict[str, Any]:
+        # Numbers as numbers: a JSON body's integer field takes no string (a form's are text).
         return {
-            "{workspace}": str(self.workspace.pk),
+            "{workspace}": self.workspace.pk,
             "{workspace_name}": self.workspace.name,
-            "{checkpoint}": str(self.checkpoint.pk),
+            "{checkpoint}": self.checkpoint.pk,
         }
 
 

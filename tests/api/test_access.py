@@ -66,6 +66,14 @@ def test_auth_failures_are_401_json(thread, task, header, code):
     assert log_state(thread) == before
 
 
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "Bearer"])
+def test_the_scheme_is_any_case(workspace, thread, scheme):
+    secret = api_key_create(workspace=workspace, name="ci")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"{scheme} {secret}")
+    assert client.get(f"/api/v1/threads/{thread.id}/").status_code == 200
+
+
 def test_a_revoked_key_is_401(workspace, thread, task):
     secret = api_key_create(workspace=workspace, name="ci")
     client = APIClient()

@@ -10,9 +10,10 @@ from django.utils.crypto import get_random_string
 from rest_framework.test import APIClient
 
 from tests import factories as f
+from tests.api.conftest import log_state
 from tests.factories import tamper
 from tests.services.test_checkpoints import fold, parent_snapshot, two_versions
-from threads.models import Checkpoint, Event, SummaryVersion, Thread
+from threads.models import AuditEntry, Checkpoint, Event, SummaryVersion, Thread
 
 pytestmark = pytest.mark.django_db
 
@@ -164,6 +165,24 @@ def test_rollback_then_the_context_shows_the_side_effects_again(
     detail = agent.get(f"/api/v1/threads/{thread.pk}/").json()
     assert detail["head_version"] == 3 and detail["covered_until"] == 4
     assert SummaryVersion.objects.get(thread=thread, version=2).phase == "rolled_back"
+
+
+def test_a_rollback_from_a_stale_preview_is_409(
+    thread: Thread, checkpoints: Any, workspace: Any
+) -> None:
+    cp1, _ = checkpoints
+    admin = person(workspace, "admin")
+    preview = admin.get(url(thread, f"checkpoints/{cp1.pk}/preview/")).json()
+    assert preview["after_rollback"] == 0
+    assert preview["new_version"] == 3 and preview["clears_summary"] is False
+    body = {"checkpoint": cp1.pk, "reason": "v2 lost the refund", "after_rollback": 0}
+    assert post(admin, url(thread, "rollback/"), body).status_code == 200
+    before = log_state(thread), SummaryVersion.objects.count()
+    again = post(admin, url(thread, "rollback/"), body)
+    assert again.status_code == 409, again.content
+    assert again.json()["error"]["code"] == "rolled_back_since_preview"
+    assert (log_state(thread), SummaryVersion.objects.count()) == before
+    assert AuditEntry.objects.filter(action="thread.rollback").count() == 1
 
 
 def test_rollback_to_an_unsafe_checkpoint_is_409(

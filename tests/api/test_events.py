@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -129,7 +130,37 @@ def test_conflict_inside_the_same_batch_writes_nothing(agent, thread, events_url
         },
     )
     assert response.status_code == 409
+    error = response.json()["error"]
+    assert "earlier in this batch" in error["message"] and "seq" not in error["message"]
+    assert list(error["fields"]) == ["events[1]"]
     assert log_state(thread) == before
+
+
+@pytest.mark.parametrize(
+    ("event", "status", "code"),
+    [
+        (
+            {"kind": "tool_result", "tool_call_id": "zz", "status": "succeeded"},
+            422,
+            "no_open_tool_call",
+        ),
+        ({"kind": "retraction", "retracts": 999}, 422, "invalid_retraction"),
+        (msg("x", refers_to=[99]), 400, "validation_error"),
+    ],
+)
+def test_a_refused_event_of_a_batch_of_one_is_named_by_its_index(
+    agent, thread, events_url, event, status, code
+):
+    post_json(agent, events_url, msg("before"))
+    before = log_state(thread)
+    response = post_json(agent, events_url, {"events": [event]})
+    assert response.status_code == status, response.content
+    error = response.json()["error"]
+    assert error["code"] == code
+    assert list(error["fields"]) == ["events[0]"] or error["message"].startswith("events[0]")
+    assert log_state(thread) == before
+    single = post_json(agent, events_url, event).json()["error"]  # not a batch: "event"
+    assert "events[0]" not in json.dumps(single)
 
 
 @pytest.mark.parametrize(

@@ -124,6 +124,11 @@ PUT_PATHS: list[tuple[Any, ...]] = [
     ("messages", "side_effect_tools", 0),
     ("messages", "base_version"),
     ("messages", "base_count"),
+    # keys no serializer declares, at each level
+    ("colour",),
+    ("values", 0, "colour"),
+    ("messages", "colour"),
+    ("messages", "entries", 0, "colour"),
 ]
 WRITE_PATHS: list[tuple[Any, ...]] = [
     ("checkpoint_ns",),
@@ -144,6 +149,11 @@ WRITE_PATHS: list[tuple[Any, ...]] = [
     ("interrupts", 0, "id"),
     ("interrupts", 0, "value"),
     ("side_effect_tools",),
+    ("colour",),
+    ("writes", 0, "colour"),
+    ("writes", 1, "colour"),
+    ("writes", 0, "messages", 0, "colour"),
+    ("interrupts", 0, "colour"),
 ]
 
 
@@ -194,3 +204,21 @@ def test_what_the_serializer_refuses_the_reader_leaves_to_it() -> None:
                 refused += 1
                 assert read(body) is None, body
     assert refused > 100  # the variants do exercise the rules
+
+
+def test_an_unknown_key_at_any_level_is_refused_and_left_to_the_serializer() -> None:
+    for read, serializer_class, body, path in (
+        (put_body_read, ThreadLanggraphCheckpointsApi.InputSerializer, PUT, ("values", 0)),
+        (put_body_read, ThreadLanggraphCheckpointsApi.InputSerializer, PUT, ("messages",)),
+        (writes_body_read, ThreadLanggraphWritesApi.InputSerializer, WRITES, ("writes", 1)),
+        (writes_body_read, ThreadLanggraphWritesApi.InputSerializer, WRITES, ()),
+    ):
+        varied = copy.deepcopy(body)
+        target = varied
+        for key in path:
+            target = target[key]
+        target["colour"] = "red"
+        assert read(varied) is None
+        serializer = serializer_class(data=varied)
+        assert not serializer.is_valid()
+        assert "unknown field" in json.dumps(serializer.errors)

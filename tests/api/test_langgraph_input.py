@@ -39,6 +39,38 @@ def test_a_page_after_of_the_documented_form_is_read(agent: APIClient, thread: A
     assert answer.status_code == 200, answer.content
 
 
+@pytest.mark.parametrize(
+    "metadata_filter",
+    [
+        "[" * 1000 + "]" * 1000,  # deeper than Python's recursion limit
+        '{"a":' + "[" * 100 + "]" * 100 + "}",  # deeper than CTXADMIN_MAX_JSON_DEPTH
+        '{"a": NaN}',
+        '{"a": Infinity}',
+        '{"a": "\\ud800"}',
+        '{"a": "\\u0000"}',
+        '{"a": 1e400}',
+        '{"a": ' + "7" * 5000 + "}",
+        '["a"]',
+        "{",
+    ],
+)
+@pytest.mark.parametrize("scope", ["/api/v1/langgraph/checkpoints/", "thread"])
+def test_a_filter_is_parsed_as_strictly_as_a_body(
+    agent: APIClient, thread: Any, metadata_filter: str, scope: str
+) -> None:
+    path = f"/api/v1/threads/{thread.id}/langgraph/checkpoints/" if scope == "thread" else scope
+    assert "filter" in _fields(agent.get(path, {"filter": metadata_filter}))
+
+
+def test_a_filter_of_the_documented_form_is_read(agent: APIClient, thread: Any) -> None:
+    answer = agent.get(
+        f"/api/v1/threads/{thread.id}/langgraph/checkpoints/",
+        {"filter": '{"source": "loop", "step": 1}'},
+    )
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["checkpoints"] == []
+
+
 WRITE = {"idx": 0, "channel": "messages"}
 MESSAGES = [{"id": "m1", "digest": "0" * 64, "message": {"type": "human", "data": {}}}]
 

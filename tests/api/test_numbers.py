@@ -3,6 +3,8 @@ silently rounded; numbers that round-trip are stored as sent (docs/api.md §1.4)
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -73,3 +75,22 @@ def test_numbers_that_round_trip_are_stored_as_sent(
     assert answer.status_code == 201, answer.content[:300]
     event = Event.objects.get(thread=thread)
     assert event.metadata["x"] == stored and type(event.metadata["x"]) is type(stored)
+
+
+@pytest.mark.parametrize("sign", ["", "-"])
+def test_an_integer_python_cannot_convert_is_refused_by_name(
+    agent: APIClient, thread: Thread, events_url: str, sign: str
+) -> None:
+    """Integers stay exact up to the digits Python converts from text (4,300); one longer is
+    refused naming its path, without Python's own wording, and nothing is stored."""
+    limit = sys.get_int_max_str_digits()
+    exact = sign + "7" * limit
+    assert _post(agent, events_url, _message('{"x": ' + exact + "}")).status_code == 201
+    before = log_state(thread)
+    answer = _post(agent, events_url, _message('{"n": [' + sign + "7" * (limit + 1) + "]}"))
+    assert answer.status_code == 400, answer.content[:300]
+    error = answer.json()["error"]
+    assert error["code"] == "number_not_representable"
+    assert f"more than {limit} digits" in error["fields"]["metadata.n[0]"]
+    assert "set_int_max_str_digits" not in error["message"]
+    assert log_state(thread) == before

@@ -49,7 +49,7 @@ def test_create_then_post_again_returns_the_same_thread(agent, workspace):
     assert body["last_seq"] == 0 and body["head_version"] == 0 and body["chain_ok"] is True
     assert body["parent_thread"] is None and body["parent_checkpoint"] is None
     again = post_json(
-        agent, "/api/v1/threads/", {"external_id": "order-20001", "context_window": 5}
+        agent, "/api/v1/threads/", {"external_id": "order-20001", "context_window": 64000}
     )
     assert again.status_code == 200
     assert again.json()["id"] == body["id"]
@@ -85,6 +85,15 @@ def test_create_uses_defaults(agent):
         ({"external_id": "t", "low_watermark": 0}, "low_watermark"),
         ({"external_id": "t", "summarizer": "magic"}, "summarizer"),
         ({"external_id": "t", "colour": "red"}, "colour"),
+        ({"external_id": 5}, "external_id"),
+        ({"external_id": "t", "title": 5}, "title"),
+        ({"external_id": "t", "context_window": "1000"}, "context_window"),
+        ({"external_id": "t", "context_window": 1000.0}, "context_window"),
+        ({"external_id": "t", "fixed_tokens": True}, "fixed_tokens"),
+        ({"external_id": "t", "high_watermark": "0.9"}, "high_watermark"),
+        ({"external_id": "t", "context_window": 0}, "context_window"),
+        ({"external_id": "t", "context_window": 1000, "reserved_output": 5000}, "context_window"),
+        ({"external_id": "t", "context_window": 2500}, "context_window"),  # 2500 - 2000 - 500
     ],
 )
 def test_create_validates_settings(agent, bad, field):

@@ -278,7 +278,9 @@ async def test_a_blocking_client_works_too(server: Server) -> None:
 @pytest.mark.asyncio
 async def test_a_budget_too_small_is_an_error_not_a_silent_cut(server: Server) -> None:
     async with AsyncClient(server.url, server.api_key) as client:
-        session = CtxadminSession("agents-small", client, context_window=300, reserved_output=0)
+        session = CtxadminSession(
+            "agents-small", client, context_window=300, reserved_output=0, safety_margin=0
+        )
         await session.add_items(as_items([{"role": "user", "content": "word " * 2000}]))
         with pytest.raises(UnprocessableError) as raised:
             await items_of(session)

@@ -147,3 +147,20 @@ def test_api_search_for_agents_and_people(
     assert agent.get("/api/v1/search/", {"q": "x", "limit": "0"}).status_code == 400
     assert agent.get("/api/v1/search/", {"q": "..."}).json()["results"] == []
     assert APIClient().get("/api/v1/search/", {"q": "x"}).status_code in (401, 403)
+
+
+def test_a_query_of_more_than_16_terms_is_refused_not_cut(
+    agent: APIClient, operator: Client, workspace: Any
+) -> None:
+    """Every term is required: a 17th cannot be dropped, or the hits would lack it."""
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi"
+    thread = f.make_thread(workspace, external_id="greek")
+    f.append(thread, f.user(words))
+    assert len(agent.get("/api/v1/search/", {"q": words}).json()["results"]) == 1
+    too_many = words + " nonexistentword"
+    answer = agent.get("/api/v1/search/", {"q": too_many})
+    assert answer.status_code == 400
+    assert "at most 16 terms" in answer.json()["error"]["fields"]["q"]
+    page = operator.get("/threads/", {"q": too_many, "content": "1"}).content.decode()
+    assert hit_rows(page) == []
+    assert "Use at most 16 words" in page

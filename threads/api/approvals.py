@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 
 from threads.api.auth import thread_for_request
 from threads.api.permissions import IsPerson, workspace_ids_for_request
-from threads.api.serializers import ErrorSerializer
+from threads.api.serializers import ErrorSerializer, StrictCharField, StrictInputSerializer
 from threads.models import ApprovalStatus
 from threads.selectors import approval_get_in, approval_rows, approvals_in, approvals_of_thread
 from threads.services.approvals import DECISIONS, approval_decide
@@ -85,12 +85,12 @@ class ApprovalListApi(APIView):
 class ApprovalDecideApi(APIView):
     permission_classes = [IsPerson]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictInputSerializer):
         class Meta:
             ref_name = "ApprovalDecideInput"
 
         decision = serializers.ChoiceField(choices=list(DECISIONS))
-        reason = serializers.CharField(max_length=2000)
+        reason = StrictCharField(max_length=2000)
 
     @extend_schema(
         request=InputSerializer,

@@ -39,7 +39,8 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         if not header:
             return None
         scheme, _, secret = header.partition(" ")
-        if scheme != self.keyword or not secret.strip():
+        # The scheme's name is case-insensitive (RFC 9110, section 11.1): "bearer" is "Bearer".
+        if scheme.lower() != self.keyword.lower() or not secret.strip():
             raise exceptions.AuthenticationFailed("use Authorization: Bearer <api key>")
         key = api_key_get_active(digest=api_key_digest(secret.strip()))
         if key is None:

@@ -26,6 +26,8 @@ from threads.api.permissions import IsPerson, IsPersonForWrites
 from threads.api.serializers import (
     ErrorSerializer,
     StrictCharField,
+    StrictInputSerializer,
+    StrictIntegerField,
     ThreadOutputSerializer,
     external_id_validated,
     optional_body,
@@ -89,7 +91,7 @@ class CheckpointOutputSerializer(serializers.ModelSerializer):
 class ThreadCheckpointsApi(APIView):
     permission_classes = [IsPersonForWrites]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictInputSerializer):
         class Meta:
             ref_name = "ThreadCheckpointsInput"
 
@@ -136,7 +138,15 @@ class CheckpointPreviewApi(APIView):
         checkpoint = serializers.DictField()
         safe = serializers.BooleanField()
         unsafe_reason = StrictCharField(allow_blank=True)
-        new_version = serializers.IntegerField()
+        new_version = serializers.IntegerField(
+            allow_null=True, help_text="the version the rollback writes; null when it writes none"
+        )
+        clears_summary = serializers.BooleanField(
+            help_text="the head goes back to no summary (a LangGraph checkpoint with none)"
+        )
+        after_rollback = serializers.IntegerField(
+            help_text="send it with the rollback: refused if another rollback came first"
+        )
         restores_version = serializers.IntegerField(allow_null=True)
         events_after_cursor = serializers.IntegerField()
         side_effects = serializers.ListField(child=serializers.DictField())
@@ -157,12 +167,18 @@ class CheckpointPreviewApi(APIView):
 class ThreadRollbackApi(APIView):
     permission_classes = [IsPerson]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictInputSerializer):
         class Meta:
             ref_name = "ThreadRollbackInput"
 
-        checkpoint = serializers.IntegerField(min_value=1)
+        checkpoint = StrictIntegerField(min_value=1)
         reason = StrictCharField(max_length=2000)
+        after_rollback = StrictIntegerField(
+            min_value=0,
+            required=False,
+            help_text="the preview's `after_rollback`: 409 `rolled_back_since_preview` when "
+            "another rollback of the thread came after it",
+        )
 
     class OutputSerializer(SummaryOutputSerializer):
         restored_from = serializers.IntegerField(source="restored_from_id")
@@ -186,6 +202,7 @@ class ThreadRollbackApi(APIView):
             checkpoint=checkpoint,
             actor=request.user,
             reason=body.validated_data["reason"],
+            after_rollback=body.validated_data.get("after_rollback"),
         )
         answer: dict[str, Any] = (
             dict(self.OutputSerializer(version).data)
@@ -205,11 +222,11 @@ class ThreadRollbackApi(APIView):
 class ThreadForkApi(APIView):
     permission_classes = [IsPerson]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictInputSerializer):
         class Meta:
             ref_name = "ThreadForkInput"
 
-        checkpoint = serializers.IntegerField(min_value=1)
+        checkpoint = StrictIntegerField(min_value=1)
         external_id = StrictCharField(max_length=200)
 
         def validate_external_id(self, value: str) -> str:

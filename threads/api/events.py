@@ -203,7 +203,7 @@ class ThreadEventsApi(APIView):
         # The body is parsed and validated before the thread's lock is taken; the lookup
         # (another workspace's thread is 404) and the lock are one query.
         _, appended = thread_events_append(
-            workspace=agent.workspace, thread_id=id, new_events=new_events
+            workspace=agent.workspace, thread_id=id, new_events=new_events, batch=batch
         )
         code = status.HTTP_201_CREATED if any(a.created for a in appended) else status.HTTP_200_OK
         # Rendered here rather than by DRF's renderer: the events' JSON exists already.

@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from threads.api.auth import is_agent, thread_for_request
-from threads.api.serializers import optional_body
+from threads.api.serializers import StrictInputSerializer, optional_body
 from threads.selectors import thread_integrity
 from threads.services.integrity import integrity_verify_request
 
@@ -45,7 +45,8 @@ class ThreadVerifyApi(APIView):
     @extend_schema(request=None, responses={202: OutputSerializer}, operation_id="thread_verify")
     def post(self, request: Request, id: str) -> Response:
         thread = thread_for_request(request, id)
-        optional_body(request)  # none is needed, but one that is not storable JSON is refused
+        # None is needed; one that is not storable JSON, or names any field, is refused.
+        StrictInputSerializer(data=optional_body(request)).is_valid(raise_exception=True)
         principal = request.user
         run = integrity_verify_request(
             thread=thread,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
@@ -22,8 +21,14 @@ from rest_framework.views import APIView
 
 from threads.api.auth import require_agent
 from threads.api.langgraph_input import put_body_read, writes_body_read
+from threads.api.parsers import JSONBodyError, NumberNotRepresentable, strict_json_loads
 from threads.api.renderers import LargeJSONRenderer
-from threads.api.serializers import ErrorSerializer, StrictCharField
+from threads.api.serializers import (
+    ErrorSerializer,
+    StrictCharField,
+    StrictInputSerializer,
+    StrictIntegerField,
+)
 from threads.domain.errors import NotFound
 from threads.selectors.langgraph import (
     LanggraphTuple,
@@ -81,7 +86,7 @@ class Base64Field(serializers.Field):
         return base64.b64encode(value).decode("ascii")
 
 
-class ValueSerializer(serializers.Serializer):
+class ValueSerializer(StrictInputSerializer):
     channel = StrictCharField(max_length=255)
     version = StrictCharField(max_length=255, help_text="the channel version, as text")
     type = StrictCharField(max_length=64, help_text="the serializer's type tag")
@@ -89,7 +94,7 @@ class ValueSerializer(serializers.Serializer):
     data = Base64Field()  # type: ignore[assignment]
 
 
-class MessageEntrySerializer(serializers.Serializer):
+class MessageEntrySerializer(StrictInputSerializer):
     id = StrictCharField(max_length=180, help_text="the LangChain message id")
     digest = serializers.RegexField(r"^[0-9a-f]{64}$", help_text="SHA-256 of its JSON form")
     message = serializers.JSONField(
@@ -109,7 +114,7 @@ def _side_effect_tools() -> serializers.ListField:
     )
 
 
-class MessagesSerializer(serializers.Serializer):
+class MessagesSerializer(StrictInputSerializer):
     channel = StrictCharField(max_length=255)
     version = StrictCharField(max_length=255)
     entries = MessageEntrySerializer(
@@ -124,7 +129,7 @@ class MessagesSerializer(serializers.Serializer):
         help_text="an earlier version of this channel the server holds: `entries` then lists "
         "only the messages after its first `base_count`",
     )
-    base_count = serializers.IntegerField(
+    base_count = StrictIntegerField(
         min_value=0, required=False, default=0, help_text="how many messages the base holds"
     )
 
@@ -224,10 +229,11 @@ class ListFilterSerializer(serializers.Serializer):
     page_after = StrictCharField(required=False, help_text="the `next` of the previous page")
 
     def validate_filter(self, value: str) -> dict[str, Any]:
+        # Parsed as strictly as a body (depth, NaN, NUL...): it is compared with stored JSON.
         try:
-            parsed = json.loads(value)
-        except ValueError as exc:
-            raise serializers.ValidationError("must be a JSON object") from exc
+            parsed = strict_json_loads(value)
+        except (JSONBodyError, NumberNotRepresentable) as exc:
+            raise serializers.ValidationError(f"must be a JSON object: {exc}") from exc
         if not isinstance(parsed, dict):
             raise serializers.ValidationError("must be a JSON object")
         return parsed
@@ -279,7 +285,7 @@ class ThreadLanggraphCheckpointsApi(APIView):
 
     renderer_classes = [LargeJSONRenderer]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictInputSerializer):
         class Meta:
             ref_name = "LanggraphPutInput"
 
@@ -404,7 +410,7 @@ class ThreadLanggraphCheckpointApi(APIView):
         return Response(_tuple_json(lg_tuple(row)))
 
 
-class InterruptSerializer(serializers.Serializer):
+class InterruptSerializer(StrictInputSerializer):
     class Meta:
         ref_name = "LanggraphInterruptInput"
 
@@ -430,16 +436,16 @@ def _write_in(write: dict[str, Any]) -> WriteIn:
 
 
 class ThreadLanggraphWritesApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictInputSerializer):
         class Meta:
             ref_name = "LanggraphWritesInput"
 
-        class WriteSerializer(serializers.Serializer):
+        class WriteSerializer(StrictInputSerializer):
             class Meta:
                 ref_name = "LanggraphWriteInput"
 
             # The column is a 32-bit integer: a larger idx would fail in PostgreSQL, not here.
-            idx = serializers.IntegerField(
+            idx = StrictIntegerField(
                 min_value=-(2**31), max_value=2**31 - 1, help_text="negative for special channels"
             )
             channel = StrictCharField(max_length=255)
@@ -527,7 +533,7 @@ class ThreadLanggraphApi(APIView):
 
 
 class ThreadLanggraphCopyApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictInputSerializer):
         class Meta:
             ref_name = "LanggraphCopyInput"
 
@@ -570,7 +576,7 @@ class LanggraphCheckpointsApi(APIView):
 
 
 class LanggraphPruneApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictInputSerializer):
         class Meta:
             ref_name = "LanggraphPruneInput"
 
@@ -600,7 +606,7 @@ class LanggraphPruneApi(APIView):
 
 
 class LanggraphDeleteForRunsApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictInputSerializer):
         class Meta:
             ref_name = "LanggraphDeleteForRunsInput"
 

@@ -65,6 +65,33 @@ def _dict(value: Any) -> dict[str, Any]:
     return dict(value)
 
 
+# The keys each object of a body may have: its serializer's fields (a serializer refuses any
+# other, tests/api/test_langgraph_body_read.py holds the two to the same sets).
+PUT_KEYS = frozenset(
+    ("checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "checkpoint", "metadata")
+    + ("values", "messages")
+)
+VALUE_KEYS = frozenset(("channel", "version", "type", "data"))
+MESSAGES_KEYS = frozenset(
+    ("channel", "version", "entries", "side_effect_tools", "base_version", "base_count")
+)
+ENTRY_KEYS = frozenset(("id", "digest", "message"))
+WRITES_KEYS = frozenset(
+    ("checkpoint_ns", "checkpoint_id", "task_id", "task_path", "writes", "interrupts")
+    + ("side_effect_tools",)
+)
+WRITE_KEYS = frozenset(("idx", "channel", "type", "data", "messages"))
+INTERRUPT_KEYS = frozenset(("id", "value"))
+
+
+def _object(value: Any, keys: frozenset[str]) -> dict[str, Any]:
+    """A body's object with only the keys its serializer declares, or _Unsure."""
+    body = _dict(value)
+    if not keys.issuperset(body):
+        raise _Unsure
+    return body
+
+
 def _list(value: Any) -> list[Any]:
     if type(value) is not list:
         raise _Unsure
@@ -82,7 +109,7 @@ def _bytes(value: Any) -> bytes:
 
 def _entry(value: Any) -> dict[str, Any]:
     """A MessageEntrySerializer's data: id, digest, and message when it was sent."""
-    entry = _dict(value)
+    entry = _object(value, ENTRY_KEYS)
     digest = entry.get("digest")
     if type(digest) is not str or not _DIGEST.fullmatch(digest):
         raise _Unsure
@@ -104,7 +131,7 @@ def _side_effect_tools(body: dict[str, Any]) -> list[str]:
 def _messages(value: Any) -> dict[str, Any] | None:
     if value is None:
         return None
-    body = _dict(value)
+    body = _object(value, MESSAGES_KEYS)
     return {
         "channel": _text(body.get("channel"), 255),
         "version": _text(body.get("version"), 255),
@@ -118,7 +145,7 @@ def _messages(value: Any) -> dict[str, Any] | None:
 
 
 def _value(value: Any) -> dict[str, Any]:
-    body = _dict(value)
+    body = _object(value, VALUE_KEYS)
     return {
         "channel": _text(body.get("channel"), 255),
         "version": _text(body.get("version"), 255),
@@ -131,7 +158,7 @@ def put_body_read(data: Any) -> dict[str, Any] | None:
     """ThreadLanggraphCheckpointsApi.InputSerializer's validated data, or None when the
     serializer must read the body itself."""
     try:
-        body = _dict(data)
+        body = _object(data, PUT_KEYS)
         parent = body.get("parent_checkpoint_id", "")
         return {
             "checkpoint_ns": _optional_text(body, "checkpoint_ns", 255, "", blank=True),
@@ -149,7 +176,7 @@ def put_body_read(data: Any) -> dict[str, Any] | None:
 def _write(value: Any) -> dict[str, Any]:
     """A write as WriteSerializer validates it: bytes (type and data) or messages, each
     message with its JSON form."""
-    body = _dict(value)
+    body = _object(value, WRITE_KEYS)
     out: dict[str, Any] = {
         "idx": _integer(body.get("idx"), *_INT32),
         "channel": _text(body.get("channel"), 255),
@@ -171,7 +198,7 @@ def _write(value: Any) -> dict[str, Any]:
 
 
 def _interrupt(value: Any) -> dict[str, Any]:
-    body = _dict(value)
+    body = _object(value, INTERRUPT_KEYS)
     if "value" not in body:
         raise _Unsure
     return {"id": _text(body.get("id"), 180), "value": body["value"]}
@@ -181,7 +208,7 @@ def writes_body_read(data: Any) -> dict[str, Any] | None:
     """ThreadLanggraphWritesApi.InputSerializer's validated data, or None when the serializer
     must read the body itself."""
     try:
-        body = _dict(data)
+        body = _object(data, WRITES_KEYS)
         return {
             "checkpoint_ns": _optional_text(body, "checkpoint_ns", 255, "", blank=True),
             "checkpoint_id": _text(body.get("checkpoint_id"), 64),

@@ -1,7 +1,8 @@
 """A JSON parser that refuses what ctxadmin cannot store faithfully: NUL characters (PostgreSQL's
 jsonb rejects them), lone UTF-16 surrogates (no UTF-8 form, so no canonical form to hash),
 NaN/Infinity (including number literals that overflow to infinity), numbers a double cannot hold
-(they would be silently rounded), over-deep nesting, malformed bodies, and bodies larger than
+(they would be silently rounded), integers of more digits than Python converts from text,
+over-deep nesting, malformed bodies, and bodies larger than
 DATA_UPLOAD_MAX_MEMORY_SIZE."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
@@ -119,6 +121,70 @@ def check_json_value(
                 raise ValueError("numbers must be finite")
 
 
+def _parse_int(literal: str) -> Any:
+    """An integer literal as Python's exact integer, up to the digits Python converts from
+    text (`sys.get_int_max_str_digits()`, 4,300 by default: a guard against converting text of
+    quadratic cost); a longer one stands in as unrepresentable."""
+    limit = sys.get_int_max_str_digits()
+    if limit and len(literal) - literal.startswith("-") > limit:
+        return _Unrepresentable(literal)
+    return int(literal)
+
+
+def strict_json_loads(text: str) -> Any:
+    """`text` as JSON, refusing what ctxadmin cannot store faithfully (the module docstring):
+    JSONBodyError (400 invalid_json) or NumberNotRepresentable (400), naming the problem."""
+    unrepresentable: list[str] = []
+
+    def parse_number(parse: Any) -> Any:
+        def parsed(literal: str) -> Any:
+            value = parse(literal)
+            if isinstance(value, _Unrepresentable):
+                unrepresentable.append(literal)
+            return value
+
+        return parsed
+
+    try:
+        data = json.loads(
+            text,
+            parse_constant=_reject_constant,
+            parse_float=parse_number(_parse_float),
+            parse_int=parse_number(_parse_int),
+        )
+    except RecursionError as exc:
+        raise JSONBodyError("JSON nested too deeply") from exc
+    except ValueError as exc:
+        raise JSONBodyError(f"malformed JSON: {exc}") from exc
+    if unrepresentable:
+        path, literal = _unrepresentable_path(data)
+        shown = literal if len(literal) <= 40 else f"{literal[:20]}…{literal[-10:]}"
+        if any(c in literal for c in ".eE"):
+            raise NumberNotRepresentable(
+                f"the number at {path} cannot be stored exactly as a double (it would be "
+                "rounded); send it as a string, or with at most 17 significant digits",
+                fields={path: f"not representable as a double: {shown} ({len(literal)} chars)"},
+            )
+        limit = sys.get_int_max_str_digits()
+        raise NumberNotRepresentable(
+            f"the integer at {path} has more than {limit} digits; send it as a string",
+            fields={path: f"an integer of more than {limit} digits: {shown}"},
+        )
+    surrogates = _SURROGATE_ESCAPE.search(text) is not None
+    try:
+        check_json_value(
+            data,
+            max_depth=settings.CTXADMIN_MAX_JSON_DEPTH,
+            # JSON text cannot hold a raw NUL or surrogate inside a string: only an escape
+            # can put one there, so without such an escape the strings need no walk.
+            strings=surrogates or _NUL_ESCAPE.search(text) is not None,
+            surrogates=surrogates,
+        )
+    except ValueError as exc:
+        raise JSONBodyError(str(exc)) from exc
+    return data
+
+
 class StrictJSONParser(JSONParser):
     def parse(
         self,
@@ -144,38 +210,4 @@ class StrictJSONParser(JSONParser):
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise JSONBodyError("request body is not UTF-8") from exc
-        unrepresentable: list[str] = []
-
-        def parse_float(literal: str) -> Any:
-            value = _parse_float(literal)
-            if isinstance(value, _Unrepresentable):
-                unrepresentable.append(literal)
-            return value
-
-        try:
-            data = json.loads(text, parse_constant=_reject_constant, parse_float=parse_float)
-        except RecursionError as exc:
-            raise JSONBodyError("JSON nested too deeply") from exc
-        except ValueError as exc:
-            raise JSONBodyError(f"malformed JSON: {exc}") from exc
-        if unrepresentable:
-            path, literal = _unrepresentable_path(data)
-            shown = literal if len(literal) <= 40 else f"{literal[:20]}…{literal[-10:]}"
-            raise NumberNotRepresentable(
-                f"the number at {path} cannot be stored exactly as a double (it would be "
-                "rounded); send it as a string, or with at most 17 significant digits",
-                fields={path: f"not representable as a double: {shown} ({len(literal)} chars)"},
-            )
-        surrogates = _SURROGATE_ESCAPE.search(text) is not None
-        try:
-            check_json_value(
-                data,
-                max_depth=settings.CTXADMIN_MAX_JSON_DEPTH,
-                # JSON text cannot hold a raw NUL or surrogate inside a string: only an escape
-                # can put one there, so without such an escape the strings need no walk.
-                strings=surrogates or _NUL_ESCAPE.search(text) is not None,
-                surrogates=surrogates,
-            )
-        except ValueError as exc:
-            raise JSONBodyError(str(exc)) from exc
-        return data
+        return strict_json_loads(text)

@@ -35,6 +35,9 @@ COMMON_ERRORS = {
     "405": "the route does not answer this method",
     "406": "no representation matches Accept",
     "422": "well-formed, but refused in the thread's present state",
+    "429": "too many requests for this key (CTXADMIN_API_RATE); Retry-After says when to retry",
+    "500": "server_error: a fault of the server, with nothing of the request written",
+    "503": "database_unavailable: the database is not taking writes now; Retry-After says when",
 }
 # Optional event fields the domain reads as absent when null; the others refuse null.
 NULLABLE_EVENT_FIELDS = frozenset(
@@ -240,6 +243,27 @@ def _tighten_parameters(path: str, operation: dict[str, Any]) -> None:
             parameter["content"] = {"application/json": {"schema": ANY_OBJECT}}
 
 
+def _close_body(schema: dict[str, Any], components: dict[str, Any], seen: set[str]) -> None:
+    """Say `additionalProperties: false` of the serializers' objects a request body names by
+    reference, nested ones too: every body serializer refuses a key it does not declare
+    (threads.api.serializers.StrictInputSerializer). Inline objects (a free-form dict) and
+    the event schemas written here (oneOf, closed per kind) are left as they are."""
+    if isinstance(schema.get("items"), dict):
+        _close_body(schema["items"], components, seen)
+    for part in schema.get("allOf", []) + schema.get("oneOf", []):  # a nullable reference
+        if "$ref" in part:
+            _close_body(part, components, seen)
+    ref = schema.get("$ref", "")
+    name = ref.rsplit("/", 1)[-1]
+    if not ref or name in seen or "properties" not in components.get(name, {}):
+        return
+    seen.add(name)
+    component = components[name]
+    component["additionalProperties"] = False
+    for child in component["properties"].values():
+        _close_body(child, components, seen)
+
+
 def contract_hook(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict:
     components = result.setdefault("components", {}).setdefault("schemas", {})
     if "EventInput" in components:
@@ -254,6 +278,9 @@ def contract_hook(result: dict[str, Any], generator: Any, request: Any, public: 
         if "Error" in components:
             _document_errors(operation, method)
         _tighten_parameters(path, operation)
+        body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+        if body is not None:
+            _close_body(body["schema"], components, set())
         if path in BODY_REQUIRED and method in ("post", "put"):
             operation["requestBody"]["required"] = True
         if path == "/api/v1/threads/{id}/tools/" and method == "put":

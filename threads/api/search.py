@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from threads.api.permissions import workspace_ids_for_request
 from threads.api.serializers import ErrorSerializer
+from threads.domain.search import MAX_QUERY_TERMS, too_many_terms
 from threads.selectors import MAX_HITS, SearchHit, events_search
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer}
@@ -49,6 +50,14 @@ class SearchApi(APIView):
             required=False,
             help_text="only hits older than this event_id (the last hit of the page before)",
         )
+
+        def validate_q(self, value: str) -> str:
+            count = too_many_terms(value)
+            if count is not None:
+                raise serializers.ValidationError(
+                    f"at most {MAX_QUERY_TERMS} terms, every one required; this has {count}"
+                )
+            return value
 
     @extend_schema_serializer(component_name="SearchPage")
     class OutputSerializer(serializers.Serializer):

@@ -67,6 +67,37 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer, nothing else: DRF's IntegerField also takes "5", 5.0 and true."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if type(data) is not int:
+            self.fail("invalid")
+        return int(super().to_internal_value(data))
+
+
+class StrictFloatField(serializers.FloatField):
+    """A JSON number, nothing else: DRF's FloatField also takes "0.9" and true."""
+
+    def to_internal_value(self, data: Any) -> float:
+        if type(data) not in (int, float):
+            self.fail("invalid")
+        return float(super().to_internal_value(data))
+
+
+class StrictInputSerializer(serializers.Serializer):
+    """A request body's object: a key it does not declare is refused (400 validation_error
+    naming it, docs/api.md §1.4), at every level, rather than ignored: a misspelt optional field
+    would otherwise be a silent default."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({str(name): "unknown field" for name in unknown})
+        return super().to_internal_value(data)
+
+
 class ErrorSerializer(serializers.Serializer):
     """Every error: `{"error": {"code", "message", "fields"}}` (docs/api.md §1.3)."""
 

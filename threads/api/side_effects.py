@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from threads.api.permissions import IsPerson, workspace_ids_for_request
-from threads.api.serializers import ErrorSerializer
+from threads.api.serializers import ErrorSerializer, StrictCharField, StrictInputSerializer
 from threads.models import SideEffectStatus
 from threads.selectors import side_effect_get_in, side_effect_rows, side_effects_in
 from threads.services.side_effects import (
@@ -84,12 +84,12 @@ class SideEffectListApi(APIView):
 class SideEffectResolveApi(APIView):
     permission_classes = [IsPerson]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictInputSerializer):
         class Meta:
             ref_name = "SideEffectResolveInput"
 
         status = serializers.ChoiceField(choices=RESOLUTION_STATUSES)
-        evidence = serializers.CharField(max_length=10_000)
+        evidence = StrictCharField(max_length=10_000)
 
     class OutputSerializer(serializers.Serializer):
         class Meta:

@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 
 from threads.access import require_role
 from threads.api.auth import is_agent, thread_for_request
-from threads.api.serializers import StrictCharField, optional_body
+from threads.api.serializers import StrictCharField, StrictInputSerializer, optional_body
 from threads.models import Role, SummaryVersion
 from threads.selectors import summary_version_get, summary_versions_full
 from threads.services.folding import fold_request
@@ -75,7 +75,7 @@ class SummaryOutputSerializer(serializers.ModelSerializer):
 
 
 class ThreadFoldApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictInputSerializer):
         class Meta:
             ref_name = "FoldRequest"
 

@@ -15,9 +15,14 @@ from threads.api.auth import require_agent, thread_for_request
 from threads.api.permissions import workspace_ids_for_request
 from threads.api.serializers import (
     ErrorSerializer,
+    StrictCharField,
+    StrictFloatField,
+    StrictInputSerializer,
+    StrictIntegerField,
     ThreadOutputSerializer,
     external_id_validated,
 )
+from threads.domain.budget import THREAD_BUDGET_FIELDS, Budget
 from threads.domain.tokens import SUPPORTED_ENCODINGS
 from threads.models import SummarizerBackend, Thread, ThreadStatus
 from threads.selectors import thread_with_flags, threads_in
@@ -52,30 +57,23 @@ class ThreadListCreateApi(APIView):
     """`/api/v1/threads/`: POST creates (or returns by external_id), GET lists."""
 
     @extend_schema_serializer(component_name="ThreadCreateInput")
-    class CreateInputSerializer(serializers.Serializer):
-        external_id = serializers.CharField(max_length=200)
-        title = serializers.CharField(max_length=300, required=False, allow_blank=True)
-        context_window = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
-        reserved_output = serializers.IntegerField(
-            min_value=0, max_value=MAX_TOKENS, required=False
-        )
-        reasoning_reserve = serializers.IntegerField(
-            min_value=0, max_value=MAX_TOKENS, required=False
-        )
-        safety_margin = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
-        fixed_tokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+    class CreateInputSerializer(StrictInputSerializer):
+        external_id = StrictCharField(max_length=200)
+        title = StrictCharField(max_length=300, required=False, allow_blank=True)
+        context_window = StrictIntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+        reserved_output = StrictIntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+        reasoning_reserve = StrictIntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+        safety_margin = StrictIntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+        fixed_tokens = StrictIntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
         encoding = serializers.ChoiceField(choices=SUPPORTED_ENCODINGS, required=False)
-        high_watermark = serializers.FloatField(min_value=0, max_value=1, required=False)
-        low_watermark = serializers.FloatField(min_value=0, max_value=1, required=False)
+        high_watermark = StrictFloatField(min_value=0, max_value=1, required=False)
+        low_watermark = StrictFloatField(min_value=0, max_value=1, required=False)
         summarizer = serializers.ChoiceField(choices=SummarizerBackend.choices, required=False)
 
         def validate_external_id(self, value: str) -> str:
             return external_id_validated(value)
 
         def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-            unknown = sorted(set(self.initial_data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError({name: "unknown field" for name in unknown})
             high = attrs.get("high_watermark", _model_default("high_watermark"))
             low = attrs.get("low_watermark", _model_default("low_watermark"))
             if not 0 < low < high <= 1:
@@ -83,6 +81,22 @@ class ThreadListCreateApi(APIView):
                     {
                         "low_watermark": f"need 0 < low_watermark < high_watermark <= 1 "
                         f"(got low {low}, high {high})"
+                    }
+                )
+            setting = {
+                name: attrs.get(field, _model_default(field))
+                for name, field in THREAD_BUDGET_FIELDS.items()
+            }
+            budget = Budget.from_settings(setting)
+            if budget.available < 1:
+                # No context could ever be served: every request would be budget_too_small.
+                raise serializers.ValidationError(
+                    {
+                        "context_window": f"leaves no tokens for the context: context_window "
+                        f"{budget.window} - fixed_tokens {budget.fixed} - reserved_output "
+                        f"{budget.reserved_output} - reasoning_reserve "
+                        f"{budget.reasoning_reserve} - safety_margin {budget.safety_margin} "
+                        f"= {budget.available}"
                     }
                 )
             return attrs

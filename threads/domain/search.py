@@ -8,19 +8,32 @@ from dataclasses import dataclass
 
 # A word as SQLite's unicode61 tokenizer sees one: a run of letters and digits.
 _WORD = re.compile(r"[^\W_]+")
-# Queries longer than this are cut: a search box is not a document.
+# A query holds at most this many terms: a search box is not a document. Every term is
+# required, so a longer query is refused (or finds nothing), never cut.
 MAX_QUERY_TERMS = 16
 
 
-def search_terms(q: str) -> list[str]:
-    """The query's terms: its whitespace-separated parts that hold a word, lowercased, each
-    once, in order. A term of several words (`lookup_order`, `rotterdam-port`) is matched as a
-    phrase: its words next to each other, in order."""
+def _all_terms(q: str) -> list[str]:
     terms: list[str] = []
     for term in q.replace("\x00", " ").lower().split():
         if _WORD.search(term) and term not in terms:
             terms.append(term)
-    return terms[:MAX_QUERY_TERMS]
+    return terms
+
+
+def search_terms(q: str) -> list[str]:
+    """The query's terms: its whitespace-separated parts that hold a word, lowercased, each
+    once, in order; none when there are more than MAX_QUERY_TERMS (`too_many_terms`). A term
+    of several words (`lookup_order`, `rotterdam-port`) is matched as a phrase: its words next
+    to each other, in order."""
+    terms = _all_terms(q)
+    return [] if len(terms) > MAX_QUERY_TERMS else terms
+
+
+def too_many_terms(q: str) -> int | None:
+    """The number of the query's terms when it is over MAX_QUERY_TERMS, else None."""
+    count = len(_all_terms(q))
+    return count if count > MAX_QUERY_TERMS else None
 
 
 def term_words(term: str) -> list[str]:

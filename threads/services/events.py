@@ -230,17 +230,22 @@ def event_append_locked(thread: Thread, new_events: Sequence[NewEvent]) -> list[
 
 
 def thread_events_append(
-    *, workspace: Workspace, thread_id: str, new_events: Sequence[NewEvent]
+    *,
+    workspace: Workspace,
+    thread_id: str,
+    new_events: Sequence[NewEvent],
+    batch: bool | None = None,
 ) -> tuple[Thread, list[Appended]]:
     """The API's append: find the workspace's thread by UUID or external_id and lock it in the
     same query (select_for_update), then append as event_append_batch does. Raises NotFound
-    for a thread outside the workspace."""
+    for a thread outside the workspace. `batch`: the request was a batch, so a refusal names
+    its event `events[i]` even in a batch of one (by default: when there are several)."""
     guess_key = (workspace.pk, thread_id)
     counts = TokenCounts(new_events, encoding_guess(guess_key))
     try:
         with transaction.atomic(durable=True):
             locked = _thread_lock_for_workspace(workspace, thread_id, new_events)
-            appended = _append_locked(locked, new_events, counts=counts)
+            appended = _append_locked(locked, new_events, counts=counts, batch=batch)
     finally:
         counts.cancel()
     remember_encoding(guess_key, locked.encoding)
@@ -422,6 +427,7 @@ def _append_locked(
     *,
     with_pks: bool = False,
     counts: TokenCounts | None = None,
+    batch: bool | None = None,
 ) -> list[Appended]:
     """`counts`: the events' token counts, already being counted (in the right encoding or
     not: a wrong one is cancelled and counted again)."""
@@ -452,16 +458,22 @@ def _append_locked(
     now = timezone.now()
     now_text = format_time(now)
     for index, new in enumerate(new_events):
-        where = f"events[{index}]" if len(new_events) > 1 else "event"
+        where = f"events[{index}]" if batch or (batch is None and len(new_events) > 1) else "event"
         if new.client_event_id is not None:
             original: Event | NewRow | None = existing.get(
                 new.client_event_id
             ) or seen_in_batch.get(new.client_event_id)
             if original is not None:
                 if original.request_digest != new.digest:
+                    # An earlier event of this batch is numbered but not stored: no seq to name.
+                    used = (
+                        "earlier in this batch"
+                        if isinstance(original, NewRow)
+                        else f"by seq {original.seq}"
+                    )
                     raise IdempotencyConflict(
-                        f"client_event_id {new.client_event_id!r} was already used with "
-                        f"another body (seq {original.seq})",
+                        f"client_event_id {new.client_event_id!r} was already used {used} "
+                        "with another body",
                         fields={where: "client_event_id reused with a different body"},
                     )
                 if isinstance(original, NewRow):  # earlier in this same batch

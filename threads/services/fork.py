@@ -33,7 +33,7 @@ from threads.services.checkpoints import (
     restored_version_save,
 )
 from threads.services.events import event_append_batch
-from threads.services.threads import external_id_require_valid
+from threads.services.threads import external_id_require_unshadowed, external_id_require_valid
 
 FORK_CHUNK = 1000  # events copied per append batch (the API's batch limit)
 
@@ -120,6 +120,7 @@ def thread_fork(*, thread: Thread, checkpoint: Checkpoint, external_id: str, act
             f"a thread with external_id {external_id!r} already exists in this workspace",
             fields={"external_id": "already taken"},
         )
+    external_id_require_unshadowed(thread.workspace_id, external_id)
     cursor = checkpoint.cursor
     with transaction.atomic(durable=True):
         fork = Thread(

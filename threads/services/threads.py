@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.db import IntegrityError, models, transaction
@@ -25,6 +26,7 @@ def thread_get_or_create(
     existing = Thread.objects.filter(workspace=workspace, external_id=external_id).first()
     if existing is not None:
         return existing, False
+    external_id_require_unshadowed(workspace.pk, external_id)
     # A new chain starts with the current key and keeps it for life (docs/design.md §2.3).
     thread = Thread(
         workspace=workspace,
@@ -60,6 +62,20 @@ def external_id_require_valid(external_id: str) -> None:
     """Raise InvalidEvent (400 validation_error) unless external_id can name a thread."""
     problem = external_id_problem(external_id)
     if problem is not None:
+        raise InvalidEvent(f"invalid external_id: {problem}", fields={"external_id": problem})
+
+
+def external_id_require_unshadowed(workspace_id: int, external_id: str) -> None:
+    """Raise InvalidEvent (400 validation_error) when external_id is, as a UUID, the id of
+    another thread of the workspace: `{id}` in a URL resolves a UUID to the thread with that id
+    first (docs/api.md §2), so the new thread could never be reached by its external_id, and
+    writes meant for it would go to the other one."""
+    try:
+        as_id = uuid.UUID(external_id)
+    except ValueError:
+        return
+    if Thread.objects.filter(workspace_id=workspace_id, pk=as_id).exists():
+        problem = "must not be the id of another thread of the workspace"
         raise InvalidEvent(f"invalid external_id: {problem}", fields={"external_id": problem})
 
 
