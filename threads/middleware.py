@@ -1,6 +1,11 @@
-"""Turns a database that refuses writes (threads.dbunavailable) into a 503 the caller can act
-on: the contract's JSON error under /api/ (docs/api.md §1.4), a page saying so elsewhere,
-both with `Retry-After`. Last in MIDDLEWARE, so it sees a view's exception first."""
+"""Answers a person can act on instead of bare failures.
+
+- DatabaseUnavailableMiddleware turns a database that refuses writes (threads.dbunavailable)
+  into a 503: the contract's JSON error under /api/ (docs/api.md §1.4), a page saying so
+  elsewhere, both with `Retry-After`. Last in MIDDLEWARE, so it sees a view's exception first.
+- MethodNotAllowedPageMiddleware gives a dashboard route's empty 405 (`require_POST`: the
+  address of a form's target reloaded, bookmarked or typed in) a page that says so, with a
+  way back. The status stays 405; the API answers its own JSON 405."""
 
 from __future__ import annotations
 
@@ -34,3 +39,21 @@ class DatabaseUnavailableMiddleware:
             response = render(request, "503.html", {"retry_after": RETRY_AFTER}, status=503)
         response["Retry-After"] = str(RETRY_AFTER)
         return response
+
+
+class MethodNotAllowedPageMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            response.status_code != 405
+            or request.path.startswith("/api/")
+            or getattr(response, "streaming", False)
+            or response.content
+        ):
+            return response
+        page = render(request, "405.html", status=405)
+        page["Allow"] = response.get("Allow", "")
+        return page

@@ -43,3 +43,51 @@ document.addEventListener("click", function (event) {
     dismissed.remove();
   }
 });
+
+// A form with data-submit-once is sent once: a second click (or Enter) while the page is
+// leaving does nothing. Its buttons are disabled after the event, so that the one clicked
+// still sends its name and value.
+document.addEventListener("submit", function (event) {
+  const form = event.target;
+  if (!form.hasAttribute("data-submit-once")) {
+    return;
+  }
+  if (form.dataset.sent === "1") {
+    event.preventDefault();
+    return;
+  }
+  form.dataset.sent = "1";
+  setTimeout(function () {
+    form.querySelectorAll("button[type=submit], button:not([type])").forEach(function (button) {
+      if (!button.disabled) {
+        button.disabled = true;
+        button.dataset.sentDisabled = "1";
+      }
+    });
+  }, 0);
+});
+
+// A page shown again from the browser's history (Back) may keep a sent form's state: allow it
+// to be sent again.
+window.addEventListener("pageshow", function () {
+  document.querySelectorAll("form[data-sent]").forEach(function (form) {
+    delete form.dataset.sent;
+    form.querySelectorAll("button[data-sent-disabled]").forEach(function (button) {
+      button.disabled = false;
+      delete button.dataset.sentDisabled;
+    });
+  });
+});
+
+// A button with data-confirm="question" asks it first; Cancel sends nothing.
+document.addEventListener(
+  "click",
+  function (event) {
+    const button = event.target.closest("[data-confirm]");
+    if (button && !window.confirm(button.dataset.confirm)) {
+      event.preventDefault();
+      event.stopImmediatePropagation();
+    }
+  },
+  true,
+);

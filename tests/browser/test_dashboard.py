@@ -19,9 +19,10 @@ from django.conf import settings
 from tests import factories as f
 from tests.factories import tamper
 from tests.views.conftest import HOSTILE
-from threads.models import Event, Thread
+from threads.models import ApiKey, AuditEntry, Event, SideEffect, Thread
 from threads.services import folding
 from threads.services.integrity import integrity_check
+from threads.services.side_effects import side_effect_resolve
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -369,4 +370,53 @@ def test_a_rollback_preview_is_cancelled_without_inline_script(
     assert page.locator(".preview-box [onclick]").count() == 0
     preview.get_by_role("button", name="Cancel").click()
     preview.wait_for(state="detached")
+    page.context.close()
+
+
+def test_a_double_click_on_roll_back_rolls_back_once(browser: Any, site: dict[str, Any]) -> None:
+    page = _page(browser, site, "admin")
+    page.goto(f"{site['url']}/threads/{site['thread'].pk}/checkpoints/")
+    page.get_by_role("button", name="Roll back…").last.click()
+    preview = page.locator(".preview-box")
+    preview.wait_for()
+    preview.get_by_label(re.compile("Reason")).fill("summary v2 lost the refund state")
+    preview.get_by_role("button", name=re.compile("Roll back to checkpoint")).dblclick()
+    page.wait_for_url(re.compile(r"/summaries/\d+/$"))
+    assert page.get_by_text("Restored from checkpoint").is_visible()
+    assert AuditEntry.objects.filter(action="thread.rollback").count() == 1
+    page.context.close()
+
+
+def test_revoking_a_key_asks_first(browser: Any, site: dict[str, Any]) -> None:
+    key = ApiKey.objects.get(name="default")
+    page = _page(browser, site, "admin")
+    page.goto(f"{site['url']}/keys/")
+    row = page.locator(f"#key-{key.pk}")
+    questions: list[str] = []
+
+    def answer(dialog: Any) -> None:
+        questions.append(dialog.message)
+        dialog.dismiss() if len(questions) == 1 else dialog.accept()
+
+    page.on("dialog", answer)
+    row.get_by_role("button", name="Revoke").click()
+    assert questions and "Revoke the key default?" in questions[0]
+    key.refresh_from_db()
+    assert key.revoked_at is None  # dismissed: nothing sent
+    row.get_by_role("button", name="Revoke").click()
+    page.wait_for_load_state()
+    row.get_by_text("revoked").wait_for()
+    key.refresh_from_db()
+    assert key.revoked_at is not None
+    page.context.close()
+
+
+def test_a_long_unbroken_evidence_stays_within_the_page(browser: Any, site: dict[str, Any]) -> None:
+    effect = SideEffect.objects.get(thread=site["thread"], tool_call_id="c2")
+    evidence = "https://ledger.example/" + "x" * 3000
+    side_effect_resolve(side_effect=effect, actor=None, status="succeeded", evidence=evidence)
+    page = _page(browser, site, "operator")
+    page.goto(f"{site['url']}/side-effects/?status=succeeded")
+    page.get_by_text("refund").first.wait_for()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
     page.context.close()

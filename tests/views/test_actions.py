@@ -244,6 +244,33 @@ def test_admin_rolls_back_behind_a_preview_and_a_reason(admin: Client, story: Th
     assert "thread.rollback" in admin.get("/audit/").content.decode()
 
 
+def test_a_rollback_form_sent_twice_rolls_back_once(admin: Client, story: Thread) -> None:
+    """A double click (or another admin first): the second rollback from the same preview is
+    refused, not applied on top of the first."""
+    checkpoint = first_checkpoint(story)
+    preview = admin.get(
+        f"/threads/{story.pk}/checkpoints/{checkpoint.pk}/rollback-preview/"
+    ).content.decode()
+    assert 'name="after_rollback" value="0"' in preview and "data-submit-once" in preview
+    body = {"checkpoint": checkpoint.pk, "reason": "v2 lost the refund", "after_rollback": "0"}
+    assert admin.post(f"/threads/{story.pk}/rollback/", body).status_code == 302
+    again = admin.post(f"/threads/{story.pk}/rollback/", body)
+    assert again.status_code == 409
+    assert "rolled back again after this preview" in again.content.decode()
+    story.refresh_from_db()
+    assert story.head_version == 3 and story.last_version == 3
+    assert AuditEntry.objects.filter(action="thread.rollback").count() == 1
+    # A new preview stands on the rollback that came first, and may be confirmed.
+    entry = AuditEntry.objects.get(action="thread.rollback")
+    preview = admin.get(
+        f"/threads/{story.pk}/checkpoints/{checkpoint.pk}/rollback-preview/"
+    ).content.decode()
+    assert f'name="after_rollback" value="{entry.pk}"' in preview
+    body["after_rollback"] = str(entry.pk)
+    assert admin.post(f"/threads/{story.pk}/rollback/", body).status_code == 302
+    assert AuditEntry.objects.filter(action="thread.rollback").count() == 2
+
+
 def test_rollback_of_an_unknown_checkpoint_is_404(
     admin: Client, story: Thread, outsider: Client
 ) -> None:

@@ -121,3 +121,33 @@ def test_another_workspaces_key_is_404(outsider: Client, workspace: Any) -> None
     assert key.prefix not in outsider.get("/keys/").content.decode()
     key.refresh_from_db()
     assert key.revoked_at is None
+
+
+def _form_token(admin: Client) -> str:
+    found = re.search(r'name="form_token" value="([^"]+)"', admin.get("/keys/").content.decode())
+    assert found
+    return found.group(1)
+
+
+def test_a_form_sent_twice_issues_one_key(admin: Client, workspace: Any) -> None:
+    """A reload of the answer (the browser sends the form again) issues no second key."""
+    token = _form_token(admin)
+    body = {"workspace": workspace.pk, "name": "ci-agent", "form_token": token}
+    assert admin.post("/keys/new/", body).status_code == 201
+    again = admin.post("/keys/new/", body)
+    assert again.status_code == 409
+    assert "created its key already" in again.content.decode()
+    assert "ctx_" not in again.content.decode()
+    assert ApiKey.objects.filter(workspace=workspace, name="ci-agent").count() == 1
+    # A new rendering of the form is a new form.
+    body["form_token"] = _form_token(admin)
+    assert admin.post("/keys/new/", body).status_code == 201
+    assert ApiKey.objects.filter(workspace=workspace, name="ci-agent").count() == 2
+
+
+@pytest.mark.parametrize("path", ["/keys/new/", "/imports/new/", "/workspace/"])
+def test_opening_a_forms_target_is_a_page_not_a_blank(admin: Client, path: str) -> None:
+    answer = admin.get(path)
+    assert answer.status_code == 405
+    assert answer["Allow"] == "POST"
+    assert "only takes a form" in answer.content.decode()

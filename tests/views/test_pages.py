@@ -149,6 +149,8 @@ def test_timeline_is_windowed_and_jumps(operator: Client, workspace: Any) -> Non
     assert "?from=1" in middle and "?from=401" in middle
     jump = operator.get(f"/threads/{thread.pk}/?seq=250")
     assert jump.status_code == 302 and jump["Location"].endswith("?from=201#seq-250")
+    past = operator.get(f"/threads/{thread.pk}/?from=900").content.decode()
+    assert "Showing events 401–450 of 450" in past and 'id="seq-450"' in past
 
 
 def test_timeline_links_a_result_on_another_page(operator: Client, workspace: Any) -> None:
@@ -188,6 +190,31 @@ def test_context_page_trims_and_says_why(operator: Client, workspace: Any) -> No
 def test_context_page_explains_a_budget_too_small(operator: Client, story: Thread) -> None:
     response = operator.get(f"/threads/{story.pk}/context/?window=100&reserved_output=90")
     assert response.status_code == 422 and b"Budget too small" in response.content
+    page = response.content.decode()
+    # The settings stay on the page to be changed, and the figures read as words.
+    assert 'id="ov-window"' in page and 'value="100"' in page
+    assert "reserved output: 90" in page and "reserved_output:" not in page
+
+
+@pytest.mark.parametrize("value", ["999999999999999999999", "５", "12abc", "-5"])
+def test_context_page_says_which_override_it_did_not_use(
+    operator: Client, story: Thread, value: str
+) -> None:
+    response = operator.get(f"/threads/{story.pk}/context/", {"window": value})
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "is not a whole number up to 2147483647; not used" in page
+
+
+def test_a_cited_call_shown_in_place_links_its_result(operator: Client, story: Thread) -> None:
+    """A summary's source card of a call shows its result as the timeline does, linked there."""
+    card = operator.get(f"/threads/{story.pk}/events/3/").content.decode()
+    assert "no result yet" not in card
+    assert f'href="/threads/{story.pk}/?seq=4">↓ result #4' in card
+    refund = operator.get(f"/threads/{story.pk}/events/7/").content.decode()
+    assert "↓ result #8" in refund and "side effect: unknown" in refund
+    result = operator.get(f"/threads/{story.pk}/events/4/").content.decode()
+    assert f'href="/threads/{story.pk}/?seq=3">↑ call #3' in result
 
 
 def test_summary_detail_cites_sources_and_flags_failed_checks(
@@ -301,3 +328,14 @@ def test_agent_content_in_a_summary_and_a_queue_renders_inert(
     assert_inert(operator.get(f"/threads/{thread.pk}/summaries/1/").content.decode())
     assert_inert(operator.get("/approvals/").content.decode())
     assert_inert(operator.get("/side-effects/").content.decode())
+
+
+def test_pages_load_htmx_without_the_debug_script(
+    operator: Client, story: Thread, settings: Any
+) -> None:
+    """django-htmx's debug script (DEBUG only) replaces the whole page with a refused action's
+    answer instead of letting htmx swap it into the notice."""
+    settings.DEBUG = True
+    page = operator.get(f"/threads/{story.pk}/").content.decode()
+    assert "htmx-2.min.js" in page
+    assert "django-htmx.js" not in page

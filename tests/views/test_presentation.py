@@ -65,3 +65,5 @@ def test_a_sort_header_reverses_the_current_sort_and_starts_each_column_its_own_
     assert 'href="?q=a&amp;sort=events">Events ↓</a>' in page  # the sorted column reverses
     assert 'href="?q=a&amp;sort=external_id">Thread</a>' in page  # names: A to Z first
     assert 'href="?q=a&amp;sort=-tokens">Tokens</a>' in page  # numbers: largest first
+    plain = operator.get("/threads/").content.decode()
+    assert 'href="?sort=external_id">Thread</a>' in plain and 'href="?&amp;' not in plain

@@ -9,6 +9,7 @@ from django.db.models import Q, QuerySet
 from threads.domain.errors import NotFound
 from threads.models import (
     ApprovalRequest,
+    AuditEntry,
     Checkpoint,
     Event,
     EventKind,
@@ -106,6 +107,17 @@ def _seqs_named_after(thread: Thread, cursor: int, kind: str, key: str) -> list[
     ]
 
 
+def last_rollback_id(thread: Thread) -> int:
+    """The audit entry of the thread's latest rollback (0 when none): what a preview stood on."""
+    latest = (
+        AuditEntry.objects.filter(thread=thread, action="thread.rollback")
+        .order_by("-pk")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    return latest or 0
+
+
 def rollback_preview(*, thread: Thread, checkpoint: Checkpoint) -> dict[str, Any]:
     """What a rollback to `checkpoint` would do: the side effects and approvals that happened
     after its cursor (they stay in the log and become delta again), the versions it would mark
@@ -124,6 +136,12 @@ def rollback_preview(*, thread: Thread, checkpoint: Checkpoint) -> dict[str, Any
         .order_by("request_event__seq")
     )
     version = rollback_source(thread=thread, checkpoint=checkpoint)
+    replaced = summary_versions_replaced(thread=thread, checkpoint=checkpoint)
+    langgraph = is_langgraph_checkpoint(checkpoint)
+    # What the rollback does to the summary head (threads.services.rollback): a new version
+    # with the restored summary, or (a LangGraph checkpoint with no summary at its cursor) the
+    # head back to no summary, or (a LangGraph checkpoint whose summary still stands) nothing.
+    writes_version = version is not None and (not langgraph or bool(replaced))
     return {
         "checkpoint": {
             **checkpoint_as_audit(checkpoint),
@@ -132,11 +150,15 @@ def rollback_preview(*, thread: Thread, checkpoint: Checkpoint) -> dict[str, Any
         },
         "safe": safe,
         "unsafe_reason": reason,
-        "new_version": thread.last_version + 1,
+        "new_version": thread.last_version + 1 if writes_version else None,
+        "clears_summary": version is None and bool(replaced),
+        # The rollback form sends it back: a second rollback from the same preview (a double
+        # click, another admin first) is refused instead of applied twice.
+        "after_rollback": last_rollback_id(thread),
         "restores_version": version.version if version is not None else None,
         "events_after_cursor": max(thread.last_seq - cursor, 0),
         # A LangGraph checkpoint's rollback also writes a new LangGraph head (docs/design.md §15).
-        "langgraph": is_langgraph_checkpoint(checkpoint),
+        "langgraph": langgraph,
         "side_effects": side_effect_rows(effects),
         "approvals": approval_rows(approvals),
         "versions_replaced": [
@@ -146,6 +168,6 @@ def rollback_preview(*, thread: Thread, checkpoint: Checkpoint) -> dict[str, Any
                 "trigger": v.trigger,
                 "created_at": v.created_at,
             }
-            for v in summary_versions_replaced(thread=thread, checkpoint=checkpoint)
+            for v in replaced
         ],
     }

@@ -23,7 +23,7 @@ from threads.models import (
     SummaryVersion,
     Thread,
 )
-from threads.selectors.checkpoints import rollback_source
+from threads.selectors.checkpoints import last_rollback_id, rollback_source
 from threads.services.audit import audit_record, reason_clean
 from threads.services.checkpoints import (
     _require_own,
@@ -44,8 +44,20 @@ class HeadMoved(Conflict):
     code = "head_moved"
 
 
+class RolledBackSincePreview(Conflict):
+    """Another rollback of the thread committed after the preview this one was confirmed from
+    (a second click, or another admin): the preview no longer says what would happen."""
+
+    code = "rolled_back_since_preview"
+
+
 def checkpoint_rollback(
-    *, thread: Thread, checkpoint: Checkpoint, actor: Any, reason: str
+    *,
+    thread: Thread,
+    checkpoint: Checkpoint,
+    actor: Any,
+    reason: str,
+    after_rollback: int | None = None,
 ) -> SummaryVersion | None:
     """Make the checkpoint's summary the head again, as a new version. Admin only.
 
@@ -61,12 +73,23 @@ def checkpoint_rollback(
     (`langgraph_repair_put`), so the agent's next run resumes from it. Returns the new head
     version, or None when the summary head had nothing to undo (no summary at or before the
     cursor, none after it either).
+
+    `after_rollback` is the preview's (`rollback_preview`): when another rollback of the thread
+    has committed since, this one is refused (RolledBackSincePreview) rather than applied on
+    top of it.
     """
     require_rollback_role(actor, thread.workspace)
     reason = reason_clean(reason)
     _require_own(thread, checkpoint)
     with transaction.atomic(durable=True):
         locked = thread_lock(thread)
+        latest = last_rollback_id(locked)
+        if after_rollback is not None and latest != after_rollback:
+            raise RolledBackSincePreview(
+                f"the thread was rolled back again after this preview (audit entry {latest}): "
+                "preview the rollback again",
+                fields={"after_rollback": f"the latest rollback is {latest}"},
+            )
         checkpoint = Checkpoint.objects.select_related("summary_version", "thread").get(
             pk=checkpoint.pk
         )

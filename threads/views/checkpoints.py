@@ -40,6 +40,12 @@ def _posted_checkpoint(request: HtmxHttpRequest, thread: Thread) -> Checkpoint:
     return found(selectors.checkpoint_get, thread=thread, id=checkpoint_id)
 
 
+def _posted_int(request: HtmxHttpRequest, name: str) -> int | None:
+    """A form's whole number field, or None when it is absent or not one."""
+    value = request.POST.get(name, "")
+    return int(value) if value.isascii() and value.isdigit() else None
+
+
 @login_required
 @require_GET
 def checkpoint_list(request: HtmxHttpRequest, id: str) -> HttpResponse:
@@ -108,6 +114,7 @@ def rollback(request: HtmxHttpRequest, id: str) -> HttpResponse:
             checkpoint=target,
             actor=request.user,
             reason=request.POST.get("reason", ""),
+            after_rollback=_posted_int(request, "after_rollback"),
         )
     except DomainError as exc:
         return problem(request, exc, back)

@@ -27,6 +27,9 @@ from threads.views.threads import thread_tabs
 CHART_W, CHART_H = 760, 220
 PAD_L, PAD_R, PAD_T, PAD_B = 56, 14, 14, 28
 
+# The largest budget override: what a thread's setting can hold (32-bit), as in the API.
+MAX_OVERRIDE = 2**31 - 1
+
 
 def budget_segments(budget: dict[str, Any], high: float, low: float) -> dict[str, Any]:
     """Widths (percent of the window) of each section of the bar, and the watermarks' places.
@@ -167,11 +170,25 @@ def _seq_ticks(x_max: int) -> list[int]:
 def thread_context(request: HtmxHttpRequest, id: str) -> HttpResponse:
     thread = thread_for(request, id)
     overrides: dict[str, Any] = {}
+    refused: dict[str, str] = {}
     for name in selectors.CONTEXT_OVERRIDES:
         value = request.GET.get(name, "").strip()
-        if value.isdigit():
+        if not value:
+            continue
+        # As the API's context parameters: whole numbers a thread's setting can hold.
+        if value.isascii() and value.isdigit() and int(value) <= MAX_OVERRIDE:
             overrides[name] = int(value)
-    context: dict[str, Any] = {**thread_tabs(request, thread, "context"), "overrides": overrides}
+        else:
+            refused[name] = f"{value[:40]!r} is not a whole number up to {MAX_OVERRIDE}; not used"
+    context: dict[str, Any] = {
+        **thread_tabs(request, thread, "context"),
+        "overrides": overrides,
+        "refused_overrides": refused,
+        "override_fields": [
+            (name, name.replace("_", " "), overrides.get(name, ""))
+            for name in selectors.CONTEXT_OVERRIDES
+        ],
+    }
     try:
         answer = selectors.working_context(thread=thread, overrides=overrides)
     except BudgetTooSmall as exc:
@@ -205,9 +222,5 @@ def thread_context(request: HtmxHttpRequest, id: str) -> HttpResponse:
         tools=tool_rows(tools, int(budget["window"])),
         repeats=repeat_rows(repeats, {event["seq"] for event in answer["events"]}),
         repeat_window=selectors.REPEAT_WINDOW,
-        override_fields=[
-            (name, name.replace("_", " "), overrides.get(name, ""))
-            for name in selectors.CONTEXT_OVERRIDES
-        ],
     )
     return render(request, "threads/thread_context.html", context)

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET
 from threads import selectors
 from threads.access import chosen_workspace_id
 from threads.domain.markers import RETRACTABLE_KINDS
+from threads.domain.search import MAX_QUERY_TERMS, too_many_terms
 from threads.domain.units import split_units
 from threads.models import Role, Thread
 from threads.views.common import (
@@ -101,6 +102,10 @@ def _search_hits(request: HtmxHttpRequest) -> dict[str, Any]:
         user=request.user, workspace_id=chosen_workspace_id(request)
     )
     before = request.GET.get("before", "")
+    count = too_many_terms(q)
+    if count is not None:
+        note = f"Use at most {MAX_QUERY_TERMS} words: every word is required, and this has {count}."
+        return {"hits": [], "hits_note": note, "hits_workspace": workspace}
     hits = selectors.events_search(
         workspace_ids=[workspace.pk] if workspace is not None else [],
         q=q,
@@ -133,10 +138,12 @@ def thread_timeline(request: HtmxHttpRequest, id: str) -> HttpResponse:
         except ValueError:
             return redirect(base)
         return redirect(f"{base}?from={_aligned(seq)}#seq-{seq}")
+    newest = _aligned(thread.last_seq)
     try:
-        from_seq = _aligned(int(request.GET.get("from", "")))
+        # A page past the end (an old link, a typed number) is the newest page.
+        from_seq = min(_aligned(int(request.GET.get("from", ""))), newest)
     except ValueError:
-        from_seq = _aligned(thread.last_seq)  # the newest page first: that is where work is
+        from_seq = newest  # the newest page first: that is where work is
     rows = selectors.event_window_for_page(
         thread=thread, from_seq=from_seq, limit=TIMELINE_PAGE, chars=page_prefix_chars()
     )
@@ -243,5 +250,28 @@ def thread_event(request: HtmxHttpRequest, id: str, seq: int) -> HttpResponse:
     """One event, for expanding a summary entry's sources in place."""
     thread = thread_for(request, id)
     event = found(selectors.event_get_for_page, thread=thread, seq=seq, chars=page_prefix_chars())
-    context = {"thread": thread, "event": present(event)}
+    item = present(event)
+    # Its links as the timeline draws them, to the timeline (the card is shown elsewhere).
+    timeline = reverse("thread-timeline", args=[thread.pk])
+
+    def href(target: int | None) -> str:
+        return "" if target is None else f"{timeline}?seq={target}"
+
+    if event.kind == "tool_call":
+        item["closed_by"] = [
+            (closing, href(closing))
+            for closing, _kind, call_seq in selectors.closing_events_for_calls(
+                thread=thread, call_ids={event.tool_call_id}, after=event.seq
+            )
+            if call_seq == event.seq
+        ]
+        item["effect"] = selectors.side_effects_for_calls(thread=thread, call_seqs=[seq]).get(seq)
+    item["call_href"] = href(item["call_seq"])
+    item["approval_href"] = href(item["approval_seq"])
+    item["retracts_href"] = href(item["retracts"])
+    if event.kind in RETRACTABLE_KINDS:
+        by = selectors.retractions_by_target(thread=thread, targets={seq}).get(seq)
+        if by is not None:
+            item["retracted_by"] = {"seq": by, "href": href(by), "label": f"retracted by #{by}"}
+    context = {"thread": thread, "event": item}
     return render(request, "threads/_event_card.html", context)
