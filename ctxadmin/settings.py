@@ -51,6 +51,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "threads.middleware.MethodNotAllowedPageMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
     # Innermost, so it sees a view's exception first: a database that refuses writes is a 503.
@@ -247,7 +248,8 @@ if not CELERY_BROKER_URL:
     _queue = VAR_DIR / "celery"
     for _sub in ("in", "processed", "control"):
         (_queue / _sub).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_URL = "filesystem://"
+    # A host that the transport ignores: without one, kombu warns on every connection.
+    CELERY_BROKER_URL = "filesystem://localhost/"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_queue / "in"),
         "data_folder_out": str(_queue / "in"),
@@ -343,9 +345,14 @@ CTXADMIN_MAX_IMPORT_UNPACKED_BYTES = env.int(
     "CTXADMIN_MAX_IMPORT_UNPACKED_BYTES", default=512 * 1024 * 1024
 )
 
+_LOG_LEVEL = env.str("CTXADMIN_LOG_LEVEL", default="WARNING")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env.str("CTXADMIN_LOG_LEVEL", default="WARNING")},
+    "filters": {"refusals": {"()": "ctxadmin.log_filters.RefusalsWithoutTraceback"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["refusals"]}},
+    "root": {"handlers": ["console"], "level": _LOG_LEVEL},
+    # Django's own logger loses its default handler (console, in DEBUG), which beside the
+    # root's printed every request warning twice: its records reach the root's, once.
+    "loggers": {"django": {"handlers": [], "level": _LOG_LEVEL, "propagate": True}},
 }

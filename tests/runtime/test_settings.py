@@ -64,7 +64,7 @@ def test_defaults_need_no_service(tmp_path: Path) -> None:
     assert shown["name"] == str(tmp_path / "ctxadmin.sqlite3")
     assert shown["options"]["transaction_mode"] == "IMMEDIATE"
     assert "journal_mode=WAL" in shown["options"]["init_command"]
-    assert shown["broker"] == "filesystem://"
+    assert shown["broker"] == "filesystem://localhost/"
     assert shown["transport_options"]["data_folder_in"] == str(tmp_path / "celery" / "in")
     assert (tmp_path / "celery" / "in").is_dir()
     assert shown["eager"] is False
