@@ -420,3 +420,33 @@ def test_a_long_unbroken_evidence_stays_within_the_page(browser: Any, site: dict
     page.get_by_text("refund").first.wait_for()
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
     page.context.close()
+
+
+def test_pages_fit_a_phone(browser: Any, site: dict[str, Any]) -> None:
+    """At 390 px the navigation is a row above the page and no page scrolls sideways (a wide
+    table scrolls inside its own box)."""
+    page = _page(browser, site, "operator", width=390)
+    thread = site["thread"]
+    wide = []
+    for path in (
+        "/threads/",
+        f"/threads/{thread.pk}/",
+        f"/threads/{thread.pk}/context/",
+        f"/threads/{thread.pk}/summaries/1/",
+        f"/threads/{thread.pk}/checkpoints/",
+        "/side-effects/",
+        "/approvals/",
+    ):
+        page.goto(site["url"] + path)
+        overflow = page.evaluate(
+            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        if overflow > 1:
+            wide.append((path, overflow))
+    assert not wide
+    nav = page.locator("nav.sidenav").bounding_box()
+    main = page.locator("main").bounding_box()
+    assert nav is not None and main is not None
+    assert main["y"] >= nav["y"] + nav["height"] - 1 and main["width"] >= 360
+    shot(page, "20-phone-approvals")
+    page.context.close()

@@ -10,7 +10,8 @@ import pytest
 from django.test import Client
 
 from tests import factories as f
-from threads.views.present import COLLAPSE_CHARS
+from threads.views.present import COLLAPSE_CHARS, shown_value
+from threads.views.summaries import _entry_meta, _entry_text
 
 pytestmark = pytest.mark.django_db
 
@@ -67,3 +68,13 @@ def test_a_sort_header_reverses_the_current_sort_and_starts_each_column_its_own_
     assert 'href="?q=a&amp;sort=-tokens">Tokens</a>' in page  # numbers: largest first
     plain = operator.get("/threads/").content.decode()
     assert 'href="?sort=external_id">Thread</a>' in plain and 'href="?&amp;' not in plain
+
+
+def test_summary_values_read_as_json_never_as_python() -> None:
+    assert shown_value(None) == "null" and shown_value(True) == "true"
+    assert shown_value([8, 9]) == "[8, 9]" and shown_value("Rotterdam") == "Rotterdam"
+    assert _entry_text("facts", {"key": "paid", "value": True}) == "paid = true"
+    assert _entry_text("facts", {"key": "city", "value": "Köln"}) == 'city = "Köln"'
+    assert _entry_meta("pending", {"kind": "approval", "blocking": True}) == ["blocking"]
+    meta = _entry_meta("facts", {"authority": "tool", "previous_value": None, "confidence": 0.5})
+    assert meta == ["authority: tool", "confidence: 0.5"]

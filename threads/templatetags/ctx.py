@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from threads.models import ApprovalStatus, SideEffectStatus, SummaryPhase, TaskState
-from threads.views.present import body_cut
+from threads.views.present import body_cut, shown_value
 
 register = template.Library()
 
@@ -86,6 +86,13 @@ def get(mapping: Any, key: Any) -> Any:
     if isinstance(mapping, dict):
         return mapping.get(key, mapping.get(str(key)))
     return None
+
+
+@register.filter
+def shown(value: Any) -> str:
+    """A summary's value as a person reads it: text as it is, anything else as JSON (null,
+    true, [8, 9]), never Python's spelling of it (None, True)."""
+    return shown_value(value)
 
 
 @register.filter

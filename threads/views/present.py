@@ -190,3 +190,11 @@ def repeat_rows(repeats: Sequence[Repeat], sent: Collection[int]) -> dict[str, A
         "tokens": sum(r.tokens for r in repeats),
         "sent_tokens": sum(r.tokens for r in repeats if r.seq in sent),
     }
+
+
+def shown_value(value: Any) -> str:
+    """A stored value as a person reads it: text as it is, anything else as JSON (null, true,
+    [8, 9]), never Python's spelling of it (None, True)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)

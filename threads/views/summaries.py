@@ -3,6 +3,7 @@ and "Fold now" with a polled progress region."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -28,6 +29,7 @@ from threads.views.common import (
     require,
     thread_for,
 )
+from threads.views.present import shown_value
 from threads.views.threads import thread_tabs
 
 # The fact-by-fact view reads the events of the version's own range, at most this many.
@@ -37,7 +39,7 @@ SECTIONS = tuple(SECTION_TITLES.items())
 
 def _entry_text(section: str, entry: dict[str, Any]) -> str:
     if section == "facts":
-        return f"{entry.get('key')} = {entry.get('value')!r}"
+        return f"{entry.get('key')} = {json.dumps(entry.get('value'), ensure_ascii=False)}"
     if section == "tool_state":
         return f"{entry.get('tool')} #{entry.get('tool_call_id')} → {entry.get('status')}"
     if section == "completed_actions":
@@ -54,7 +56,14 @@ def _entry_meta(section: str, entry: dict[str, Any]) -> list[str]:
         "requests": ("truncated",),
         "pending": ("blocking",),
     }.get(section, ())
-    return [f"{k}: {entry[k]}" for k in keys if entry.get(k) not in (None, "", False)]
+    # A flag that is on reads as its name ("blocking"); other values as text or JSON.
+    shown = []
+    for key in keys:
+        if entry.get(key) in (None, "", False):
+            continue
+        name = key.replace("_", " ")
+        shown.append(name if entry[key] is True else f"{name}: {shown_value(entry[key])}")
+    return shown
 
 
 def _sections(content: dict[str, Any]) -> list[dict[str, Any]]:
