@@ -214,7 +214,7 @@ def test_an_unknown_key_at_any_level_is_refused_and_left_to_the_serializer() -> 
         (writes_body_read, ThreadLanggraphWritesApi.InputSerializer, WRITES, ()),
     ):
         varied = copy.deepcopy(body)
-        target = varied
+        target: Any = varied
         for key in path:
             target = target[key]
         target["colour"] = "red"

@@ -32,7 +32,7 @@ def _leaf() -> list[tuple[str, str]]:
     return MigrationExecutor(connection).loader.graph.leaf_nodes()
 
 
-def _indexes() -> dict[str, dict[str, Any]]:
+def _indexes() -> dict[str, Any]:
     with connection.cursor() as cursor:
         found = connection.introspection.get_constraints(cursor, TABLE)
     return {name: c for name, c in found.items() if c["index"] and not c["primary_key"]}
