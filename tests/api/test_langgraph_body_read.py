@@ -12,7 +12,17 @@ from typing import Any
 import pytest
 
 from threads.api.langgraph import ThreadLanggraphCheckpointsApi, ThreadLanggraphWritesApi
-from threads.api.langgraph_input import put_body_read, writes_body_read
+from threads.api.langgraph_input import (
+    ENTRY_KEYS,
+    INTERRUPT_KEYS,
+    MESSAGES_KEYS,
+    PUT_KEYS,
+    VALUE_KEYS,
+    WRITE_KEYS,
+    WRITES_KEYS,
+    put_body_read,
+    writes_body_read,
+)
 
 DIGEST = "a" * 64
 B64 = base64.b64encode(b"\x00\x01 bytes").decode()
@@ -222,3 +232,19 @@ def test_an_unknown_key_at_any_level_is_refused_and_left_to_the_serializer() -> 
         serializer = serializer_class(data=varied)
         assert not serializer.is_valid()
         assert "unknown field" in json.dumps(serializer.errors)
+
+
+def test_the_readers_key_sets_are_the_serializers_fields() -> None:
+    put: Any = ThreadLanggraphCheckpointsApi.InputSerializer()
+    writes: Any = ThreadLanggraphWritesApi.InputSerializer()
+    pairs = [
+        (PUT_KEYS, put),
+        (VALUE_KEYS, put.fields["values"].child),
+        (MESSAGES_KEYS, put.fields["messages"]),
+        (ENTRY_KEYS, put.fields["messages"].fields["entries"].child),
+        (WRITES_KEYS, writes),
+        (WRITE_KEYS, writes.fields["writes"].child),
+        (INTERRUPT_KEYS, writes.fields["interrupts"].child),
+    ]
+    for keys, serializer in pairs:
+        assert keys == set(serializer.fields), type(serializer).__name__

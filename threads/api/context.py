@@ -14,10 +14,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from threads.api.auth import thread_for_request
+from threads.domain.budget import MAX_TOKENS
 from threads.selectors import working_context
 from threads.services.metrics import context_request_observed
-
-MAX_TOKENS = 2**31 - 1
 
 
 class ContextSummarySerializer(serializers.Serializer):

@@ -22,14 +22,12 @@ from threads.api.serializers import (
     ThreadOutputSerializer,
     external_id_validated,
 )
-from threads.domain.budget import THREAD_BUDGET_FIELDS, Budget
+from threads.domain.budget import MAX_TOKENS, THREAD_BUDGET_FIELDS, Budget
 from threads.domain.tokens import SUPPORTED_ENCODINGS
 from threads.models import SummarizerBackend, Thread, ThreadStatus
 from threads.selectors import thread_with_flags, threads_in
 from threads.services.threads import thread_get_or_create
 
-# PositiveIntegerField's range on every backend: larger values would fail in the database.
-MAX_TOKENS = 2**31 - 1
 BUDGET_FIELDS = (
     "context_window",
     "reserved_output",

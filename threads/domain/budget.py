@@ -23,6 +23,9 @@ from threads.domain.errors import BudgetTooSmall
 from threads.domain.markers import visible_events
 from threads.domain.units import Unit, split_units, unit_groups
 
+# The largest token setting: a thread's settings are PositiveIntegerFields (32-bit on every
+# backend), so a larger window or reserve would fail in the database, not at the check.
+MAX_TOKENS = 2**31 - 1
 DEFAULT_HIGH = 0.8
 DEFAULT_LOW = 0.5
 

@@ -12,6 +12,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from threads import selectors
+from threads.domain.budget import MAX_TOKENS
 from threads.domain.errors import BudgetTooSmall
 from threads.models import SummaryPhase, SummaryVersion, Thread
 from threads.views.common import HtmxHttpRequest, thread_for
@@ -26,9 +27,6 @@ from threads.views.threads import thread_tabs
 
 CHART_W, CHART_H = 760, 220
 PAD_L, PAD_R, PAD_T, PAD_B = 56, 14, 14, 28
-
-# The largest budget override: what a thread's setting can hold (32-bit), as in the API.
-MAX_OVERRIDE = 2**31 - 1
 
 
 def budget_segments(budget: dict[str, Any], high: float, low: float) -> dict[str, Any]:
@@ -176,10 +174,10 @@ def thread_context(request: HtmxHttpRequest, id: str) -> HttpResponse:
         if not value:
             continue
         # As the API's context parameters: whole numbers a thread's setting can hold.
-        if value.isascii() and value.isdigit() and int(value) <= MAX_OVERRIDE:
+        if value.isascii() and value.isdigit() and int(value) <= MAX_TOKENS:
             overrides[name] = int(value)
         else:
-            refused[name] = f"{value[:40]!r} is not a whole number up to {MAX_OVERRIDE}; not used"
+            refused[name] = f"{value[:40]!r} is not a whole number up to {MAX_TOKENS}; not used"
     context: dict[str, Any] = {
         **thread_tabs(request, thread, "context"),
         "overrides": overrides,
