@@ -20,7 +20,12 @@ urlpatterns = [
     ),
     # Anything else under /api/ is a JSON 404, never the HTML page, whatever DEBUG says.
     re_path(r"^api/", api_not_found),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    # A person already signed in goes on to where they were going (`next`) or the dashboard.
+    path(
+        "accounts/login/",
+        auth_views.LoginView.as_view(redirect_authenticated_user=True),
+        name="login",
+    ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("metrics", metrics.metrics, name="metrics"),
     path("metrics/", metrics.metrics),

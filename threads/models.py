@@ -75,6 +75,18 @@ class ApiKey(models.Model):
     revoked_at = models.DateTimeField(null=True, blank=True)
     # Refused from this moment on, like a revoked key (None: never expires).
     expires_at = models.DateTimeField(null=True, blank=True)
+    # The one-time token of the dashboard form that issued it ("": issued otherwise). Unique,
+    # so a form sent twice at once issues one key: the second insert is refused.
+    form_token = models.CharField(max_length=64, blank=True, default="")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["form_token"],
+                condition=~models.Q(form_token=""),
+                name="api_key_form_token_unique",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"

@@ -48,6 +48,9 @@ class Rule:
     # agent's own workspace, so A's name is simply an empty thread there, never A's data.
     foreign_agent: str = "404"
     public: dict[str, int] = field(default_factory=dict)
+    # A public route that answers a signed-in person otherwise: this status, whatever the
+    # method (the login page sends them on).
+    signed_in: int | None = None
 
 
 def html(methods: dict[str, Access], **kw: Any) -> Rule:
@@ -127,7 +130,7 @@ RULES: dict[str, Rule] = {
     "api/schema/": Rule("public", public={"GET": 200}),
     "api/docs/": Rule("public", public={"GET": 200}),
     "^api/": Rule("public", public={m: 404 for m in ("GET", "POST", "PUT", "PATCH", "DELETE")}),
-    "accounts/login/": Rule("public", public={"GET": 200, "POST": 200, "PUT": 200}),
+    "accounts/login/": Rule("public", public={"GET": 200, "POST": 200, "PUT": 200}, signed_in=302),
     # --- The dashboard (docs/api.md §9) --------------------------------------------------------
     "": html({"GET": OP}),
     "threads/": html({"GET": OP}),

@@ -38,6 +38,8 @@ def world(django_db_setup: Any, django_db_blocker: Any) -> Iterator[World]:
 def expected(rule: Rule, method: str, principal: str) -> str:
     """The answer class the rules give: login, 401, 403, 404, 405, ok, or a public status."""
     if rule.kind == "public":
+        if rule.signed_in is not None and principal not in ("anonymous", "agent", "other_agent"):
+            return str(rule.signed_in)
         return str(rule.public.get(method, 405))
     stranger = principal == "anonymous" or (rule.kind == "html" and "agent" in principal)
     if stranger:

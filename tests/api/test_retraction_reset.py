@@ -108,6 +108,44 @@ def test_a_batch_may_retract_its_own_events_but_not_twice(
     assert log_state(thread) == before  # all or nothing
 
 
+@pytest.mark.parametrize(
+    ("first", "second", "why"),
+    [
+        (3, 2, "#2 is already retracted with its tool_result #3 by #4"),
+        (2, 3, "#3 is already retracted with its tool_call #2 by #4"),
+    ],
+)
+def test_a_tool_call_and_its_result_are_retracted_once(
+    agent: APIClient, thread: Thread, events_url: str, first: int, second: int, why: str
+) -> None:
+    """Retracting either side takes the pair out (docs/api.md §4), so the other side is
+    already retracted: a second retraction would change nothing and is refused."""
+    f.append(thread, f.user("look up order 1"), f.call("c1", "lookup", {}), f.result("c1"))
+    assert post_json(agent, events_url, retraction(first)).status_code == 201  # 4
+    before = log_state(thread)
+    answer = post_json(agent, events_url, retraction(second))
+    assert answer.status_code == 422, answer.content
+    assert answer.json()["error"]["fields"]["retracts"] == why
+    assert log_state(thread) == before
+
+
+def test_a_batch_may_not_retract_both_sides_of_its_own_pair(
+    agent: APIClient, thread: Thread, events_url: str
+) -> None:
+    f.append(thread, f.user("look up order 1"), f.call("c1", "lookup", {}))  # 1, 2
+    before = log_state(thread)
+    batch = [f.result("c1"), retraction(3), retraction(2)]  # 3, 4, 5
+    answer = post_json(agent, events_url, {"events": batch})
+    assert answer.status_code == 422, answer.content
+    error = answer.json()["error"]
+    assert error["message"].startswith("events[2]: ")
+    assert error["fields"]["retracts"] == "#2 is already retracted with its tool_result #3 by #4"
+    assert log_state(thread) == before
+    # Another call with the same tool_call_id is an item of its own.
+    again = [f.result("c1"), retraction(3), f.call("c1", "lookup", {}), retraction(5)]
+    assert post_json(agent, events_url, {"events": again}).status_code == 201
+
+
 def test_a_reset_takes_no_fields(agent: APIClient, thread: Thread, events_url: str) -> None:
     answer = post_json(agent, events_url, {"kind": "reset", "retracts": 1})
     assert answer.status_code == 400

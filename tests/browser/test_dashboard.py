@@ -206,8 +206,16 @@ def test_operator_browses_every_tab_and_resolves_a_side_effect(
     page.get_by_role("link", name="Summaries").click()
     page.wait_for_url(re.compile(r"/summaries/$"))
     shot(page, "04-summaries")
+    thread.refresh_from_db()
+    assert thread.covered_until < thread.last_seq  # the fold below has events to cover
+    page.evaluate("window.__same_document = true")
     page.get_by_role("button", name="Fold now").click()
     page.locator("#fold-progress .badge").filter(has_text=re.compile("success")).wait_for()
+    # The versions reload themselves when the fold ends: no "Refresh page" to click.
+    covered = f"covers events 1–{thread.last_seq} of {thread.last_seq}"
+    page.locator("#summary-versions").get_by_text(covered).wait_for()
+    assert page.evaluate("window.__same_document === true")
+    assert page.get_by_role("link", name="Refresh page").count() == 0
     page.get_by_role("link", name=re.compile(r"^v2$")).click()
     page.wait_for_url(re.compile(r"/summaries/2/$"))
     page.locator(".sources button").first.click()

@@ -342,6 +342,11 @@ def test_fold_now_shows_progress_until_the_task_finishes(
     assert run.state == "SUCCESS"
     finished = operator.get(f"/tasks/{run.id}/progress/?back=/threads/").content.decode()
     assert "hx-trigger" not in finished and "success" in finished
+    assert "Refresh page" in finished
+    # The summaries page reloads its versions itself (task-finished), so it offers no link.
+    reloading = operator.get(f"/tasks/{run.id}/progress/?back=/threads/&reloads=1")
+    assert "Refresh page" not in reloading.content.decode()
+    assert "task-finished" in reloading["HX-Trigger"]
     story.refresh_from_db()
     assert story.head_version == 3 and story.covered_until == story.last_seq
 

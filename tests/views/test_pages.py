@@ -56,6 +56,14 @@ def test_login_page_is_styled_and_logs_in(client: Client, workspace: Any) -> Non
     assert client.get("/threads/").status_code == 302
 
 
+def test_a_signed_in_person_is_sent_on_from_the_login_page(operator: Client) -> None:
+    assert operator.get("/accounts/login/")["Location"] == "/threads/"
+    sent_on = operator.get("/accounts/login/?next=/approvals/")
+    assert sent_on.status_code == 302 and sent_on["Location"] == "/approvals/"
+    # Never to another site, whatever `next` says.
+    assert operator.get("/accounts/login/?next=https://evil.example/")["Location"] == "/threads/"
+
+
 @pytest.mark.parametrize("url", LIST_PAGES)
 def test_list_pages_render(operator: Client, story: Thread, url: str) -> None:
     response = operator.get(url)

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from threads.api.auth import thread_for_request
+from threads.api.serializers import QueryIntegerField
 from threads.domain.budget import MAX_TOKENS
 from threads.selectors import working_context
 from threads.services.metrics import context_request_observed
@@ -59,15 +60,11 @@ class ThreadContextApi(APIView):
     class InputSerializer(serializers.Serializer):
         # Bounded as the thread's own settings are stored (32-bit): a larger number would fail
         # in the database that logs the request, not here.
-        window = serializers.IntegerField(min_value=1, max_value=MAX_TOKENS, required=False)
-        reserved_output = serializers.IntegerField(
-            min_value=0, max_value=MAX_TOKENS, required=False
-        )
-        reasoning_reserve = serializers.IntegerField(
-            min_value=0, max_value=MAX_TOKENS, required=False
-        )
-        safety_margin = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
-        fixed_tokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+        window = QueryIntegerField(min_value=1, max_value=MAX_TOKENS, required=False)
+        reserved_output = QueryIntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+        reasoning_reserve = QueryIntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+        safety_margin = QueryIntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+        fixed_tokens = QueryIntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
 
     class OutputSerializer(serializers.Serializer):
         class Meta:

@@ -30,6 +30,7 @@ from threads.api.serializers import (
     EventBatchInputSerializer,
     EventInputSerializer,
     EventOutputSerializer,
+    QueryIntegerField,
 )
 from threads.domain.canonical import canonical_text
 from threads.domain.errors import DomainError, InvalidEvent
@@ -117,12 +118,10 @@ class ThreadEventsApi(APIView):
 
     @extend_schema_serializer(component_name="EventPageFilter")
     class PageFilterSerializer(serializers.Serializer):
-        after = serializers.IntegerField(
+        after = QueryIntegerField(
             min_value=0, max_value=MAX_SEQ, default=0, help_text="return events with seq > after"
         )
-        limit = serializers.IntegerField(
-            min_value=1, max_value=MAX_PAGE_SIZE, default=DEFAULT_PAGE_SIZE
-        )
+        limit = QueryIntegerField(min_value=1, max_value=MAX_PAGE_SIZE, default=DEFAULT_PAGE_SIZE)
 
     @extend_schema_serializer(component_name="EventPage")
     class PageOutputSerializer(serializers.Serializer):

@@ -25,6 +25,7 @@ from threads.api.parsers import JSONBodyError, NumberNotRepresentable, strict_js
 from threads.api.renderers import LargeJSONRenderer
 from threads.api.serializers import (
     ErrorSerializer,
+    QueryIntegerField,
     StrictCharField,
     StrictInputSerializer,
     StrictIntegerField,
@@ -225,7 +226,7 @@ class ListFilterSerializer(serializers.Serializer):
     filter = StrictCharField(
         required=False, help_text="a JSON object: metadata keys and the values they must equal"
     )
-    limit = serializers.IntegerField(min_value=1, max_value=MAX_PAGE, default=MAX_PAGE)
+    limit = QueryIntegerField(min_value=1, max_value=MAX_PAGE, default=MAX_PAGE)
     page_after = StrictCharField(required=False, help_text="the `next` of the previous page")
 
     def validate_filter(self, value: str) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from threads.api.permissions import workspace_ids_for_request
-from threads.api.serializers import ErrorSerializer
+from threads.api.serializers import ErrorSerializer, QueryIntegerField
 from threads.domain.search import MAX_QUERY_TERMS, too_many_terms
 from threads.selectors import MAX_HITS, SearchHit, events_search
 
@@ -43,8 +43,8 @@ class SearchApi(APIView):
             help_text="whitespace-separated terms, all required; a term of several words "
             "(lookup_order) is a phrase; no words: no hits",
         )
-        limit = serializers.IntegerField(min_value=1, max_value=MAX_HITS, default=DEFAULT_HITS)
-        before = serializers.IntegerField(
+        limit = QueryIntegerField(min_value=1, max_value=MAX_HITS, default=DEFAULT_HITS)
+        before = QueryIntegerField(
             min_value=1,
             max_value=2**63 - 1,
             required=False,

@@ -7,6 +7,7 @@ of 1000 events never pays for DRF field-by-field serialization.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
@@ -72,6 +73,20 @@ class StrictIntegerField(serializers.IntegerField):
 
     def to_internal_value(self, data: Any) -> int:
         if type(data) is not int:
+            self.fail("invalid")
+        return int(super().to_internal_value(data))
+
+
+_QUERY_INTEGER = re.compile(r"-?[0-9]+")
+
+
+class QueryIntegerField(serializers.IntegerField):
+    """A whole number in a query string: ASCII digits with an optional leading `-`, nothing
+    else. DRF's IntegerField also takes `+5`, ` 5`, `5.0` and full-width or other Unicode
+    digits, which Python's int() reads but the schema's `type: integer` does not allow."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, str) and not _QUERY_INTEGER.fullmatch(data):
             self.fail("invalid")
         return int(super().to_internal_value(data))
 

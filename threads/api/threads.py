@@ -15,6 +15,7 @@ from threads.api.auth import require_agent, thread_for_request
 from threads.api.permissions import workspace_ids_for_request
 from threads.api.serializers import (
     ErrorSerializer,
+    QueryIntegerField,
     StrictCharField,
     StrictFloatField,
     StrictInputSerializer,
@@ -113,11 +114,9 @@ class ThreadListCreateApi(APIView):
             "is broken",
         )
         pending_approvals = serializers.BooleanField(required=False, default=None)
-        limit = serializers.IntegerField(
-            min_value=1, max_value=MAX_PAGE_SIZE, default=DEFAULT_PAGE_SIZE
-        )
+        limit = QueryIntegerField(min_value=1, max_value=MAX_PAGE_SIZE, default=DEFAULT_PAGE_SIZE)
         # Bounded: an OFFSET past 64 bits fails in the database, not here.
-        offset = serializers.IntegerField(min_value=0, max_value=2**63 - 1, default=0)
+        offset = QueryIntegerField(min_value=0, max_value=2**63 - 1, default=0)
 
     @extend_schema_serializer(component_name="ThreadPage")
     class ListOutputSerializer(serializers.Serializer):

@@ -54,6 +54,13 @@ class Conflict(DomainError):
     status = 409
 
 
+class FormSentAlready(Conflict):
+    """A dashboard form whose one-time token has done its work already (sent again by a
+    reload, a resubmit or a second click)."""
+
+    code = "form_sent_already"
+
+
 class NotFound(DomainError):
     code = "not_found"
     status = 404

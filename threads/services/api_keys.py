@@ -11,11 +11,11 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from threads.access import require_role
-from threads.domain.errors import InvalidEvent
+from threads.domain.errors import FormSentAlready, InvalidEvent
 from threads.models import ApiKey, Role, Workspace
 from threads.services.audit import audit_record
 from threads.services.workspaces import API_KEY_PREFIX, api_key_digest
@@ -39,9 +39,11 @@ def api_key_issue(
     actor: AbstractBaseUser,
     name: str,
     expires_at: datetime | None = None,
+    form_token: str | None = None,
 ) -> tuple[ApiKey, str]:
     """Create a key for the workspace's agents; return it and its secret, which is shown once
-    and never stored."""
+    and never stored. `form_token`: the issuing form's one-time token; a second key for the
+    same token is refused (FormSentAlready), even when both requests arrive at once."""
     name = name.strip()
     if not name or len(name) > 100:
         raise InvalidEvent("a key needs a name of 1 to 100 characters", fields={"name": "required"})
@@ -50,13 +52,24 @@ def api_key_issue(
     require_role(actor, workspace, KEY_ROLE)
     secret = API_KEY_PREFIX + secrets.token_urlsafe(32)
     with transaction.atomic(durable=True):
-        key = ApiKey.objects.create(
-            workspace=workspace,
-            name=name,
-            prefix=secret[:12],
-            key_hash=api_key_digest(secret),
-            expires_at=expires_at,
-        )
+        try:
+            with transaction.atomic():
+                key = ApiKey.objects.create(
+                    workspace=workspace,
+                    name=name,
+                    prefix=secret[:12],
+                    key_hash=api_key_digest(secret),
+                    expires_at=expires_at,
+                    form_token=form_token or "",
+                )
+        except IntegrityError:
+            if form_token and ApiKey.objects.filter(form_token=form_token).exists():
+                raise FormSentAlready(
+                    "this form created its key already; its secret was shown once. If it is "
+                    "lost, revoke that key and create another",
+                    fields={"form_token": "sent already"},
+                ) from None
+            raise
         audit_record(
             workspace=workspace,
             actor=actor,

@@ -10,6 +10,7 @@ import functools
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from django.db import connections, router, transaction
@@ -147,34 +148,73 @@ def _open_call_rows_postgres(
     return rows  # _open_calls sorts them
 
 
-def _retraction_lookups(
-    thread: Thread, new_events: Sequence[NewEvent]
-) -> tuple[dict[int, str], dict[int, int]]:
-    """For the seqs the batch's retractions name: the kind of each that is in the log, and the
-    retraction already naming it (target -> its seq). Read under the thread's lock, so that no
-    other append can retract the same event in between. Retractions come after their target,
-    so only events after the lowest target are read: a short range of the (thread, seq) index
-    when agents pop recent items."""
+@dataclass
+class _Retractions:
+    """What a batch's retractions are checked against, read under the thread's lock: the kind
+    of each event they name, each such tool call's result and each such result's call (a
+    pair is one item, docs/api.md §3.1), and the retraction already naming an event (target
+    -> its seq). The batch's own events join them as they are numbered."""
+
+    kinds: dict[int, str] = field(default_factory=dict)
+    partners: dict[int, int] = field(default_factory=dict)
+    by_target: dict[int, int] = field(default_factory=dict)
+
+    def retracted_by(self, target: int) -> tuple[int, int | None] | None:
+        """The retraction that took `target` out, and the partner it named if not `target`."""
+        if target in self.by_target:
+            return self.by_target[target], None
+        partner = self.partners.get(target)
+        if partner is not None and partner in self.by_target:
+            return self.by_target[partner], partner
+        return None
+
+    def pair(self, call_seq: int, result_seq: int) -> None:
+        self.partners[call_seq], self.partners[result_seq] = result_seq, call_seq
+
+
+def _retraction_lookups(thread: Thread, new_events: Sequence[NewEvent]) -> _Retractions:
+    """The retractions' lookups (_Retractions). Retractions come after their target, so only
+    events after the lowest target are read: a short range of the (thread, seq) index when
+    agents pop recent items."""
     targets = {new.data["retracts"] for new in new_events if new.kind == RETRACTION}
     if not targets:
-        return {}, {}
-    kinds = dict(Event.objects.filter(thread=thread, seq__in=targets).values_list("seq", "kind"))
-    return kinds, retractions_by_target(thread=thread, targets=targets)
+        return _Retractions()
+    looked = _Retractions()
+    calls: dict[str, int] = {}
+    for seq, kind, tool_call_id, call_seq in Event.objects.filter(
+        thread=thread, seq__in=targets
+    ).values_list("seq", "kind", "tool_call_id", "data__call_seq"):
+        looked.kinds[seq] = kind
+        if kind == "tool_result" and isinstance(call_seq, int):
+            looked.pair(call_seq, seq)
+        elif kind == "tool_call":
+            calls[tool_call_id] = seq
+    if calls:
+        for seq, call_seq in Event.objects.filter(
+            thread=thread, kind="tool_result", tool_call_id__in=calls, seq__gt=min(calls.values())
+        ).values_list("seq", "data__call_seq"):
+            if call_seq in targets:
+                looked.pair(call_seq, seq)
+    looked.by_target = retractions_by_target(thread=thread, targets=targets | set(looked.partners))
+    return looked
 
 
-def _check_retraction(
-    target: int, seq: int, kind: str | None, retracted_by: int | None, where: str
-) -> None:
-    """A retraction at `seq` may name only an earlier agent-visible item not yet retracted
-    (docs/api.md §3.1)."""
+def _check_retraction(target: int, seq: int, retractions: _Retractions, where: str) -> None:
+    """A retraction at `seq` may name only an earlier agent-visible item not yet retracted,
+    either side of a tool call's pair counting as the pair (docs/api.md §3.1)."""
+    kind = retractions.kinds.get(target)
+    retracted = retractions.retracted_by(target)
     if target >= seq:
         why = f"must name an earlier event (below {seq})"
     elif kind is None:
         why = f"no event #{target} in this thread"
     elif kind not in RETRACTABLE_KINDS:
         why = f"#{target} is a {kind} event; only {', '.join(RETRACTABLE_KINDS)} may be retracted"
-    elif retracted_by is not None:
-        why = f"#{target} is already retracted by #{retracted_by}"
+    elif retracted is not None:
+        by, partner = retracted
+        side = "tool_result" if kind == "tool_call" else "tool_call"
+        other = "" if partner is None else f" with its {side} #{partner}"
+        why = f"#{target} is already retracted{other} by #{by}"
     else:
         return
     prefix = "" if where == "event" else f"{where}: "
@@ -448,7 +488,7 @@ def _append_locked(
     open_calls, side_effect_calls = _open_calls(thread, _batch_lookups(new_events, existing))
     # Kinds of the events retractions may name (the log's, then this batch's as they are
     # numbered) and who retracted what already.
-    target_kinds, retracted = _retraction_lookups(thread, new_events)
+    retractions = _retraction_lookups(thread, new_events)
     retracts = any(new.kind == RETRACTION for new in new_events)
     seq, head = thread.last_seq, thread.chain_head
     out: list[Appended] = []
@@ -505,10 +545,12 @@ def _append_locked(
             )
         elif new.kind == RETRACTION:
             target = data["retracts"]
-            _check_retraction(target, seq, target_kinds.get(target), retracted.get(target), where)
-            retracted[target] = seq
+            _check_retraction(target, seq, retractions, where)
+            retractions.by_target[target] = seq
         if retracts:
-            target_kinds[seq] = new.kind  # a later retraction in the batch may name it
+            retractions.kinds[seq] = new.kind  # a later retraction in the batch may name it
+            if new.kind == "tool_result":
+                retractions.pair(data["call_seq"], seq)
         created_at = new.created_at or now
         chained = join_canonical(
             stored_members(

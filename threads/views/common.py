@@ -15,7 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
-from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 from django_htmx.middleware import HtmxDetails
 
 from threads import selectors
@@ -136,9 +136,12 @@ def unclaimed(run: TaskRun) -> bool:
     return run.state == TaskState.PENDING and waited > settings.CTXADMIN_TASK_PICKUP_WARNING
 
 
-def progress_context(run: TaskRun, back: str) -> dict[str, Any]:
+def progress_context(run: TaskRun, back: str, reloads: bool = False) -> dict[str, Any]:
+    """The progress region's context. `reloads`: the page reloads its own regions when the
+    task ends (on the `task-finished` event), so the region offers no "Refresh page"."""
     total = run.total or 0
     return {
+        "reloads": reloads,
         "run": run,
         "finished": run.state in (TaskState.SUCCESS, TaskState.FAILURE),
         "unclaimed": unclaimed(run),
@@ -147,7 +150,15 @@ def progress_context(run: TaskRun, back: str) -> dict[str, Any]:
     }
 
 
-def progress_started(request: HtmxHttpRequest, run: TaskRun, back: str) -> HttpResponse:
-    """After enqueueing a task: htmx gets the progress region, which polls until it ends."""
-    context = progress_context(run, back)
-    return done(request, back, "threads/_task_progress.html", context, "progress")
+def progress_started(
+    request: HtmxHttpRequest, run: TaskRun, back: str, reloads: bool = False
+) -> HttpResponse:
+    """After enqueueing a task: htmx gets the progress region, which polls until it ends. A
+    task that has already ended (a worker was quick, or tasks run eagerly) fires
+    `task-finished` at once, as the region's last poll would."""
+    run = selectors.task_run_get_in(workspace_ids=[run.workspace_id], id=run.id)
+    context = progress_context(run, back, reloads)
+    response = done(request, back, "threads/_task_progress.html", context, "progress")
+    if request.htmx and context["finished"]:
+        trigger_client_event(response, "task-finished", {"task_id": run.id})
+    return response

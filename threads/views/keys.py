@@ -3,6 +3,7 @@ shown once, in the answer to the form post and never again), revoking and expiri
 
 from __future__ import annotations
 
+import re
 import secrets
 from datetime import UTC, date, datetime, time
 from typing import Any
@@ -15,20 +16,15 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from threads import selectors
-from threads.domain.errors import Conflict, DomainError, InvalidEvent
+from threads.domain.errors import DomainError, InvalidEvent
 from threads.models import Role
 from threads.services.api_keys import api_key_expiry_set, api_key_issue, api_key_revoke
 from threads.views.common import HtmxHttpRequest, found, page_of, problem, require, roles
 
 TEMPLATE = "threads/api_keys.html"
-# The new-key forms a session has sent (their one-time tokens): sent again (a reload of the
-# answer, the browser's resubmit), a form issues no second key.
-SENT_FORMS_KEY = "api_key_forms_sent"
-SENT_FORMS_KEPT = 20
-
-
-class AlreadySent(Conflict):
-    code = "form_sent_already"
+# The new-key form's one-time token as _page makes it (a form without one issues its key
+# without the check: ApiKey.form_token).
+FORM_TOKEN = re.compile(r"[A-Za-z0-9_-]{16,43}")
 
 
 def _admin_workspace_ids(request: HtmxHttpRequest) -> list[int]:
@@ -87,28 +83,17 @@ def api_key_new(request: HtmxHttpRequest) -> HttpResponse:
         raise PermissionDenied("API keys need the admin role")
     workspace = next(w for w in selectors.workspaces_for_user(request.user) if w.pk == workspace_id)
     token = request.POST.get("form_token", "")
-    sent = list(request.session.get(SENT_FORMS_KEY, []))
-    if token and token in sent:
-        return problem(
-            request,
-            AlreadySent(
-                "this form created its key already; its secret was shown once. If it is lost, "
-                "revoke that key and create another",
-                fields={"form_token": "sent already"},
-            ),
-            back,
-        )
     try:
         key, secret = api_key_issue(
             workspace=workspace,
             actor=request.user,
             name=request.POST.get("name", ""),
             expires_at=_expiry(request.POST.get("expires", "")),
+            # Scoped to the person: another's token names no form of theirs.
+            form_token=f"{request.user.pk}:{token}" if FORM_TOKEN.fullmatch(token) else None,
         )
     except DomainError as exc:
         return problem(request, exc, back)
-    if token:
-        request.session[SENT_FORMS_KEY] = [*sent, token][-SENT_FORMS_KEPT:]
     return _page(request, secret=secret, new_key=key)
 
 

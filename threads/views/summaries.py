@@ -189,7 +189,7 @@ def fold_now(request: HtmxHttpRequest, id: str) -> HttpResponse:
         )
     except DomainError as exc:
         return problem(request, exc, back)
-    return progress_started(request, run, back)
+    return progress_started(request, run, back, reloads=True)
 
 
 @login_required
@@ -203,7 +203,7 @@ def task_progress(request: HtmxHttpRequest, task_id: str) -> HttpResponse:
         id=task_id,
     )
     back = local_url(request, request.GET.get("back", ""))
-    context = progress_context(run, back)
+    context = progress_context(run, back, reloads=request.GET.get("reloads") == "1")
     response = render(request, "threads/_task_progress.html#progress", context)
     if context["finished"]:
         # Regions that show the task's outcome (an import's report) reload on this event.
