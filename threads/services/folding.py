@@ -26,6 +26,7 @@ is still the one it was built on) or discards.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -43,6 +44,7 @@ from threads.domain import chain, tokens
 from threads.domain.budget import Budget, fold_target, thread_budget
 from threads.domain.fold import world_state
 from threads.domain.markers import retraction_targets
+from threads.domain.summary_fit import fit_summary
 from threads.domain.summary_render import render_summary
 from threads.domain.units import last_closed_boundary, split_units
 from threads.domain.verify import Check, Verification, verify_candidate
@@ -278,6 +280,13 @@ def fold_prepare(
         covered_from=start + 1,
         covered_until=boundary,
     )
+    # At most low × available tokens, whatever the summariser made (docs/design.md §5.2).
+    content = fit_summary(
+        content,
+        events=fold_events,
+        limit=summary_limit(budget, head["low_watermark"]),
+        count=functools.partial(tokens.count_text, encoding=head["encoding"]),
+    )
     rendered = render_summary(content)
     candidate = SummaryVersion(
         thread_id=thread_id,
@@ -301,6 +310,12 @@ def fold_prepare(
         Thread.objects.filter(pk=thread_id).update(last_version=candidate.version)
         candidate.save(force_insert=True)
     return candidate
+
+
+def summary_limit(budget: Budget, low: float) -> int:
+    """The most tokens a fold's summary may take: low × available, so that after a fold the
+    events that follow have the room up to the high watermark (docs/design.md §5.2)."""
+    return max(int(low * budget.available), 0)
 
 
 def rebuild_start(thread_id: Any, *, covered: int, events: list[dict[str, Any]]) -> int:
@@ -372,8 +387,29 @@ def summary_verify(*, version: SummaryVersion) -> Verification:
             else "the candidate changed after it was prepared: its checksum does not recompute",
         )
     )
-    result.ok = result.ok and checksum_ok
+    result.checks.append(_fits_budget(version))
+    result.ok = result.ok and checksum_ok and result.checks[-1].ok
     return result
+
+
+def _fits_budget(version: SummaryVersion) -> Check:
+    """The candidate's rendered text, counted again, leaves room in the thread's budget: a
+    head summary that does not fit makes every context request `budget_too_small`."""
+    thread = version.thread
+    available = thread_budget(thread).available
+    counted = tokens.count_text(version.rendered, thread.encoding)
+    if counted <= available:
+        return Check(
+            name="fits_budget",
+            ok=True,
+            detail=f"{counted} tokens, within the {available} available",
+        )
+    return Check(
+        name="fits_budget",
+        ok=False,
+        detail=f"the summary is {counted} tokens, more than the {available} the thread's "
+        "budget has available",
+    )
 
 
 # --- phase 3: commit ----------------------------------------------------------------------------

@@ -159,6 +159,18 @@ def _conflicts_with_summary(
     return reasons
 
 
+def head_summary_tokens(thread: Thread) -> int:
+    """The tokens of the thread's head summary (0 before its first fold)."""
+    if not thread.head_version:
+        return 0
+    return int(
+        SummaryVersion.objects.filter(thread=thread, version=thread.head_version)
+        .values_list("tokens", flat=True)
+        .first()
+        or 0
+    )
+
+
 def history_tokens(*, thread: Thread, enough: float | None = None) -> int:
     """H: tokens of the head summary's rendered text plus stored counts after it.
 
@@ -169,16 +181,7 @@ def history_tokens(*, thread: Thread, enough: float | None = None) -> int:
     folds are not running (no worker, a rejected candidate) then costs a bounded read per
     append, not a scan of its backlog.
     """
-    summary = int(
-        (
-            SummaryVersion.objects.filter(thread=thread, version=thread.head_version)
-            .values_list("tokens", flat=True)
-            .first()
-            if thread.head_version
-            else 0
-        )
-        or 0
-    )
+    summary = head_summary_tokens(thread)
     backlog = thread.last_seq - thread.covered_until
     if enough is not None and summary + backlog * MESSAGE_OVERHEAD_TOKENS > enough:
         return summary + backlog * MESSAGE_OVERHEAD_TOKENS
@@ -194,13 +197,20 @@ def capacity_trigger(*, thread: Thread) -> tuple[str, str] | None:
     budget = thread_budget(thread)
     threshold = thread.high_watermark * budget.available
     history = history_tokens(thread=thread, enough=threshold)
-    if needs_fold(history=history, budget=budget, high=thread.high_watermark):
-        return (
-            "capacity",
-            f"history ≥ {history} tokens > {thread.high_watermark:g} × available "
-            f"{budget.available}",
-        )
-    return None
+    if not needs_fold(history=history, budget=budget, high=thread.high_watermark):
+        return None
+    summary = head_summary_tokens(thread)
+    if summary > folding.summary_limit(budget, thread.low_watermark):
+        # A summary that had to stay above low × available (what it must keep: constraints,
+        # tool state, …) would otherwise be folded again at every append, gaining nothing:
+        # the events after it fill the room between the watermarks first.
+        after = history_tokens(thread=thread) - summary
+        if after <= (thread.high_watermark - thread.low_watermark) * budget.available:
+            return None
+    return (
+        "capacity",
+        f"history ≥ {history} tokens > {thread.high_watermark:g} × available {budget.available}",
+    )
 
 
 def choose_trigger(reasons: list[tuple[str, str]]) -> dict[str, Any] | None:
