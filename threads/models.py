@@ -785,9 +785,10 @@ class LanggraphWrite(models.Model):
     """The pending writes of one task after checkpoint `checkpoint_id` that came before the
     checkpoint was stored (LangGraph sends both from background threads), packed into one row
     (`writes_z`, compressed): each write's idx, channel and serialised bytes, or for a write of
-    LangChain messages to the mirrored channel the seqs of the events carrying them. Writes
-    after a stored checkpoint go into its row (`LanggraphCheckpoint.writes_z`), not here.
-    `writes` reads and writes them, in idx order."""
+    LangChain messages to the mirrored channel the seqs of the events carrying them, and the
+    task's interrupts waiting for that put to open their approval requests. Writes after a
+    stored checkpoint go into its row (`LanggraphCheckpoint.writes_z`), not here. `writes`
+    reads and writes them, in idx order."""
 
     # db_index=False: the unique constraint below starts with the thread.
     thread = models.ForeignKey(
@@ -798,6 +799,9 @@ class LanggraphWrite(models.Model):
     task_id = models.CharField(max_length=200)
     task_path = models.CharField(max_length=500, blank=True, default="")
     writes_z = models.BinaryField()  # writes_pack
+    # The task's interrupts ([{"id", "value"}]) whose approval requests wait for the put of the
+    # checkpoint, so that they follow its messages in the log; None once opened, or none.
+    interrupts = models.JSONField(null=True, blank=True)
 
     class Meta:
         constraints = [

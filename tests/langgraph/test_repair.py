@@ -5,6 +5,7 @@ with."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -16,7 +17,7 @@ from django.test import Client as DjangoClient
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
-from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import interrupt
 
@@ -308,4 +309,92 @@ def test_a_rollback_to_a_langgraph_checkpoint_restores_the_summary_that_stood_at
     assert (thread.head_version, thread.covered_until) == (version.version, first.covered_until)
     head = saver.get_tuple(config)
     assert head is not None and head.metadata["source"] == "update"
+    saver.close()
+
+
+@tool
+def lookup(order_id: str) -> str:
+    """Look an order up (no side effect)."""
+    return f"order {order_id}: $120, paid"
+
+
+def _reviewed_refund_agent(saver: Any) -> Any:
+    """agent → approve (an `interrupt()` before a side effect is run) → tools → agent: the
+    model looks order 42 up, then refunds it."""
+    model = ToolFakeChatModel(
+        messages=iter(
+            [
+                AIMessage(
+                    "",
+                    tool_calls=[
+                        {"name": "lookup", "args": {"order_id": "42"}, "id": "call_lookup_42"}
+                    ],
+                ),
+                AIMessage(
+                    "",
+                    tool_calls=[
+                        {"name": "refund", "args": {"order_id": "42"}, "id": "call_refund_42"}
+                    ],
+                ),
+                AIMessage("Order 42 is refunded."),
+            ]
+        )
+    )
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    def approve(state: MessagesState) -> dict[str, Any]:
+        calls = getattr(state["messages"][-1], "tool_calls", [])
+        if any(call["name"] == "refund" for call in calls):
+            interrupt({"question": "approve refund?", "calls": [c["id"] for c in calls]})
+        return {}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("approve", approve)
+    graph.add_node("tools", ToolNode([lookup, refund]))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition, {"tools": "approve", END: END})
+    graph.add_edge("approve", "tools")
+    graph.add_edge("tools", "agent")
+    return graph.compile(checkpointer=saver)
+
+
+class _SlowPutSaver(CtxadminSaver):
+    """A saver whose puts take a while (a slow network, a busy server): with LangGraph's
+    default durability a task's writes then reach the server before the background put of
+    the checkpoint the task ran from."""
+
+    def put(self, *args: Any, **kwargs: Any) -> RunnableConfig:
+        time.sleep(0.15)
+        return super().put(*args, **kwargs)
+
+
+def test_an_interrupts_approval_request_follows_the_call_it_asks_about_with_async_durability(
+    server: Server,
+) -> None:
+    saver = _SlowPutSaver.from_url(server.url, server.api_key, side_effect_tools={"refund"})
+    app = _reviewed_refund_agent(saver)
+    config: RunnableConfig = {"configurable": {"thread_id": "reviewed-" + uuid.uuid4().hex[:8]}}
+    app.invoke({"messages": [HumanMessage("Refund order 42")]}, config)  # durability "async"
+    assert app.get_state(config).next == ("approve",)
+    thread = _thread(server, config)
+    log = [
+        (e.kind, e.data.get("tool_name") or e.data.get("action") or e.data.get("role"))
+        for e in thread.events.order_by("seq")
+    ]
+    assert log == [
+        ("message", "user"),
+        ("message", "assistant"),
+        ("tool_call", "lookup"),
+        ("tool_result", None),
+        ("message", "assistant"),
+        ("tool_call", "refund"),
+        ("approval_request", "langgraph.interrupt"),
+    ], log
+    [approval] = ApprovalRequest.objects.filter(thread=thread)
+    assert approval.status == "pending"
+    [interrupt_] = app.get_state(config).interrupts
+    assert approval.arguments["interrupt_id"] == interrupt_.id
     saver.close()

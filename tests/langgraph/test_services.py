@@ -502,3 +502,28 @@ def test_a_puts_pending_work_is_what_the_whole_log_replayed_gives() -> None:
         "cp-003": [],
         "cp-004": [],
     }
+
+
+def test_an_interrupt_written_before_its_checkpoint_is_asked_at_the_checkpoints_put() -> None:
+    """LangGraph's default durability sends a task's writes beside the background put of the
+    checkpoint it ran from: an interrupt whose write comes first waits for that put, and its
+    approval request follows the checkpoint's messages (the call it asks about) in the log,
+    once even when the write is sent again."""
+    workspace, _ = factories.make_workspace("acme")
+    human = message_to_dict(HumanMessage("refund order 7", id="h0"))
+    call = _tool_call("a0", "refund-7")
+    for _ in range(2):
+        _agent_write(workspace, 0, [], interrupt="ask-0")
+    thread = Thread.objects.get(external_id="agent-1")
+    assert not ApprovalRequest.objects.filter(thread=thread).exists()
+    assert thread.events.count() == 0
+    _agent_put(workspace, 0, _entries([human, call]), 0)
+    kinds = list(thread.events.order_by("seq").values_list("kind", flat=True))
+    assert kinds == ["message", "message", "tool_call", "approval_request"]
+    [approval] = ApprovalRequest.objects.filter(thread=thread)
+    assert approval.arguments == {"interrupt_id": "ask-0", "value": {"ask": 0}}
+    assert LanggraphWrite.objects.get(thread=thread).interrupts is None
+    # The write again, after its checkpoint: nothing more.
+    _agent_write(workspace, 0, [], interrupt="ask-0")
+    assert thread.events.count() == 4
+    assert ApprovalRequest.objects.filter(thread=thread).count() == 1

@@ -358,12 +358,35 @@ def _small_values_resolve(
 
 def _near_checkpoints(
     thread: Thread, checkpoint_ns: str, checkpoint_id: str, parent_checkpoint_id: str
-) -> dict[str, LanggraphCheckpoint]:
+) -> tuple[dict[str, LanggraphCheckpoint], list[tuple[int, list[dict[str, Any]]]]]:
     """The namespace's stored checkpoints with the put's id and its parent's, by checkpoint id,
     in one statement: what the put's row carries from them, and whether the put repeats one
-    (nothing else writes checkpoint rows while the put holds the thread's lock)."""
+    (nothing else writes checkpoint rows while the put holds the thread's lock); and the
+    interrupts of writes that came before the put, waiting for it (writes rows' key and
+    interrupts)."""
     ids = [i for i in (checkpoint_id, parent_checkpoint_id) if i]
-    return {row.checkpoint_id: row for row in checkpoints_carrying(thread, checkpoint_ns, ids)}
+    rows, waiting = checkpoints_carrying(thread, checkpoint_ns, ids, checkpoint_id)
+    return {row.checkpoint_id: row for row in rows}, waiting
+
+
+def _waiting_interrupts_open(
+    thread: Thread, waiting: Sequence[tuple[int, list[dict[str, Any]]]]
+) -> None:
+    """Open the approval requests of interrupts whose writes came before their checkpoint's
+    put, now that the put has mirrored its messages: in the log they follow the messages of
+    the checkpoint their task ran from, whatever order LangGraph's background threads sent
+    the requests in. Runs under the thread's lock."""
+    if not waiting:
+        return
+    _interrupts_request(
+        thread,
+        [
+            InterruptIn(id=str(item["id"]), value=item.get("value"))
+            for _, interrupts in waiting
+            for item in interrupts
+        ],
+    )
+    LanggraphWrite.objects.filter(pk__in=[pk for pk, _ in waiting]).update(interrupts=None)
 
 
 def _appended_seq(appended: Appended) -> int:
@@ -660,7 +683,7 @@ def langgraph_checkpoint_put_locked(
     given = _values_store(thread, checkpoint_ns, values, named)
     if messages is not None and named.get(messages.channel) == messages.version:
         given[messages.channel] = None  # its version row is the reference to the log
-    near = _near_checkpoints(thread, checkpoint_ns, checkpoint_id, parent_checkpoint_id)
+    near, waiting = _near_checkpoints(thread, checkpoint_ns, checkpoint_id, parent_checkpoint_id)
     small_values = _small_values_resolve(
         thread,
         checkpoint_ns=checkpoint_ns,
@@ -681,7 +704,7 @@ def langgraph_checkpoint_put_locked(
             str(versions.get(messages.channel)) == messages.version
         ):
             cursor = mirrored
-    return _checkpoint_save(
+    saved = _checkpoint_save(
         thread,
         checkpoint_ns=checkpoint_ns,
         checkpoint_id=checkpoint_id,
@@ -695,6 +718,8 @@ def langgraph_checkpoint_put_locked(
         small_values=small_values,
         stored=near[checkpoint_id].pk if checkpoint_id in near else None,
     )
+    _waiting_interrupts_open(thread, waiting)
+    return saved
 
 
 def langgraph_repair_put(
@@ -835,7 +860,10 @@ def langgraph_writes_put(
     replaces the earlier one, as LangGraph's savers do. A write of messages to the mirrored
     channel is mirrored into the log (each message once, as a put does) and stored as the seqs
     of their events, not as a second copy. Each of `interrupts` opens an approval request
-    (action `langgraph.interrupt`), once. Locks the thread row (select_for_update) only when it
+    (action `langgraph.interrupt`), once: now when the checkpoint is stored, else at its put,
+    after its messages (LangGraph sends a task's writes before the background put of the
+    checkpoint it ran from may have arrived, and the request must follow the call it asks
+    about). Locks the thread row (select_for_update) only when it
     has messages or interrupts to number; bytes alone number nothing. Raises MessagesNotMirrored
     (422) when the messages have no event form: the saver sends that write as bytes."""
     mirrored = [w for w in writes if w.messages is not None]
@@ -851,7 +879,7 @@ def langgraph_writes_put(
                     )[0]
                 )
             )
-        _writes_store(
+        stored = _writes_store(
             thread,
             checkpoint_ns=checkpoint_ns,
             checkpoint_id=checkpoint_id,
@@ -860,8 +888,9 @@ def langgraph_writes_put(
             writes=writes,
             mirrored=mirrored,
             side_effect_tools=side_effect_tools,
+            interrupts=interrupts,
         )
-        if interrupts:
+        if interrupts and stored:
             _interrupts_request(thread, interrupts)
 
 
@@ -875,7 +904,10 @@ def _writes_store(
     writes: Sequence[WriteIn],
     mirrored: Sequence[WriteIn],
     side_effect_tools: frozenset[str],
-) -> None:
+    interrupts: Sequence[InterruptIn] = (),
+) -> bool:
+    """Store the writes (see langgraph_writes_put). Returns whether the checkpoint they follow
+    is stored; when not, `interrupts` wait in the task's writes row for its put."""
     where = {
         "thread": thread,
         "checkpoint_ns": checkpoint_ns,
@@ -901,7 +933,7 @@ def _writes_store(
         )
         for w in writes
     ]
-    _task_writes_merge(where, task_path, new)
+    return _task_writes_merge(where, task_path, new, interrupts)
 
 
 def _writes_merged(
@@ -921,11 +953,18 @@ def _writes_merged(
     return list(merged.values()) if changed else None
 
 
-def _task_writes_merge(where: dict[str, Any], task_path: str, new: Sequence[PackedWrite]) -> None:
+def _task_writes_merge(
+    where: dict[str, Any],
+    task_path: str,
+    new: Sequence[PackedWrite],
+    interrupts: Sequence[InterruptIn] = (),
+) -> bool:
     """Add `new` to the task's writes after the checkpoint: into the checkpoint's row when it
     is stored (no row of their own), else into a row for the task, which is where that task's
-    later writes go too. The row merged into is locked (select_for_update); when two requests
-    create the task's row at once, the loser merges into the winner's."""
+    later writes go too; while the checkpoint is not stored, `interrupts` wait in that row for
+    its put (each id once). The row merged into is locked (select_for_update); when two
+    requests create the task's row at once, the loser merges into the winner's. Returns
+    whether the checkpoint is stored."""
     task_id = where["task_id"]
     # One statement on the hot path: the checkpoint's row, locked, and whether the task has a
     # row of its own. The task row's queryset is built only when it is needed (building it on
@@ -945,7 +984,9 @@ def _task_writes_merge(where: dict[str, Any], task_path: str, new: Sequence[Pack
             else:
                 tasks[tasks.index(found)] = dataclasses.replace(found, writes=merged)
             checkpoint_writes_update(pk, tasks_pack(tasks))
-        return
+        return True
+    stored = checkpoint is not None
+    waiting = [] if stored else [{"id": i.id, "value": i.value} for i in interrupts]
     rows = LanggraphWrite.objects.select_for_update().filter(**where)
     row = rows.first()
     if row is None:
@@ -955,14 +996,24 @@ def _task_writes_merge(where: dict[str, Any], task_path: str, new: Sequence[Pack
                     **where,
                     task_path=task_path,
                     writes_z=writes_pack(_writes_merged([], new) or []),
+                    interrupts=waiting or None,
                 )
-            return
+            return stored
         except IntegrityError:
             row = rows.get()
+    fields = []
     merged = _writes_merged(row.writes, new)
     if merged is not None:
         row.writes = merged
-        row.save(update_fields=["writes_z"])
+        fields.append("writes_z")
+    known = {str(item["id"]) for item in row.interrupts or []}
+    added = [item for item in waiting if item["id"] not in known]
+    if added:
+        row.interrupts = [*(row.interrupts or []), *added]
+        fields.append("interrupts")
+    if fields:
+        row.save(update_fields=fields)
+    return stored
 
 
 def _versions_collect(thread: Thread, keep: Sequence[LanggraphCheckpoint]) -> int:

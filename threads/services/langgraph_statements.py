@@ -14,6 +14,7 @@ queries: the answers are the same.
 from __future__ import annotations
 
 import functools
+import json
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
@@ -433,23 +434,52 @@ def checkpoint_writes_update(pk: int, packed: bytes) -> None:
 
 
 def checkpoints_carrying(
-    thread: Thread, checkpoint_ns: str, checkpoint_ids: Sequence[str]
-) -> list[LanggraphCheckpoint]:
+    thread: Thread, checkpoint_ns: str, checkpoint_ids: Sequence[str], waiting_for: str
+) -> tuple[list[LanggraphCheckpoint], list[tuple[int, list[dict[str, Any]]]]]:
     """The namespace's LangGraph checkpoints with these ids, with only what a put reads to
     carry small values forward (their checkpoint JSON and their small values; the rest
-    deferred), in one prepared statement."""
+    deferred), and the (key, interrupts) of the task writes rows after checkpoint
+    `waiting_for` that hold interrupts waiting for its put, in arrival order: one prepared
+    statement."""
     connection = _postgres(LanggraphCheckpoint)
     if connection is None:
-        return list(
+        rows = list(
             LanggraphCheckpoint.objects.filter(
                 thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id__in=checkpoint_ids
             ).only("checkpoint_id", "checkpoint_z", "values_z")
         )
+        waiting = (
+            LanggraphWrite.objects.filter(
+                thread=thread,
+                checkpoint_ns=checkpoint_ns,
+                checkpoint_id=waiting_for,
+                interrupts__isnull=False,
+            )
+            .order_by("pk")
+            .values_list("pk", "interrupts")
+        )
+        return rows, [(int(pk), list(interrupts or [])) for pk, interrupts in waiting]
     table, _, _ = _columns(connection.alias, LanggraphCheckpoint)
+    writes, _, _ = _columns(connection.alias, LanggraphWrite)
     names = ["id", "checkpoint_id", "checkpoint_z", "values_z"]  # the model's field order
+    # Part 0: the checkpoints; part 1: the writes rows with waiting interrupts (JSON as text).
     sql = (
-        f"SELECT t.id, t.checkpoint_id, t.checkpoint_z, t.values_z FROM {table} t "
-        "WHERE t.thread_id = %s AND t.checkpoint_ns = %s AND t.checkpoint_id = ANY(%s::text[])"
+        "SELECT 0, t.id, t.checkpoint_id, t.checkpoint_z, t.values_z, NULL::text "
+        f"FROM {table} t WHERE t.thread_id = %s AND t.checkpoint_ns = %s "
+        "AND t.checkpoint_id = ANY(%s::text[]) UNION ALL "
+        "SELECT 1, w.id, NULL, NULL, NULL, w.interrupts::text "
+        f"FROM {writes} w WHERE w.thread_id = %s AND w.checkpoint_ns = %s "
+        "AND w.checkpoint_id = %s AND w.interrupts IS NOT NULL"
     )
-    rows = _run(connection, sql, (thread.pk, checkpoint_ns, list(checkpoint_ids)))
-    return [LanggraphCheckpoint.from_db(connection.alias, names, row) for row in rows]
+    params = (thread.pk, checkpoint_ns, list(checkpoint_ids), thread.pk, checkpoint_ns, waiting_for)
+    found: list[LanggraphCheckpoint] = []
+    waiting_rows: list[tuple[int, list[dict[str, Any]]]] = []
+    for part, pk, checkpoint_id, checkpoint_z, values_z, interrupts in _run(
+        connection, sql, params
+    ):
+        if part == 0:
+            values = (pk, checkpoint_id, checkpoint_z, values_z)
+            found.append(LanggraphCheckpoint.from_db(connection.alias, names, values))
+        else:
+            waiting_rows.append((int(pk), json.loads(interrupts)))
+    return found, sorted(waiting_rows, key=lambda row: row[0])
