@@ -14,7 +14,13 @@ from ctxadmin_client import Client
 from ctxadmin_client._http import Call
 from ctxadmin_client.langgraph import CtxadminSaver
 from django.test import Client as DjangoClient
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    convert_to_openai_messages,
+)
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -397,4 +403,93 @@ def test_an_interrupts_approval_request_follows_the_call_it_asks_about_with_asyn
     assert approval.status == "pending"
     [interrupt_] = app.get_state(config).interrupts
     assert approval.arguments["interrupt_id"] == interrupt_.id
+    saver.close()
+
+
+def _openai_valid(messages: Sequence[BaseMessage]) -> bool:
+    """What the OpenAI chat API requires of a conversation's tool calls: an assistant message
+    with tool_calls is followed at once by one tool message per call — or ends the list, its
+    calls pending (what a graph's tool node runs next)."""
+    converted = convert_to_openai_messages(list(messages))
+    for i, message in enumerate(converted):
+        calls = {call["id"] for call in message.get("tool_calls") or []}
+        if calls and i + 1 < len(converted):
+            after = converted[i + 1 : i + 1 + len(calls)]
+            if {m.get("tool_call_id") for m in after if m.get("role") == "tool"} != calls:
+                return False
+    return True
+
+
+def test_a_rollback_to_a_pending_tool_call_keeps_the_call_last_and_runs_it_next(
+    server: Server,
+) -> None:
+    """The chosen state ends with an AI message's tool calls: the repair note goes before that
+    message, so the calls still end the list — `tools_condition` routes to the tools, the
+    model's input is a valid conversation — and the resumed graph runs them."""
+    saver = CtxadminSaver.from_url(server.url, server.api_key, side_effect_tools={"refund"})
+    inputs: list[list[BaseMessage]] = []
+    model = ToolFakeChatModel(
+        messages=iter(
+            [
+                AIMessage(
+                    "",
+                    tool_calls=[{"name": "lookup", "args": {"order_id": "42"}, "id": "call_l"}],
+                ),
+                AIMessage(
+                    "",
+                    tool_calls=[{"name": "refund", "args": {"order_id": "42"}, "id": "call_r"}],
+                ),
+                AIMessage("Order 42 is refunded."),
+                AIMessage("Order 42 costs $120 and was refunded already."),
+            ]
+        )
+    )
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        inputs.append(list(state["messages"]))
+        return {"messages": [model.invoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", ToolNode([lookup, refund]))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    app = graph.compile(checkpointer=saver)
+    config: RunnableConfig = {"configurable": {"thread_id": "pending-" + uuid.uuid4().hex[:8]}}
+    REFUNDS.clear()
+    app.invoke({"messages": [HumanMessage("Refund order 42")]}, config)
+    assert REFUNDS == ["42"]
+    thread = _thread(server, config)
+    # Right after the model asked to look the order up, before the lookup and the refund ran.
+    chosen = next(
+        row
+        for row in LanggraphCheckpoint.objects.filter(thread=thread).order_by("checkpoint_id")
+        if row.metadata.get("step") == 1
+    )
+    admin = factories.make_person(server.workspace, "ada", "admin")
+    checkpoint_rollback(
+        thread=thread, checkpoint=chosen.ctxadmin_checkpoint, actor=admin, reason="bad refund"
+    )
+
+    state = app.get_state(config)
+    restored = state.values["messages"]
+    assert [type(m).__name__ for m in restored] == ["HumanMessage", "SystemMessage", "AIMessage"]
+    assert restored[1].id.startswith("ctxadmin-repair-")
+    assert "refund" in str(restored[1].content)
+    assert tools_condition(state.values) == "tools"
+    assert _openai_valid(restored)
+    assert state.next == ("tools",)
+
+    app.invoke(None, config)  # resumes: the pending lookup runs, then the model answers
+    assert _openai_valid(inputs[-1])
+    assert [type(m).__name__ for m in inputs[-1]] == [
+        "HumanMessage",
+        "SystemMessage",
+        "AIMessage",
+        "ToolMessage",
+    ]
+    assert getattr(inputs[-1][3], "tool_call_id", None) == "call_l"
+    assert app.get_state(config).values["messages"][-1].content.startswith("Order 42 costs")
+    assert REFUNDS == ["42"]
     saver.close()

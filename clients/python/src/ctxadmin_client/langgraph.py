@@ -188,6 +188,20 @@ def repair_note(checkpoint_id: str, side_effects: Sequence[Mapping[str, Any]]) -
     return SystemMessage("\n".join(lines), id=f"{REPAIR_NOTE_PREFIX}{checkpoint_id}")
 
 
+def _note_position(messages: Sequence[Any]) -> int:
+    """Where a note goes in a list of messages: at its end, unless the list ends with an AI
+    message's tool calls (and the results of some of them), which the note must not separate
+    from their results — then before that AI message, so that the list still ends with the
+    calls (LangGraph's `tools_condition` routes to the tools, and a model API gets every call
+    followed by its results)."""
+    position = len(messages)
+    while position > 0 and getattr(messages[position - 1], "type", None) == "tool":
+        position -= 1
+    if position > 0 and getattr(messages[position - 1], "tool_calls", None):
+        return position - 1
+    return len(messages)
+
+
 def _repair_note_add(
     values: dict[str, Any], checkpoint_id: str, side_effects: Sequence[Mapping[str, Any]]
 ) -> None:
@@ -196,7 +210,8 @@ def _repair_note_add(
         return
     note = repair_note(checkpoint_id, side_effects)
     if not any(getattr(m, "id", None) == note.id for m in messages):
-        values[MESSAGES_CHANNEL] = [*messages, note]
+        position = _note_position(messages)
+        values[MESSAGES_CHANNEL] = [*messages[:position], note, *messages[position:]]
 
 
 def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
@@ -606,7 +621,10 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
         version = answer["checkpoint"].get("channel_versions", {}).get(MESSAGES_CHANNEL)
         if answer["checkpoint_ns"] == "" and messages is not None and version is not None:
             # The decoded messages (without a repair note) are a base the next put can build on.
+            note_id = f"{REPAIR_NOTE_PREFIX}{answer['checkpoint_id']}"
             decoded = found.checkpoint["channel_values"][MESSAGES_CHANNEL]
+            if len(decoded) > len(messages):
+                decoded = [m for m in decoded if getattr(m, "id", None) != note_id]
             head = _head_of(str(version), decoded[: len(messages)])
             with self._lock:
                 self._heads[str(answer["thread_id"])] = head
