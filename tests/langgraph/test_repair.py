@@ -39,6 +39,7 @@ from threads.models import (
     Thread,
 )
 from threads.selectors import rollback_preview
+from threads.selectors.metrics import approval_figures
 from threads.services.approvals import approval_decide
 from threads.services.folding import fold_run
 from threads.services.rollback import checkpoint_rollback
@@ -493,3 +494,79 @@ def test_a_rollback_to_a_pending_tool_call_keeps_the_call_last_and_runs_it_next(
     assert app.get_state(config).values["messages"][-1].content.startswith("Order 42 costs")
     assert REFUNDS == ["42"]
     saver.close()
+
+
+def _thread_approvals(client: Client, thread_id: str) -> Sequence[dict[str, Any]]:
+    answer: Sequence[dict[str, Any]] = client._call(
+        Call("GET", f"api/v1/threads/{thread_id}/approvals/")
+    )
+    return answer
+
+
+def test_a_copy_brings_its_pending_interrupt_and_a_delete_closes_the_sources(
+    server: Server, saver: CtxadminSaver
+) -> None:
+    """copy_thread of a graph paused on interrupt(): the copy's reviewers see the request and
+    their decision resumes the copy. delete_thread of the source closes its request, recorded
+    as a decision (an event, an audit entry), so no queue or gauge counts what nobody can
+    resume."""
+    app = _approval_graph(saver)
+    source: RunnableConfig = {"configurable": {"thread_id": "hitl-src-" + uuid.uuid4().hex[:6]}}
+    target: RunnableConfig = {"configurable": {"thread_id": "hitl-dst-" + uuid.uuid4().hex[:6]}}
+    app.invoke({"messages": [HumanMessage("refund my order 42")]}, source)
+    saver.copy_thread(source["configurable"]["thread_id"], target["configurable"]["thread_id"])
+    assert app.get_state(target).next == ("approve",)
+    [interrupt_] = app.get_state(target).interrupts
+    with Client(server.url, server.api_key) as client:
+        [copied] = _thread_approvals(client, target["configurable"]["thread_id"])
+    assert copied["status"] == "pending"
+    assert copied["arguments"]["interrupt_id"] == interrupt_.id
+    assert approval_figures()["pending"] == 2
+
+    reviewer = factories.make_person(server.workspace, "rita", "reviewer")
+    approval_decide(
+        approval=ApprovalRequest.objects.select_related("thread", "thread__workspace").get(
+            pk=copied["id"]
+        ),
+        actor=reviewer,
+        decision="approve",
+        reason="ok in the copy",
+    )
+    command = saver.resume_command(target, timeout=5)
+    assert command is not None
+    assert app.invoke(command, target)["messages"][-1].content == "Refund done: ok in the copy"
+
+    saver.delete_thread(source["configurable"]["thread_id"])
+    src = _thread(server, source)
+    [closed] = ApprovalRequest.objects.filter(thread=src)
+    assert closed.status == "rejected" and closed.decided_by is None
+    assert "deleted" in closed.reason
+    assert closed.decision_event is not None
+    assert closed.decision_event.kind == "approval_decision"
+    assert src.events.order_by("-seq").first() == closed.decision_event
+    assert AuditEntry.objects.filter(action="approval.close", target_id=str(closed.pk)).exists()
+    assert approval_figures()["pending"] == 0
+    with Client(server.url, server.api_key) as client:
+        assert not [a for a in _pending(client) if a["action"] == "langgraph.interrupt"]
+
+
+def test_a_prune_closes_the_pending_interrupts_of_the_checkpoints_it_deletes(
+    server: Server, saver: CtxadminSaver
+) -> None:
+    """keep_latest keeps the head, and the interrupt it is paused on stays pending; a
+    pending interrupt of a checkpoint that goes is closed."""
+    app = _approval_graph(saver)
+    config: RunnableConfig = {"configurable": {"thread_id": "hitl-prune-" + uuid.uuid4().hex[:6]}}
+    app.invoke({"messages": [HumanMessage("refund my order 42")]}, config)
+    # A second run from the start pauses again, on another checkpoint: the first interrupt is
+    # left behind, undecided.
+    app.invoke({"messages": [HumanMessage("and order 43")]}, config)
+    thread = _thread(server, config)
+    interrupts = ApprovalRequest.objects.filter(thread=thread).order_by("pk")
+    assert [a.status for a in interrupts] == ["pending", "pending"]
+    saver.prune([config["configurable"]["thread_id"]], strategy="keep_latest")
+    assert [a.status for a in interrupts.all()] == ["rejected", "pending"]
+    [head_interrupt] = app.get_state(config).interrupts
+    assert interrupts.last().arguments["interrupt_id"] == head_interrupt.id  # type: ignore[union-attr]
+    saver.prune([config["configurable"]["thread_id"]], strategy="delete")
+    assert [a.status for a in interrupts.all()] == ["rejected", "rejected"]

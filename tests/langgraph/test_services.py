@@ -521,7 +521,12 @@ def test_an_interrupt_written_before_its_checkpoint_is_asked_at_the_checkpoints_
     kinds = list(thread.events.order_by("seq").values_list("kind", flat=True))
     assert kinds == ["message", "message", "tool_call", "approval_request"]
     [approval] = ApprovalRequest.objects.filter(thread=thread)
-    assert approval.arguments == {"interrupt_id": "ask-0", "value": {"ask": 0}}
+    assert approval.arguments == {
+        "interrupt_id": "ask-0",
+        "value": {"ask": 0},
+        "checkpoint_ns": "",
+        "checkpoint_id": "cp-000",
+    }
     assert LanggraphWrite.objects.get(thread=thread).interrupts is None
     # The write again, after its checkpoint: nothing more.
     _agent_write(workspace, 0, [], interrupt="ask-0")

@@ -7,13 +7,15 @@ once, also when two reviewers press the button at the same moment.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
 from threads.access import require_role
 from threads.domain.errors import Conflict, InvalidEvent
-from threads.models import ApprovalRequest, ApprovalStatus, Event, EventKind, Role
+from threads.models import ApprovalRequest, ApprovalStatus, Event, EventKind, Role, Thread
 from threads.services.audit import audit_record, reason_clean
 from threads.services.events import announce_after_commit, server_event_append
 from threads.services.threads import thread_lock
@@ -102,3 +104,53 @@ def approval_decide(
     approval.reason = reason
     approval.decision_event = event
     return event
+
+
+def approvals_close_locked(
+    *, thread: Thread, approvals: Sequence[ApprovalRequest], reason: str, actor_label: str
+) -> list[ApprovalRequest]:
+    """Close pending requests that nobody can act on any more (a LangGraph interrupt whose
+    checkpoint was deleted): each is rejected as a decision is recorded — the conditional
+    `UPDATE ... WHERE status = 'pending'`, an `approval_decision` event (`actor` the label,
+    no person) and an audit entry (`approval.close`) — so that queues and metrics stop
+    counting it. One already decided is left as it is. Returns the requests closed.
+
+    Runs inside the caller's transaction, which holds the thread's lock (select_for_update).
+    """
+    reason = reason_clean(reason)
+    closed = []
+    now = timezone.now()
+    for approval in approvals:
+        moved = ApprovalRequest.objects.filter(
+            pk=approval.pk, status=ApprovalStatus.PENDING
+        ).update(status=ApprovalStatus.REJECTED, decided_at=now, reason=reason)
+        if not moved:
+            continue
+        request_seq = (
+            Event.objects.filter(pk=approval.request_event_id).values_list("seq", flat=True).get()
+        )
+        event = server_event_append(
+            thread=thread,
+            kind=EventKind.APPROVAL_DECISION,
+            data={
+                "approval_seq": request_seq,
+                "decision": "reject",
+                "reason": reason,
+                "actor": actor_label,
+            },
+        )
+        ApprovalRequest.objects.filter(pk=approval.pk).update(decision_event=event)
+        announce_after_commit(thread.pk, [event])
+        audit_record(
+            workspace=thread.workspace,
+            actor=None,
+            actor_label=actor_label,
+            action="approval.close",
+            target_type="approval",
+            target_id=approval.pk,
+            thread=thread,
+            before={"status": ApprovalStatus.PENDING.value},
+            after={"status": ApprovalStatus.REJECTED.value, "reason": reason, "seq": event.seq},
+        )
+        closed.append(approval)
+    return closed

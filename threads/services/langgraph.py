@@ -56,6 +56,8 @@ from threads.domain.langgraph_packing import (
     writes_pack,
 )
 from threads.models import (
+    ApprovalRequest,
+    ApprovalStatus,
     Checkpoint,
     LanggraphChannelVersion,
     LanggraphCheckpoint,
@@ -77,6 +79,7 @@ from threads.selectors.langgraph import (
     lg_version_message_count,
     lg_version_message_seqs,
 )
+from threads.services.approvals import approvals_close_locked
 from threads.services.audit import audit_record
 from threads.services.checkpoints import checkpoint_build
 from threads.services.events import Appended, event_append_batch, event_append_locked
@@ -190,24 +193,68 @@ class InterruptIn:
 INTERRUPT_ACTION = "langgraph.interrupt"
 
 
-def _interrupts_request(thread: Thread, interrupts: Sequence[InterruptIn]) -> None:
+def _interrupts_request(
+    thread: Thread, interrupts: Sequence[InterruptIn], checkpoint_ns: str, checkpoint_id: str
+) -> None:
     """Open an approval request per interrupt (docs/design.md §7.3), once each: its
-    client_event_id names the interrupt, so a repeated put_writes appends nothing. Runs in the
-    caller's transaction, which holds the thread's lock."""
-    max_bytes = settings.CTXADMIN_MAX_EVENT_BYTES
+    client_event_id names the interrupt, so a repeated put_writes appends nothing. Its
+    arguments name the checkpoint the interrupt's task ran from, whose deletion closes it.
+    Runs in the caller's transaction, which holds the thread's lock."""
     for interrupt in interrupts:
-        body = {
-            "kind": "approval_request",
-            "client_event_id": f"langgraph-interrupt:{interrupt.id}"[:200],
-            "action": INTERRUPT_ACTION,
-            "arguments": {"interrupt_id": interrupt.id, "value": interrupt.value},
-        }
-        try:
-            event_append_batch(
-                thread=thread, new_events=[normalize_event(body, max_bytes=max_bytes)], lock=False
-            )
-        except IdempotencyConflict:
-            continue  # the interrupt asked already, with another value: the first one stands
+        _interrupt_request_append(
+            thread,
+            {
+                "interrupt_id": interrupt.id,
+                "value": interrupt.value,
+                "checkpoint_ns": checkpoint_ns,
+                "checkpoint_id": checkpoint_id,
+            },
+        )
+
+
+def _interrupt_request_append(thread: Thread, arguments: dict[str, Any]) -> None:
+    body = {
+        "kind": "approval_request",
+        "client_event_id": f"langgraph-interrupt:{arguments['interrupt_id']}"[:200],
+        "action": INTERRUPT_ACTION,
+        "arguments": arguments,
+    }
+    max_bytes = settings.CTXADMIN_MAX_EVENT_BYTES
+    try:
+        event_append_batch(
+            thread=thread, new_events=[normalize_event(body, max_bytes=max_bytes)], lock=False
+        )
+    except IdempotencyConflict:
+        pass  # the interrupt asked already, with another value: the first one stands
+
+
+def _interrupt_approvals_close(
+    thread: Thread, gone: Sequence[LanggraphCheckpoint] | None, why: str, actor_label: str
+) -> int:
+    """Close the thread's pending interrupt approvals whose checkpoint is in `gone` (None:
+    every one, all its checkpoints gone): nothing can resume them any more, so no reviewer
+    should wait on them (docs/design.md §15). Returns how many were closed. Runs under the
+    thread's lock."""
+    pending = ApprovalRequest.objects.filter(
+        thread=thread, action=INTERRUPT_ACTION, status=ApprovalStatus.PENDING
+    ).order_by("request_event__seq")
+    if gone is not None:
+        names = {(row.checkpoint_ns, row.checkpoint_id) for row in gone}
+        chosen = [
+            a
+            for a in pending
+            if isinstance(a.arguments, dict)
+            and (a.arguments.get("checkpoint_ns"), a.arguments.get("checkpoint_id")) in names
+        ]
+    else:
+        chosen = list(pending)
+    closed = approvals_close_locked(
+        thread=thread,
+        approvals=chosen,
+        reason=f"its LangGraph checkpoint was deleted ({why}): nothing can resume it",
+        actor_label=actor_label or "system",
+    )
+    return len(closed)
 
 
 def _locked_thread(workspace: Workspace, external_id: str, actor_label: str) -> Thread:
@@ -370,7 +417,10 @@ def _near_checkpoints(
 
 
 def _waiting_interrupts_open(
-    thread: Thread, waiting: Sequence[tuple[int, list[dict[str, Any]]]]
+    thread: Thread,
+    checkpoint_ns: str,
+    checkpoint_id: str,
+    waiting: Sequence[tuple[int, list[dict[str, Any]]]],
 ) -> None:
     """Open the approval requests of interrupts whose writes came before their checkpoint's
     put, now that the put has mirrored its messages: in the log they follow the messages of
@@ -385,6 +435,8 @@ def _waiting_interrupts_open(
             for _, interrupts in waiting
             for item in interrupts
         ],
+        checkpoint_ns,
+        checkpoint_id,
     )
     LanggraphWrite.objects.filter(pk__in=[pk for pk, _ in waiting]).update(interrupts=None)
 
@@ -718,7 +770,7 @@ def langgraph_checkpoint_put_locked(
         small_values=small_values,
         stored=near[checkpoint_id].pk if checkpoint_id in near else None,
     )
-    _waiting_interrupts_open(thread, waiting)
+    _waiting_interrupts_open(thread, checkpoint_ns, checkpoint_id, waiting)
     return saved
 
 
@@ -891,7 +943,7 @@ def langgraph_writes_put(
             interrupts=interrupts,
         )
         if interrupts and stored:
-            _interrupts_request(thread, interrupts)
+            _interrupts_request(thread, interrupts, checkpoint_ns, checkpoint_id)
 
 
 def _writes_store(
@@ -1109,8 +1161,10 @@ def langgraph_threads_prune(
                 keep = list(latest.values())
             kept = {row.pk for row in keep}
             gone = [row for row in rows if row.pk not in kept]
-            count = _checkpoints_delete(thread, gone, f"langgraph.prune {strategy}")
+            why = f"langgraph.prune {strategy}"
+            count = _checkpoints_delete(thread, gone, why)
             versions = _versions_collect(thread, keep)
+            closed = _interrupt_approvals_close(thread, gone if keep else None, why, actor_label)
             deleted += count
             _audit(
                 thread,
@@ -1122,6 +1176,7 @@ def langgraph_threads_prune(
                     "deleted": [row.checkpoint_id for row in gone],
                     "kept": [row.checkpoint_id for row in keep],
                     "versions_deleted": versions,
+                    "approvals_closed": closed,
                 },
             )
     return deleted
@@ -1143,12 +1198,17 @@ def langgraph_thread_delete(
         # Writes of checkpoints never stored (put_writes before put) go too.
         LanggraphWrite.objects.filter(thread=thread).delete()
         versions = _versions_collect(thread, [])
+        closed = _interrupt_approvals_close(thread, None, "langgraph.delete_thread", actor_label)
         _audit(
             thread,
             "langgraph.delete_thread",
             actor_label,
             {"checkpoints": len(rows)},
-            {"deleted": [row.checkpoint_id for row in rows], "versions_deleted": versions},
+            {
+                "deleted": [row.checkpoint_id for row in rows],
+                "versions_deleted": versions,
+                "approvals_closed": closed,
+            },
         )
     return count
 
@@ -1171,12 +1231,15 @@ def langgraph_runs_delete(
             thread = _lock(found)
             rows = list(LanggraphCheckpoint.objects.filter(thread=thread, run_id__in=ids))
             deleted += _checkpoints_delete(thread, rows, "langgraph.delete_for_runs")
+            closed = _interrupt_approvals_close(
+                thread, rows, "langgraph.delete_for_runs", actor_label
+            )
             _audit(
                 thread,
                 "langgraph.delete_for_runs",
                 actor_label,
                 {"run_ids": ids},
-                {"deleted": [row.checkpoint_id for row in rows]},
+                {"deleted": [row.checkpoint_id for row in rows], "approvals_closed": closed},
             )
     return deleted
 
@@ -1294,11 +1357,25 @@ def langgraph_thread_copy(
             ],
             ignore_conflicts=True,
         )
+        # The source's pending interrupts wait for a reviewer in the copy too: its resume
+        # reads the copy's approvals.
+        approvals = 0
+        for approval in ApprovalRequest.objects.filter(
+            thread=source, action=INTERRUPT_ACTION, status=ApprovalStatus.PENDING
+        ).order_by("request_event__seq"):
+            if isinstance(approval.arguments, dict) and approval.arguments.get("interrupt_id"):
+                _interrupt_request_append(target, dict(approval.arguments))
+                approvals += 1
         _audit(
             target,
             "langgraph.copy_thread",
             actor_label,
             None,
-            {"source": source.external_id, "source_thread": str(source.pk), "checkpoints": copied},
+            {
+                "source": source.external_id,
+                "source_thread": str(source.pk),
+                "checkpoints": copied,
+                "approvals": approvals,
+            },
         )
     return copied
