@@ -185,6 +185,33 @@ def test_a_rollback_from_a_stale_preview_is_409(
     assert AuditEntry.objects.filter(action="thread.rollback").count() == 1
 
 
+def test_a_rollback_after_a_fold_since_its_preview_is_409(
+    thread: Thread, checkpoints: Any, workspace: Any
+) -> None:
+    """The preview named the versions to replace and the one to write; a fold since wrote
+    another, so the preview no longer says what would happen."""
+    cp1, _ = checkpoints
+    admin = person(workspace, "admin")
+    preview = admin.get(url(thread, f"checkpoints/{cp1.pk}/preview/")).json()
+    assert preview["after_version"] == 2 and preview["new_version"] == 3
+    f.append(thread, f.user("one more thing"), f.assistant("sure"))
+    fold(thread)  # v3
+    body = {
+        "checkpoint": cp1.pk,
+        "reason": "v2 lost the refund",
+        "after_rollback": preview["after_rollback"],
+        "after_version": preview["after_version"],
+    }
+    before = log_state(thread), SummaryVersion.objects.count()
+    answer = post(admin, url(thread, "rollback/"), body)
+    assert answer.status_code == 409, answer.content
+    assert answer.json()["error"]["code"] == "folded_since_preview"
+    assert (log_state(thread), SummaryVersion.objects.count()) == before
+    fresh = admin.get(url(thread, f"checkpoints/{cp1.pk}/preview/")).json()
+    body["after_version"] = fresh["after_version"]
+    assert post(admin, url(thread, "rollback/"), body).status_code == 200
+
+
 def test_rollback_to_an_unsafe_checkpoint_is_409(
     thread: Thread, checkpoints: Any, workspace: Any, agent: APIClient
 ) -> None:

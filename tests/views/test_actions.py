@@ -271,6 +271,24 @@ def test_a_rollback_form_sent_twice_rolls_back_once(admin: Client, story: Thread
     assert AuditEntry.objects.filter(action="thread.rollback").count() == 2
 
 
+@pytest.mark.parametrize("field", ["after_rollback", "after_version"])
+def test_a_rollback_form_with_a_forged_token_is_refused(
+    admin: Client, story: Thread, field: str
+) -> None:
+    """A preview token that is not the preview's number is refused, not ignored: the check
+    it carries would go with it."""
+    checkpoint = first_checkpoint(story)
+    preview = admin.get(
+        f"/threads/{story.pk}/checkpoints/{checkpoint.pk}/rollback-preview/"
+    ).content.decode()
+    assert f'name="{field}" value=' in preview
+    body = {"checkpoint": checkpoint.pk, "reason": "v2 lost the refund", field: "abc"}
+    answer = admin.post(f"/threads/{story.pk}/rollback/", body)
+    assert answer.status_code == 400
+    assert f"{field} must be the preview" in answer.content.decode()
+    assert not AuditEntry.objects.filter(action="thread.rollback").exists()
+
+
 def test_rollback_of_an_unknown_checkpoint_is_404(
     admin: Client, story: Thread, outsider: Client
 ) -> None:

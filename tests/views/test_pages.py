@@ -64,6 +64,15 @@ def test_a_signed_in_person_is_sent_on_from_the_login_page(operator: Client) -> 
     assert operator.get("/accounts/login/?next=https://evil.example/")["Location"] == "/threads/"
 
 
+def test_an_event_opened_as_a_page_is_a_page(operator: Client, story: Thread) -> None:
+    """A bookmarked or new-tab event address gets the thread's page around the card; the
+    summary page's in-place expansion (htmx) gets the card alone."""
+    page = operator.get(f"/threads/{story.pk}/events/1/").content.decode()
+    assert "<html" in page and "ctxadmin/app.css" in page and "Show #1 in the timeline" in page
+    card = operator.get(f"/threads/{story.pk}/events/1/", headers={"HX-Request": "true"})
+    assert card.content.decode().lstrip().startswith("<article")
+
+
 @pytest.mark.parametrize("url", LIST_PAGES)
 def test_list_pages_render(operator: Client, story: Thread, url: str) -> None:
     response = operator.get(url)

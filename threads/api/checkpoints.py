@@ -147,6 +147,10 @@ class CheckpointPreviewApi(APIView):
         after_rollback = serializers.IntegerField(
             help_text="send it with the rollback: refused if another rollback came first"
         )
+        after_version = serializers.IntegerField(
+            help_text="the thread's last summary version: send it with the rollback, refused "
+            "if a fold wrote another first"
+        )
         restores_version = serializers.IntegerField(allow_null=True)
         events_after_cursor = serializers.IntegerField()
         side_effects = serializers.ListField(child=serializers.DictField())
@@ -179,6 +183,12 @@ class ThreadRollbackApi(APIView):
             help_text="the preview's `after_rollback`: 409 `rolled_back_since_preview` when "
             "another rollback of the thread came after it",
         )
+        after_version = StrictIntegerField(
+            min_value=0,
+            required=False,
+            help_text="the preview's `after_version`: 409 `folded_since_preview` when a fold "
+            "wrote another summary version after it",
+        )
 
     class OutputSerializer(SummaryOutputSerializer):
         restored_from = serializers.IntegerField(source="restored_from_id")
@@ -203,6 +213,7 @@ class ThreadRollbackApi(APIView):
             actor=request.user,
             reason=body.validated_data["reason"],
             after_rollback=body.validated_data.get("after_rollback"),
+            after_version=body.validated_data.get("after_version"),
         )
         answer: dict[str, Any] = (
             dict(self.OutputSerializer(version).data)

@@ -155,6 +155,8 @@ def rollback_preview(*, thread: Thread, checkpoint: Checkpoint) -> dict[str, Any
         # The rollback form sends it back: a second rollback from the same preview (a double
         # click, another admin first) is refused instead of applied twice.
         "after_rollback": last_rollback_id(thread),
+        # And one written by a fold since (its versions are what the preview names).
+        "after_version": thread.last_version,
         "restores_version": version.version if version is not None else None,
         "events_after_cursor": max(thread.last_seq - cursor, 0),
         # A LangGraph checkpoint's rollback also writes a new LangGraph head (docs/design.md §15).

@@ -44,6 +44,14 @@ class HeadMoved(Conflict):
     code = "head_moved"
 
 
+class FoldedSincePreview(Conflict):
+    """A summary version was written after the preview this rollback was confirmed from (a
+    fold committed or was prepared): the versions the preview named are no longer the ones
+    the rollback would replace."""
+
+    code = "folded_since_preview"
+
+
 class RolledBackSincePreview(Conflict):
     """Another rollback of the thread committed after the preview this one was confirmed from
     (a second click, or another admin): the preview no longer says what would happen."""
@@ -58,6 +66,7 @@ def checkpoint_rollback(
     actor: Any,
     reason: str,
     after_rollback: int | None = None,
+    after_version: int | None = None,
 ) -> SummaryVersion | None:
     """Make the checkpoint's summary the head again, as a new version. Admin only.
 
@@ -76,7 +85,9 @@ def checkpoint_rollback(
 
     `after_rollback` is the preview's (`rollback_preview`): when another rollback of the thread
     has committed since, this one is refused (RolledBackSincePreview) rather than applied on
-    top of it.
+    top of it. `after_version`, the preview's too, is the thread's last summary version then:
+    when a fold wrote another since, the rollback is refused (FoldedSincePreview), since the
+    versions it would replace are no longer the ones the preview showed.
     """
     require_rollback_role(actor, thread.workspace)
     reason = reason_clean(reason)
@@ -89,6 +100,12 @@ def checkpoint_rollback(
                 f"the thread was rolled back again after this preview (audit entry {latest}): "
                 "preview the rollback again",
                 fields={"after_rollback": f"the latest rollback is {latest}"},
+            )
+        if after_version is not None and locked.last_version != after_version:
+            raise FoldedSincePreview(
+                f"summary version {locked.last_version} was written after this preview (it "
+                f"showed v{after_version} as the last): preview the rollback again",
+                fields={"after_version": f"the last version is {locked.last_version}"},
             )
         checkpoint = Checkpoint.objects.select_related("summary_version", "thread").get(
             pk=checkpoint.pk

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from threads import selectors
 from threads.access import ROLLBACK_ROLE
-from threads.domain.errors import DomainError
+from threads.domain.errors import DomainError, InvalidEvent
 from threads.models import Checkpoint, Role, Thread
 from threads.services.checkpoints import checkpoint_create
 from threads.services.fork import thread_fork
@@ -40,10 +40,17 @@ def _posted_checkpoint(request: HtmxHttpRequest, thread: Thread) -> Checkpoint:
     return found(selectors.checkpoint_get, thread=thread, id=checkpoint_id)
 
 
-def _posted_int(request: HtmxHttpRequest, name: str) -> int | None:
-    """A form's whole number field, or None when it is absent or not one."""
-    value = request.POST.get(name, "")
-    return int(value) if value.isascii() and value.isdigit() else None
+def _preview_token(request: HtmxHttpRequest, name: str) -> int | None:
+    """One of the rollback form's preview tokens (None when the form has none); one that is
+    not a whole number is refused, never ignored: the check it carries would go with it."""
+    value = request.POST.get(name)
+    if value is None:
+        return None
+    if not (value.isascii() and value.isdigit()):
+        raise InvalidEvent(
+            f"{name} must be the preview's whole number", fields={name: "not a whole number"}
+        )
+    return int(value)
 
 
 @login_required
@@ -114,7 +121,8 @@ def rollback(request: HtmxHttpRequest, id: str) -> HttpResponse:
             checkpoint=target,
             actor=request.user,
             reason=request.POST.get("reason", ""),
-            after_rollback=_posted_int(request, "after_rollback"),
+            after_rollback=_preview_token(request, "after_rollback"),
+            after_version=_preview_token(request, "after_version"),
         )
     except DomainError as exc:
         return problem(request, exc, back)

@@ -247,7 +247,8 @@ def thread_event_body(request: HtmxHttpRequest, id: str, seq: int) -> HttpRespon
 @login_required
 @require_GET
 def thread_event(request: HtmxHttpRequest, id: str, seq: int) -> HttpResponse:
-    """One event, for expanding a summary entry's sources in place."""
+    """One event: the card alone for htmx (a summary entry's sources expanded in place), the
+    thread's page around it otherwise."""
     thread = thread_for(request, id)
     event = found(selectors.event_get_for_page, thread=thread, seq=seq, chars=page_prefix_chars())
     item = present(event)
@@ -273,5 +274,8 @@ def thread_event(request: HtmxHttpRequest, id: str, seq: int) -> HttpResponse:
         by = selectors.retractions_by_target(thread=thread, targets={seq}).get(seq)
         if by is not None:
             item["retracted_by"] = {"seq": by, "href": href(by), "label": f"retracted by #{by}"}
-    context = {"thread": thread, "event": item}
-    return render(request, "threads/_event_card.html", context)
+    if request.htmx:
+        return render(request, "threads/_event_card.html", {"thread": thread, "event": item})
+    # Opened as a page (a bookmark, a link opened in a new tab): the card in the thread's page.
+    context = {**thread_tabs(request, thread, "event"), "event": item}
+    return render(request, "threads/thread_event.html", context)
