@@ -21,4 +21,13 @@ def external_id_problem(value: str) -> str | None:
         return "must not contain '/'"
     if value in (".", ".."):
         return "must not be '.' or '..'"
+    if not text_storable(value):
+        return "must not contain NUL characters"
     return None
+
+
+def text_storable(value: str) -> bool:
+    """Whether `value` can be stored as text, and so compared with stored text: PostgreSQL's
+    text refuses NUL, and a query holding one fails instead of finding nothing. An id or a
+    search term with NUL names nothing ctxadmin holds."""
+    return "\x00" not in value

@@ -15,6 +15,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 
+from threads.domain.external_ids import text_storable
 from threads.domain.langgraph import message_from_event
 from threads.domain.langgraph_packing import TaskWrites
 from threads.models import (
@@ -66,14 +67,15 @@ class LanggraphTuple:
 
 def lg_thread_get(*, workspace: Workspace, external_id: str) -> Thread | None:
     """The workspace's thread with this external_id, or None."""
+    if not text_storable(external_id):
+        return None
     return Thread.objects.filter(workspace=workspace, external_id=external_id).first()
 
 
 def lg_threads_get(*, workspace: Workspace, external_ids: Iterable[str]) -> list[Thread]:
+    wanted = [external_id for external_id in external_ids if text_storable(external_id)]
     return list(
-        Thread.objects.filter(workspace=workspace, external_id__in=list(external_ids)).order_by(
-            "external_id"
-        )
+        Thread.objects.filter(workspace=workspace, external_id__in=wanted).order_by("external_id")
     )
 
 
@@ -82,6 +84,8 @@ def lg_checkpoint_get(
 ) -> LanggraphCheckpoint | None:
     """The checkpoint `checkpoint_id` of the namespace, or its latest (the highest id: LangGraph's
     ids sort by time) when None."""
+    if not _storable(checkpoint_ns, checkpoint_id):
+        return None
     rows = LanggraphCheckpoint.objects.filter(thread=thread, checkpoint_ns=checkpoint_ns)
     if checkpoint_id is not None:
         return rows.filter(checkpoint_id=checkpoint_id).first()
@@ -91,6 +95,8 @@ def lg_checkpoint_get(
 def lg_checkpoint_cursor(*, thread: Thread, checkpoint_ns: str, checkpoint_id: str) -> int | None:
     """The cursor of the checkpoint (the last seq of its mirrored messages), None when it is
     not stored."""
+    if not _storable(checkpoint_ns, checkpoint_id):
+        return None
     return (
         LanggraphCheckpoint.objects.filter(
             thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
@@ -104,6 +110,8 @@ def lg_checkpoint_find(
     *, workspace: Workspace, external_id: str, checkpoint_ns: str, checkpoint_id: str | None
 ) -> LanggraphCheckpoint | None:
     """`lg_checkpoint_get` by the thread's external_id, with its thread, in one query."""
+    if not _storable(external_id, checkpoint_ns, checkpoint_id):
+        return None
     connection = postgres_for(LanggraphCheckpoint)
     if connection is not None:
         return statements.checkpoint_find(
@@ -115,6 +123,12 @@ def lg_checkpoint_find(
     if checkpoint_id is not None:
         return rows.filter(checkpoint_id=checkpoint_id).first()
     return rows.order_by("-checkpoint_id", "-pk").first()
+
+
+def _storable(*ids: str | None) -> bool:
+    """Whether every id given can be stored: one with NUL names nothing (a query with it
+    would fail on PostgreSQL)."""
+    return all(text_storable(id) for id in ids if id is not None)
 
 
 def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
@@ -136,6 +150,8 @@ def lg_checkpoints_list(
     whole workspace, one namespace or all, only `checkpoint_id` when given, whose metadata has
     every key of `metadata_filter` equal, with a checkpoint_id below `before`. `after_page`
     (checkpoint_id, pk) continues a page."""
+    if not _storable(external_id, checkpoint_ns, checkpoint_id, before):
+        return []
     rows: QuerySet[LanggraphCheckpoint] = LanggraphCheckpoint.objects.filter(
         thread__workspace=workspace
     ).select_related("thread")

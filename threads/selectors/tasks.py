@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from threads.domain.errors import NotFound
+from threads.domain.external_ids import text_storable
 from threads.models import (
     TaskRun,
     Thread,
@@ -13,6 +14,8 @@ from threads.models import (
 
 def task_run_get_in(*, workspace_ids: Any, id: str) -> TaskRun:
     """A task run of the given workspaces (an agent's one, or a person's)."""
+    if not text_storable(id):
+        raise NotFound("task not found")
     found = TaskRun.objects.filter(workspace_id__in=workspace_ids, pk=id).first()
     if found is None:
         raise NotFound("task not found")

@@ -24,6 +24,7 @@ from django.db.models.functions import Cast, Coalesce
 from django.utils import timezone
 
 from threads.domain.errors import NotFound
+from threads.domain.external_ids import text_storable
 from threads.models import (
     ApprovalRequest,
     ApprovalStatus,
@@ -43,6 +44,8 @@ def workspaces_for_user(user: Any) -> QuerySet[Workspace]:
 
 
 def _by_id_or_external_id(queryset: QuerySet[Thread], id: str) -> Thread:
+    if not text_storable(id):
+        raise NotFound("thread not found")
     try:
         uid = uuid.UUID(str(id))
     except ValueError:
@@ -70,6 +73,8 @@ def thread_get_for_member(*, user: Any, id: str, workspace_id: int | None = None
     stale one), in the first of their workspaces by name that holds it. Never in whichever row
     happens to sort first (docs/design.md §8).
     """
+    if not text_storable(id):
+        raise NotFound("thread not found")
     workspace_ids = Membership.objects.filter(user_id=user.pk).values("workspace_id")
     threads = Thread.objects.select_related("workspace").filter(workspace_id__in=workspace_ids)
     try:
@@ -205,6 +210,9 @@ def threads_in(
     field = THREAD_SORTS.get(sort.lstrip("-"), "updated_at")
     if over_budget or field == "history_tokens":
         threads = _with_budget_use(threads)
+    if q and not text_storable(q):
+        # No external_id or title holds a NUL (none can be stored): an empty search.
+        return threads.none()
     if q:
         match = Q(external_id__icontains=q) | Q(title__icontains=q)
         if content:

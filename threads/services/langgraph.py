@@ -98,7 +98,7 @@ from threads.services.langgraph_statements import (
     thread_found,
     thread_locked,
 )
-from threads.services.threads import thread_get_or_create
+from threads.services.threads import external_id_require_valid, thread_get_or_create
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 MESSAGES_CHANNEL = "messages"  # the channel the saver mirrors, of the root graph
@@ -259,7 +259,9 @@ def _interrupt_approvals_close(
 
 def _locked_thread(workspace: Workspace, external_id: str, actor_label: str) -> Thread:
     """The thread, locked (select_for_update) in the caller's transaction: one prepared
-    statement when it exists (the hot path: every put and write), created first otherwise."""
+    statement when it exists (the hot path: every put and write), created first otherwise.
+    An external_id that cannot name a thread is refused first (400 validation_error)."""
+    external_id_require_valid(external_id)
     found = thread_locked(workspace, external_id)
     if found is not None:
         return found
