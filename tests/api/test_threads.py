@@ -11,6 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from tests import factories
 from tests.api.conftest import post_json
+from threads.domain.errors import InvalidEvent
 from threads.models import (
     AuditEntry,
     SideEffect,
@@ -322,3 +323,36 @@ def test_thread_create_service_reraises_a_constraint_violation(workspace):
             workspace=workspace, external_id="bad", high_watermark=0.4, low_watermark=0.6
         )
     assert not Thread.objects.filter(external_id="bad").exists()
+
+
+def test_create_refuses_the_llm_summarizer_without_an_llm_endpoint(agent, settings):
+    settings.CTXADMIN_LLM_BASE_URL = ""
+    response = post_json(agent, "/api/v1/threads/", {"external_id": "x", "summarizer": "llm"})
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert error["code"] == "validation_error"
+    assert "no LLM endpoint configured" in error["fields"]["summarizer"]
+    assert not Thread.objects.exists()
+
+
+def test_create_takes_the_llm_summarizer_with_an_llm_endpoint(agent, settings):
+    settings.CTXADMIN_LLM_BASE_URL = "http://127.0.0.1:9/v1"
+    response = post_json(agent, "/api/v1/threads/", {"external_id": "x", "summarizer": "llm"})
+    assert response.status_code == 201, response.content
+    assert response.json()["summarizer"] == "llm"
+
+
+def test_posting_an_existing_llm_thread_still_answers_it_unchanged(agent, workspace, settings):
+    # Created while an endpoint was configured: a replay of its create is not a new setting.
+    settings.CTXADMIN_LLM_BASE_URL = "http://127.0.0.1:9/v1"
+    factories.make_thread(workspace, external_id="x", summarizer="llm")
+    settings.CTXADMIN_LLM_BASE_URL = ""
+    response = post_json(agent, "/api/v1/threads/", {"external_id": "x", "summarizer": "llm"})
+    assert response.status_code == 200, response.content
+
+
+def test_the_service_refuses_the_llm_summarizer_without_an_llm_endpoint(workspace, settings):
+    settings.CTXADMIN_LLM_BASE_URL = ""
+    with pytest.raises(InvalidEvent) as refused:
+        thread_get_or_create(workspace=workspace, external_id="x", summarizer="llm")
+    assert "summarizer" in refused.value.fields

@@ -12,6 +12,7 @@ from threads.domain.errors import InvalidEvent
 from threads.domain.external_ids import external_id_problem
 from threads.models import Thread, Workspace
 from threads.services.audit import audit_record
+from threads.summarizers import summarizer_unavailable
 
 
 def thread_get_or_create(
@@ -20,13 +21,16 @@ def thread_get_or_create(
     """Create a thread, or return the existing one with that external_id (created=False).
 
     A creation is audited (actor_label names an agent's key; empty means the system). An
-    external_id that could not name the thread in a URL is refused (InvalidEvent).
+    external_id that could not name the thread in a URL, or a summarizer this server cannot
+    run (llm without an LLM endpoint), is refused (InvalidEvent).
     """
     external_id_require_valid(external_id)
     existing = Thread.objects.filter(workspace=workspace, external_id=external_id).first()
     if existing is not None:
         return existing, False
     external_id_require_unshadowed(workspace.pk, external_id)
+    if "summarizer" in settings:
+        summarizer_require_available(settings["summarizer"])
     # A new chain starts with the current key and keeps it for life (docs/design.md §2.3).
     thread = Thread(
         workspace=workspace,
@@ -63,6 +67,14 @@ def external_id_require_valid(external_id: str) -> None:
     problem = external_id_problem(external_id)
     if problem is not None:
         raise InvalidEvent(f"invalid external_id: {problem}", fields={"external_id": problem})
+
+
+def summarizer_require_available(summarizer: str) -> None:
+    """Raise InvalidEvent (400 validation_error) when this server could not fold with the
+    summarizer (docs/api.md §2.1): a thread created with it would fail every fold."""
+    problem = summarizer_unavailable(summarizer)
+    if problem is not None:
+        raise InvalidEvent(f"invalid summarizer: {problem}", fields={"summarizer": problem})
 
 
 def external_id_require_unshadowed(workspace_id: int, external_id: str) -> None:

@@ -3,6 +3,8 @@ name."""
 
 from __future__ import annotations
 
+from django.conf import settings
+
 from threads.summarizers.base import Summarizer, SummarizerError
 from threads.summarizers.llm import LLMSummarizer
 from threads.summarizers.structured import StructuredSummarizer
@@ -13,6 +15,7 @@ __all__ = [
     "Summarizer",
     "SummarizerError",
     "get_summarizer",
+    "summarizer_unavailable",
 ]
 
 
@@ -27,3 +30,14 @@ def get_summarizer(name: str) -> Summarizer:
     if name == LLMSummarizer.name:
         return LLMSummarizer.from_settings()
     raise SummarizerError(f"unknown summariser backend {name!r}; use structured or llm")
+
+
+def summarizer_unavailable(name: str) -> str | None:
+    """Why the backend `name` could not fold on this server, or None when it could: the llm
+    backend needs CTXADMIN_LLM_BASE_URL, else every fold of the thread would fail."""
+    if name == LLMSummarizer.name and not settings.CTXADMIN_LLM_BASE_URL:
+        return (
+            "this server has no LLM endpoint configured (CTXADMIN_LLM_BASE_URL is unset); "
+            "use structured"
+        )
+    return None
