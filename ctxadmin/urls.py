@@ -32,6 +32,7 @@ urlpatterns = [
     path("", include("threads.urls")),
 ]
 
-# JSON for /api/ paths, Django's pages elsewhere.
+# JSON for /api/ paths, the product's pages elsewhere.
+handler400 = "threads.api.errors.handler400"
 handler404 = "threads.api.errors.handler404"
 handler500 = "threads.api.errors.handler500"

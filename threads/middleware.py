@@ -1,8 +1,9 @@
 """Answers a person can act on instead of bare failures.
 
 - DatabaseUnavailableMiddleware turns a database that refuses writes (threads.dbunavailable)
-  into a 503: the contract's JSON error under /api/ (docs/api.md §1.4), a page saying so
-  elsewhere, both with `Retry-After`. Last in MIDDLEWARE, so it sees a view's exception first.
+  into a 503: the contract's JSON error under /api/ (docs/api.md §1.4), plain text for
+  /metrics (docs/api.md §15), a page saying so elsewhere, all with `Retry-After`. Last in
+  MIDDLEWARE, so it sees a view's exception first.
 - MethodNotAllowedPageMiddleware gives a dashboard route's empty 405 (`require_POST`: the
   address of a form's target reloaded, bookmarked or typed in) a page that says so, with a
   way back. The status stays 405; the API answers its own JSON 405."""
@@ -15,7 +16,12 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from threads.api.errors import DATABASE_UNAVAILABLE_MESSAGE, error_body
+from threads.api.errors import (
+    DATABASE_UNAVAILABLE_MESSAGE,
+    error_body,
+    is_metrics,
+    plain_text_error,
+)
 from threads.dbunavailable import RETRY_AFTER, database_unavailable, database_unavailable_reset
 
 
@@ -35,6 +41,8 @@ class DatabaseUnavailableMiddleware:
             response = JsonResponse(
                 error_body("database_unavailable", DATABASE_UNAVAILABLE_MESSAGE), status=503
             )
+        elif is_metrics(request):
+            response = plain_text_error("metrics: the database is unavailable", 503)
         else:
             response = render(request, "503.html", {"retry_after": RETRY_AFTER}, status=503)
         response["Retry-After"] = str(RETRY_AFTER)
@@ -50,6 +58,7 @@ class MethodNotAllowedPageMiddleware:
         if (
             response.status_code != 405
             or request.path.startswith("/api/")
+            or is_metrics(request)
             or getattr(response, "streaming", False)
             or response.content
         ):

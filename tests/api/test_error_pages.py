@@ -8,11 +8,16 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from django.db import OperationalError
+from django.middleware.csrf import REASON_NO_REFERER
 from django.test import Client, RequestFactory
 from django.utils.module_loading import import_string
 from rest_framework.test import APIClient
 
 from tests import factories as f
+from threads import selectors
+from threads.api import errors
+from threads.views import metrics as metrics_view
 
 pytestmark = pytest.mark.django_db
 
@@ -62,3 +67,91 @@ def test_a_csrf_failure_elsewhere_is_the_normal_page() -> None:
     answer = client.post("/accounts/login/", {"username": "x", "password": "y"})
     assert answer.status_code == 403
     assert answer["Content-Type"].startswith("text/html")
+
+
+def test_a_dashboard_500_is_the_product_page(workspace: Any, monkeypatch: Any) -> None:
+    def broken(**kwargs: Any) -> Any:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(selectors, "threads_in", broken)
+    client = Client(raise_request_exception=False)
+    client.force_login(f.make_person(workspace, "ops", "operator"))
+    answer = client.get("/threads/")
+    assert answer.status_code == 500
+    assert answer["Content-Type"].startswith("text/html")
+    assert b"Server error." in answer.content and b"ctxadmin" in answer.content
+
+
+def test_the_500_page_reads_nothing_from_the_database(django_assert_num_queries: Any) -> None:
+    with django_assert_num_queries(0):
+        answer = errors.handler500(RequestFactory().get("/threads/"))
+    assert answer.status_code == 500 and b"Server error." in answer.content
+
+
+def test_the_500_page_falls_back_to_text_when_it_cannot_render(monkeypatch: Any) -> None:
+    def broken(request: Any) -> Any:
+        raise ValueError("Missing staticfiles manifest entry")
+
+    monkeypatch.setattr(errors, "server_error", broken)
+    answer = errors.handler500(RequestFactory().get("/threads/"))
+    assert answer.status_code == 500
+    assert answer["Content-Type"].startswith("text/plain")
+
+
+@pytest.mark.parametrize("path", ["/api/v1/threads/", "/api/v1/nope/", "/api/schema/"])
+def test_a_disallowed_host_under_api_is_a_json_400(path: str) -> None:
+    answer = Client().get(path, HTTP_HOST="evil.example")
+    assert answer.status_code == 400, answer.content[:200]
+    assert answer["Content-Type"].startswith("application/json")
+    assert answer.json()["error"]["code"] == "bad_request"
+    assert set(answer.json()["error"]) == {"code", "message", "fields"}
+
+
+def test_a_disallowed_host_on_the_dashboard_is_the_product_page() -> None:
+    answer = Client().get("/threads/", HTTP_HOST="evil.example")
+    assert answer.status_code == 400
+    assert answer["Content-Type"].startswith("text/html")
+    assert b"Bad request." in answer.content and b"ctxadmin" in answer.content
+
+
+def test_a_csrf_failure_on_the_dashboard_is_the_product_page_with_the_reason() -> None:
+    client = Client(enforce_csrf_checks=True)
+    answer = client.post("/accounts/login/", {"username": "x", "password": "y"})
+    assert answer.status_code == 403
+    page = answer.content.decode()
+    assert "ctxadmin" in page and "Nothing was done." in page
+    assert "CSRF cookie not set" in page and "allow them for this site" in page
+
+
+def test_a_csrf_failure_without_a_referer_says_so() -> None:
+    failure = import_string(settings.CSRF_FAILURE_VIEW)
+    answer = failure(RequestFactory().post("/threads/x/fold/"), reason=REASON_NO_REFERER)
+    assert answer.status_code == 403
+    assert b"Referer header" in answer.content
+
+
+@pytest.mark.django_db(transaction=True)
+def test_metrics_with_the_database_down_is_plain_text(monkeypatch: Any) -> None:
+    def down() -> Any:
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(metrics_view.figures, "metric_totals", down)
+    answer = Client(REMOTE_ADDR="127.0.0.1").get("/metrics")
+    assert answer.status_code == 503
+    assert answer["Content-Type"].startswith("text/plain")
+    assert answer["Retry-After"]
+    assert b"<" not in answer.content
+
+
+def test_metrics_500_and_405_are_plain_text(monkeypatch: Any) -> None:
+    def broken() -> Any:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(metrics_view.figures, "metric_totals", broken)
+    client = Client(REMOTE_ADDR="127.0.0.1", raise_request_exception=False)
+    answer = client.get("/metrics")
+    assert answer.status_code == 500
+    assert answer["Content-Type"].startswith("text/plain")
+    answer = client.post("/metrics")
+    assert answer.status_code == 405
+    assert answer["Content-Type"].startswith("text/plain")

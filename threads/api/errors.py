@@ -8,8 +8,16 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
-from django.http import Http404, JsonResponse
+from django.http import (
+    Http404,
+    HttpResponse,
+    HttpResponseForbidden,
+    JsonResponse,
+)
+from django.middleware.csrf import REASON_NO_CSRF_COOKIE, REASON_NO_REFERER
+from django.template import loader
 from django.views.decorators.csrf import csrf_exempt
+from django.views.defaults import bad_request, page_not_found, server_error
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -104,6 +112,15 @@ def _is_api(request: Any) -> bool:
     return str(getattr(request, "path", "")).startswith("/api/")
 
 
+def is_metrics(request: Any) -> bool:
+    """`/metrics` (or `/metrics/`): its body is plain text, errors included (docs/api.md §15)."""
+    return str(getattr(request, "path", "")) in ("/metrics", "/metrics/")
+
+
+def plain_text_error(message: str, status: int) -> HttpResponse:
+    return HttpResponse(message + "\n", status=status, content_type="text/plain; charset=utf-8")
+
+
 # Exempt: it changes nothing, and without it an unsafe request to an unknown path would meet
 # the CSRF middleware first and answer its HTML 403 instead of this 404.
 @csrf_exempt
@@ -116,11 +133,19 @@ def api_not_found(request: Any, *args: Any, **kwargs: Any) -> JsonResponse:
     return JsonResponse(error_body("not_found", message), status=404)
 
 
+def handler400(request: Any, exception: Exception | None = None) -> Any:
+    """A request refused before any route (a Host not in ALLOWED_HOSTS, another
+    SuspiciousOperation): the contract's JSON under /api/, the product's page elsewhere."""
+    if _is_api(request):
+        return JsonResponse(
+            error_body("bad_request", "bad request: refused before reaching a route"), status=400
+        )
+    return bad_request(request, exception)  # type: ignore[arg-type]
+
+
 def handler404(request: Any, exception: Exception | None = None) -> Any:
     if _is_api(request):
         return JsonResponse(error_body("not_found", "not found"), status=404)
-    from django.views.defaults import page_not_found
-
     return page_not_found(request, exception)  # type: ignore[arg-type]
 
 
@@ -129,17 +154,31 @@ def handler500(request: Any) -> Any:
         return JsonResponse(
             error_body("server_error", "internal error; it has been logged"), status=500
         )
-    from django.views.defaults import server_error
-
-    return server_error(request)
+    if is_metrics(request):
+        return plain_text_error("metrics: internal error; it has been logged", 500)
+    try:
+        # Rendered without the request, so without context processors: nothing that reads the
+        # database, which may be what failed.
+        return server_error(request)
+    except Exception:  # the page itself failed (a static file missing from the manifest...)
+        return plain_text_error("Server error. It has been logged.", 500)
 
 
 def csrf_failure(request: Any, reason: str = "") -> Any:
-    """CSRF_FAILURE_VIEW: the contract's 403 under /api/, Django's page elsewhere."""
+    """CSRF_FAILURE_VIEW: the contract's 403 under /api/, the product's page elsewhere.
+
+    The page keeps what Django's own page explains, since that is what a person can act on:
+    the reason, and for a missing cookie or Referer header that the browser must send it.
+    Rendered without the request (no context processors), like the other error pages."""
     if _is_api(request):
         return JsonResponse(
             error_body("permission_denied", f"CSRF Failed: {reason}".strip()), status=403
         )
-    from django.views.csrf import csrf_failure as django_csrf_failure
-
-    return django_csrf_failure(request, reason=reason)
+    page = loader.get_template("403_csrf.html").render(
+        {
+            "reason": reason,
+            "no_cookie": reason == REASON_NO_CSRF_COOKIE,
+            "no_referer": reason == REASON_NO_REFERER,
+        }
+    )
+    return HttpResponseForbidden(page)

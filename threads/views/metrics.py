@@ -19,7 +19,6 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
-from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -155,8 +154,14 @@ def metrics_allowed(request: HttpRequest) -> bool:
     return request.META.get("REMOTE_ADDR") in LOOPBACK
 
 
-@require_GET
 def metrics(request: HttpRequest) -> Any:
+    if request.method not in ("GET", "HEAD"):
+        # Plain text like every answer here (docs/api.md §15), not the dashboard's 405 page.
+        refused = HttpResponse(
+            "metrics: only GET is allowed\n", status=405, content_type="text/plain; charset=utf-8"
+        )
+        refused["Allow"] = "GET, HEAD"
+        return refused
     if not metrics_allowed(request):
         answer = HttpResponse(
             "metrics: a Bearer token or a loopback address is required\n",
