@@ -6,7 +6,12 @@
   MIDDLEWARE, so it sees a view's exception first.
 - MethodNotAllowedPageMiddleware gives a dashboard route's empty 405 (`require_POST`: the
   address of a form's target reloaded, bookmarked or typed in) a page that says so, with a
-  way back. The status stays 405; the API answers its own JSON 405."""
+  way back. The status stays 405; the API answers its own JSON 405.
+- PrivateCacheMiddleware marks API answers and a signed-in person's pages `private,
+  no-cache`: they hold one caller's workspace data, which no shared cache may keep and no
+  browser may show again unchecked (after a sign-out, say). An answer that says already how
+  it may be cached keeps its header (the new key's `no-store`); static files never get here
+  (WhiteNoise answers them first) and /metrics is for a scraper, not a browser."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.utils.cache import patch_cache_control
 
 from threads.api.errors import (
     DATABASE_UNAVAILABLE_MESSAGE,
@@ -66,3 +72,17 @@ class MethodNotAllowedPageMiddleware:
         page = render(request, "405.html", status=405)
         page["Allow"] = response.get("Allow", "")
         return page
+
+
+class PrivateCacheMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if response.has_header("Cache-Control") or is_metrics(request):
+            return response
+        user = getattr(request, "user", None)
+        if request.path.startswith("/api/") or (user is not None and user.is_authenticated):
+            patch_cache_control(response, private=True, no_cache=True)
+        return response
