@@ -187,6 +187,13 @@ def test_a_token_when_set_is_required(with_token: None) -> None:
     scrape(client, HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
 
 
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "bEaReR"])
+def test_the_token_scheme_is_case_insensitive(with_token: None, scheme: str) -> None:
+    scrape(Client(), HTTP_AUTHORIZATION=f"{scheme} {TOKEN}")
+    assert Client().get("/metrics", HTTP_AUTHORIZATION=f"{scheme} wrong").status_code == 401
+    assert Client().get("/metrics", HTTP_AUTHORIZATION=f"Basic {TOKEN}").status_code == 401
+
+
 def test_without_a_token_only_loopback_may_read(settings: Any) -> None:
     settings.CTXADMIN_METRICS_TOKEN = ""
     client = Client()

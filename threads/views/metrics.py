@@ -149,8 +149,11 @@ def metrics_registry() -> CollectorRegistry:
 def metrics_allowed(request: HttpRequest) -> bool:
     token = settings.CTXADMIN_METRICS_TOKEN
     if token:
-        given = request.headers.get("Authorization", "")
-        return hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        # The scheme's name is case-insensitive (RFC 9110, section 11.1), as on the API.
+        return scheme.lower() == "bearer" and hmac.compare_digest(
+            given.strip().encode(), token.encode()
+        )
     return request.META.get("REMOTE_ADDR") in LOOPBACK
 
 
