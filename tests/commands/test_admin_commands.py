@@ -72,6 +72,27 @@ def test_verify_chains_reports_ok(workspace: Workspace) -> None:
     assert output.count("OK") == 2 and "acme/a" in output and "seq 5" in output
 
 
+@pytest.mark.parametrize(
+    ("option", "message"), [("--workspace", "no workspace 'nosuch'"), ("--thread", "no thread")]
+)
+def test_verify_chains_refuses_an_unknown_workspace_or_thread(
+    workspace: Workspace, option: str, message: str
+) -> None:
+    _filled(workspace, "a")
+    out = io.StringIO()
+    with pytest.raises(CommandError, match=message) as failure:
+        call_command("verify_chains", option, "nosuch", stdout=out, stderr=io.StringIO())
+    assert failure.value.returncode == 2
+    assert out.getvalue() == ""
+
+
+def test_verify_chains_of_one_workspace(workspace: Workspace) -> None:
+    _filled(workspace, "a")
+    _filled(Workspace.objects.create(name="other"), "b")
+    output = _run("verify_chains", "--workspace", workspace.name)
+    assert "acme/a" in output and "other/b" not in output
+
+
 def test_verify_chains_names_a_flipped_row_and_marks_checkpoints(workspace: Workspace) -> None:
     good = _filled(workspace, "good")
     bad = _filled(workspace, "bad")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from threads.models import Thread
+from threads.models import Thread, Workspace
 from threads.services.integrity import integrity_check
 
 
@@ -32,7 +33,11 @@ class Command(BaseCommand):
             "workspace__name", "external_id"
         )
         if options["workspace"]:
-            threads = threads.filter(workspace__name=options["workspace"])
+            name = options["workspace"]
+            # A misspelt name is an error, as an unknown --thread is: not "nothing to verify".
+            if not Workspace.objects.filter(name=name).exists():
+                raise CommandError(f"no workspace {name!r}", returncode=2)
+            threads = threads.filter(workspace__name=name)
         if options["thread"]:
             wanted = options["thread"]
             by_uuid = threads.filter(pk=wanted) if _is_uuid(wanted) else threads.none()
@@ -55,8 +60,6 @@ class Command(BaseCommand):
 
 
 def _is_uuid(value: str) -> bool:
-    import uuid
-
     try:
         uuid.UUID(value)
     except ValueError:
