@@ -47,6 +47,32 @@ def test_add_member_creates_then_updates(workspace: Workspace) -> None:
     assert Membership.objects.filter(user=user).count() == 1
 
 
+def test_add_member_holds_the_password_to_the_validators(workspace: Workspace) -> None:
+    with pytest.raises(CommandError, match="password refused: .*too short"):
+        _run("add_member", workspace.name, "bob", "operator", "--password", "short")
+    assert not get_user_model().objects.filter(username="bob").exists()
+    _run("add_member", workspace.name, "ada", "operator", "--password", "first-password-1")
+    with pytest.raises(CommandError, match="password refused"):
+        _run("add_member", workspace.name, "ada", "admin", "--password", "short")
+    ada = get_user_model().objects.get(username="ada")
+    assert ada.check_password("first-password-1")
+    assert Membership.objects.get(user=ada, workspace=workspace).role == "operator"
+
+
+def test_add_member_without_a_password_says_the_person_cannot_sign_in(
+    workspace: Workspace,
+) -> None:
+    output = _run("add_member", workspace.name, "bob", "operator")
+    assert "bob has no password and cannot sign in" in output
+    bob = get_user_model().objects.get(username="bob")
+    assert not bob.has_usable_password()
+    # An existing person keeps their password, and nothing is said about it.
+    _run("add_member", workspace.name, "ada", "operator", "--password", "first-password-1")
+    output = _run("add_member", workspace.name, "ada", "admin")
+    assert "cannot sign in" not in output
+    assert get_user_model().objects.get(username="ada").check_password("first-password-1")
+
+
 def test_add_member_names_a_missing_workspace() -> None:
     with pytest.raises(CommandError, match="no workspace"):
         _run("add_member", "nowhere", "ada", "operator")

@@ -7,6 +7,8 @@ import secrets
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from threads.domain.errors import InvalidEvent
@@ -43,16 +45,31 @@ def _api_key_create(*, workspace: Workspace, name: str) -> str:
 def member_add(
     *, workspace: Workspace, username: str, role: str, password: str | None = None
 ) -> AbstractBaseUser:
-    """Create or update a person and their role in a workspace."""
+    """Create or update a person and their role in a workspace.
+
+    A password is held to AUTH_PASSWORD_VALIDATORS, as Django's own forms hold it: refused,
+    it is InvalidEvent naming every failure, and nothing is written. A person created without
+    one gets an unusable password: they cannot sign in until one is set (an existing person's
+    password stays as it was)."""
     if role not in Role.values:
         raise InvalidEvent(
             f"role must be one of {', '.join(Role.values)}", fields={"role": "unknown role"}
         )
     user_model = get_user_model()
     with transaction.atomic(durable=True):
-        user, _ = user_model.objects.get_or_create(username=username)
+        user, created = user_model.objects.get_or_create(username=username)
         if password:
+            try:
+                validate_password(password, user)
+            except ValidationError as exc:
+                problem = " ".join(exc.messages)
+                raise InvalidEvent(
+                    f"password refused: {problem}", fields={"password": problem}
+                ) from None
             user.set_password(password)
+            user.save()
+        elif created:
+            user.set_unusable_password()
             user.save()
         Membership.objects.update_or_create(workspace=workspace, user=user, defaults={"role": role})
     return user
