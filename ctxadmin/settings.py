@@ -336,6 +336,16 @@ CTXADMIN_PREPARED_STATEMENTS = env.bool("CTXADMIN_PREPARED_STATEMENTS", default=
 CTXADMIN_PREPARED_TIMEOUT = timedelta(seconds=env.int("CTXADMIN_PREPARED_TIMEOUT", default=120))
 # /metrics (docs/operations.md): a Bearer token when set; unset, only loopback may read it.
 CTXADMIN_METRICS_TOKEN = env.str("CTXADMIN_METRICS_TOKEN", default="")
+# prometheus-client's multiprocess mode (docs/operations.md, "Metrics"): the library writes
+# into the directory from the first import of a histogram and never creates it, so a missing
+# one would fail every process at import with a FileNotFoundError. Say what to do instead.
+_MULTIPROC_DIR = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
+if _MULTIPROC_DIR and not (os.path.isdir(_MULTIPROC_DIR) and os.access(_MULTIPROC_DIR, os.W_OK)):
+    raise environ.ImproperlyConfigured(
+        f"PROMETHEUS_MULTIPROC_DIR={_MULTIPROC_DIR!r} is not a writable directory: create it "
+        "(empty, emptied at each deploy) before starting the web processes, or unset it "
+        "(docs/operations.md, Metrics)"
+    )
 # How long context requests are kept for the Operations page (days).
 CTXADMIN_CONTEXT_LOG_DAYS = env.int("CTXADMIN_CONTEXT_LOG_DAYS", default=7)
 # The whole request: a full batch of events at the per-event limit, with some slack.

@@ -148,3 +148,31 @@ def test_check_deploy_is_clean_with_production_keys(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "System check identified no issues (0 silenced)." in done.stdout
+
+
+def _check(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_missing_multiprocess_directory_is_a_clear_error(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-metrics-dir"
+    done = _check(clean_env(tmp_path, PROMETHEUS_MULTIPROC_DIR=str(missing)))
+    assert done.returncode != 0
+    assert f"PROMETHEUS_MULTIPROC_DIR='{missing}' is not a writable directory" in done.stderr
+    assert "FileNotFoundError" not in done.stderr
+    assert not missing.exists()
+
+
+def test_an_existing_multiprocess_directory_is_used(tmp_path: Path) -> None:
+    shared = tmp_path / "metrics"
+    shared.mkdir()
+    done = _check(clean_env(tmp_path, PROMETHEUS_MULTIPROC_DIR=str(shared)))
+    assert done.returncode == 0, done.stderr
+    assert list(shared.glob("histogram_*.db"))
