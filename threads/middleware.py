@@ -7,17 +7,18 @@
 - MethodNotAllowedPageMiddleware gives a dashboard route's empty 405 (`require_POST`: the
   address of a form's target reloaded, bookmarked or typed in) a page that says so, with a
   way back. The status stays 405; the API answers its own JSON 405.
-- PrivateCacheMiddleware marks API answers and a signed-in person's pages `private,
-  no-cache`: they hold one caller's workspace data, which no shared cache may keep and no
-  browser may show again unchecked (after a sign-out, say). An answer that says already how
-  it may be cached keeps its header (the new key's `no-store`); static files never get here
-  (WhiteNoise answers them first) and /metrics is for a scraper, not a browser."""
+- PrivateCacheMiddleware marks API answers and a signed-in person's pages (a request with the
+  session cookie) `private, no-cache`: they hold one caller's workspace data, which no shared
+  cache may keep and no browser may show again unchecked (after a sign-out, say). An answer
+  that says already how it may be cached keeps its header (the new key's `no-store`); static
+  files never get here (WhiteNoise answers them first) and /metrics is for a scraper."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils.cache import patch_cache_control
@@ -82,7 +83,8 @@ class PrivateCacheMiddleware:
         response = self.get_response(request)
         if response.has_header("Cache-Control") or is_metrics(request):
             return response
-        user = getattr(request, "user", None)
-        if request.path.startswith("/api/") or (user is not None and user.is_authenticated):
+        # The session cookie, not request.user: reading the user may query the database, which
+        # may be the very thing this answer reports as down.
+        if request.path.startswith("/api/") or settings.SESSION_COOKIE_NAME in request.COOKIES:
             patch_cache_control(response, private=True, no_cache=True)
         return response

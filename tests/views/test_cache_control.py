@@ -69,3 +69,11 @@ def test_static_files_keep_whitenoise_headers(settings: Any, workspace: Any) -> 
     assert response.status_code == 200
     assert "private" not in _directives(response)
     assert get_max_age(response) is not None
+
+
+def test_a_signed_in_persons_404_is_private_and_an_anonymous_one_is_not(workspace: Any) -> None:
+    client = login(workspace, "operator")
+    response = client.get("/nowhere/")
+    assert response.status_code == 404
+    assert {"private", "no-cache"} <= _directives(response)
+    assert "private" not in _directives(Client().get("/nowhere/"))
