@@ -430,6 +430,21 @@ def test_a_long_unbroken_evidence_stays_within_the_page(browser: Any, site: dict
     page.context.close()
 
 
+def test_a_long_unbroken_word_in_a_summary_stays_within_the_page(
+    browser: Any, site: dict[str, Any]
+) -> None:
+    thread = f.make_thread(site["thread"].workspace, external_id="long-word")
+    f.append(thread, f.user("refund " + "x" * 5000), f.assistant("noted"))
+    _fold(thread)
+    thread.refresh_from_db()
+    assert thread.covered_until == thread.last_seq
+    page = _page(browser, site, "operator")
+    page.goto(f"{site['url']}/threads/{thread.pk}/summaries/{thread.head_version}/")
+    page.get_by_text("x" * 200).first.wait_for()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    page.context.close()
+
+
 def test_pages_fit_a_phone(browser: Any, site: dict[str, Any]) -> None:
     """At 390 px the navigation is a row above the page and no page scrolls sideways (a wide
     table scrolls inside its own box)."""
