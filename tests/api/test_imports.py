@@ -124,6 +124,28 @@ def test_an_upload_answers_202_and_reports_every_conversation(
     assert (finished["created"], finished["events_appended"]) == (2, 5)
 
 
+@pytest.mark.usefixtures("eager")
+def test_items_left_out_of_a_conversation_are_named_in_its_report_line(
+    agent: APIClient, django_capture_on_commit_callbacks: Any
+) -> None:
+    """A conversation imports what it can; what the converter left out (an orphan tool
+    result, an unknown role) is named in its line's reason, never dropped unsaid."""
+    orphan = {"role": "tool", "tool_call_id": "zz", "content": "42"}
+    wizard = {"role": "wizard", "content": "abracadabra"}
+    content = json.dumps(
+        [
+            {"id": "partly", "messages": [{"role": "user", "content": "hi"}, orphan, wizard]},
+            chat("whole", "hi", "hello"),
+        ]
+    ).encode()
+    report = imported(agent, content, django_capture_on_commit_callbacks)
+    first, second = report["report"]
+    assert (first["outcome"], first["events"], first["appended"]) == ("created", 1, 1)
+    assert first["reason"].startswith("2 items were not imported: item 1: ")
+    assert "'zz'" in first["reason"] and "unknown role 'wizard'" in first["reason"]
+    assert second["reason"] == ""
+
+
 @pytest.mark.usefixtures("eager", "no_fold_triggers")
 def test_the_tau_bench_file_twice_creates_200_then_skips_200(
     agent: APIClient, django_capture_on_commit_callbacks: Any

@@ -196,6 +196,21 @@ def conversation_import(
     return result
 
 
+# How many of a conversation's skipped items its report line names (all are counted).
+SKIPPED_NAMED = 10
+
+
+def skipped_reason(skipped: list[str]) -> str:
+    """A report line's reason for a conversation that imported with items left out: how many,
+    and the first SKIPPED_NAMED of them (position and why), so nothing is dropped unsaid."""
+    if not skipped:
+        return ""
+    named = "; ".join(skipped[:SKIPPED_NAMED])
+    more = f"; and {len(skipped) - SKIPPED_NAMED} more" if len(skipped) > SKIPPED_NAMED else ""
+    items = "item was" if len(skipped) == 1 else "items were"
+    return f"{len(skipped)} {items} not imported: {named}{more}"
+
+
 def _refusal(number: int, value: Any, exc: Exception) -> ConversationReport:
     external_id = ""
     if isinstance(value, dict) and value.get("id") not in (None, ""):
@@ -263,6 +278,7 @@ def conversations_import(
                         thread=str(result.thread.pk),
                         events=result.total,
                         appended=result.created,
+                        reason=skipped_reason(result.skipped),
                     )
                 )
         if progress is not None:
