@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from threads.dbunavailable import database_unavailable
 from threads.models import TaskRun, TaskState, Thread, Workspace
@@ -48,16 +49,22 @@ def task_run_tracked(task_id: str | None, work: Callable[[], dict[str, Any]]) ->
 
 def task_run_progress(task_id: str | None, *, done: int, total: int) -> None:
     if task_id:
-        TaskRun.objects.filter(pk=task_id).update(state=TaskState.PROGRESS, done=done, total=total)
+        TaskRun.objects.filter(pk=task_id).update(
+            state=TaskState.PROGRESS, done=done, total=total, updated_at=timezone.now()
+        )
 
 
 def task_run_started(task_id: str | None) -> None:
     if task_id:
-        TaskRun.objects.filter(pk=task_id).update(state=TaskState.STARTED)
+        TaskRun.objects.filter(pk=task_id).update(
+            state=TaskState.STARTED, updated_at=timezone.now()
+        )
 
 
 def task_run_finish(task_id: str | None, *, result: Any, ok: bool = True) -> None:
     if task_id:
         TaskRun.objects.filter(pk=task_id).update(
-            state=TaskState.SUCCESS if ok else TaskState.FAILURE, result=result
+            state=TaskState.SUCCESS if ok else TaskState.FAILURE,
+            result=result,
+            updated_at=timezone.now(),
         )
