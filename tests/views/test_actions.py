@@ -84,6 +84,15 @@ def test_operator_resolves_an_unknown_side_effect_with_evidence(
         f"/side-effects/{effect.pk}/resolve/", {"status": "failed", "evidence": "second try"}
     )
     assert again.status_code == 409
+    stale = operator.post(
+        f"/side-effects/{effect.pk}/resolve/",
+        {"status": "failed", "evidence": "second try"},
+        HTTP_HX_REQUEST="true",
+    )
+    assert stale.status_code == 409
+    refreshed = stale.content.decode().split(f'<article class="card" id="effect-{effect.pk}"')
+    assert len(refreshed) == 2 and refreshed[1].startswith(' hx-swap-oob="true"')
+    assert "resolved succeeded" in refreshed[1]
 
 
 def test_a_plain_form_post_redirects_back(operator: Client, story: Thread) -> None:
@@ -173,6 +182,19 @@ def test_reviewer_decides_with_a_reason(
         f"/approvals/{approval.pk}/decide/", {"decision": "approve", "reason": "again"}
     )
     assert twice.status_code == 409
+    # Decided meanwhile (another reviewer's tab): the notice says so, and the card is sent
+    # along out of band as it stands now, without its buttons.
+    stale = reviewer.post(
+        f"/approvals/{approval.pk}/decide/",
+        {"decision": "approve", "reason": "again"},
+        HTTP_HX_REQUEST="true",
+    )
+    assert stale.status_code == 409 and stale["HX-Retarget"] == "#notice"
+    refreshed = stale.content.decode().split(f'<article class="card" id="approval-{approval.pk}"')
+    assert len(refreshed) == 2 and refreshed[1].startswith(' hx-swap-oob="true"')
+    assert status in refreshed[1] and 'value="approve"' not in refreshed[1]
+    # The next answered action clears the notice.
+    assert 'id="notice"' in response.content.decode()
     # The decision is an event of the log, linked back to its request.
     request_seq = approval.request_event.seq
     timeline = reviewer.get(f"/threads/{story.pk}/").content.decode()

@@ -118,14 +118,31 @@ def done(
     return redirect(url, permanent=False)
 
 
-def problem(request: HtmxHttpRequest, exc: DomainError, back: str) -> HttpResponse:
-    """A refused action explained in the page's notice area, with the service's status."""
+def problem(
+    request: HtmxHttpRequest, exc: DomainError, back: str, refreshed: str = ""
+) -> HttpResponse:
+    """A refused action explained in the page's notice area, with the service's status.
+    `refreshed`: out-of-band regions (hx-swap-oob) sent along for htmx, such as the card of an
+    approval someone else decided meanwhile, so the page stops offering what was refused."""
     context = {"message": exc.message, "fields": exc.fields, "code": exc.code, "back": back}
     if not request.htmx:
         return render(request, "threads/problem_page.html", context, status=exc.status)
     response = render(request, "threads/_problem.html", context, status=exc.status)
+    if refreshed:
+        response.content += refreshed.encode()
     response["HX-Retarget"] = "#notice"
     response["HX-Reswap"] = "innerHTML"
+    return response
+
+
+# Sent with a region an action answers: the notice of an earlier refusal goes (out of band).
+NOTICE_CLEARED = '<div id="notice" role="status" aria-live="polite" hx-swap-oob="true"></div>'
+
+
+def with_notice_cleared(request: HtmxHttpRequest, response: HttpResponse) -> HttpResponse:
+    """`response` (an action's region for htmx) clearing the page's notice too."""
+    if request.htmx and response.status_code == 200:
+        response.content += NOTICE_CLEARED.encode()
     return response
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
@@ -27,6 +28,7 @@ from threads.views.common import (
     query_without,
     region,
     require,
+    with_notice_cleared,
 )
 
 RESOLUTIONS = ("succeeded", "failed", "cancelled")
@@ -83,10 +85,26 @@ def side_effect_resolve_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             evidence=request.POST.get("evidence", ""),
         )
     except DomainError as exc:
-        return problem(request, exc, back)
+        return problem(request, exc, back, _effect_refreshed(request, exc, workspace_ids, pk))
     effect = selectors.side_effect_get_in(workspace_ids=workspace_ids, id=pk)
     context = {"effect": _effect_rows(request, [effect])[0], "resolutions": RESOLUTIONS}
-    return done(request, back, "threads/side_effect_list.html", context, "effect_row")
+    answer = done(request, back, "threads/side_effect_list.html", context, "effect_row")
+    return with_notice_cleared(request, answer)
+
+
+def _effect_refreshed(
+    request: HtmxHttpRequest, exc: DomainError, workspace_ids: Any, pk: int
+) -> str:
+    """A conflict (resolved meanwhile, by someone else): the card as it stands now."""
+    if exc.status != 409:
+        return ""
+    effect = selectors.side_effect_get_in(workspace_ids=workspace_ids, id=pk)
+    context = {
+        "effect": _effect_rows(request, [effect])[0],
+        "resolutions": RESOLUTIONS,
+        "oob": True,
+    }
+    return render_to_string("threads/side_effect_list.html#effect_row", context, request)
 
 
 @login_required
@@ -174,7 +192,15 @@ def approval_decide_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             reason=request.POST.get("reason", ""),
         )
     except DomainError as exc:
-        return problem(request, exc, back)
+        refreshed = ""
+        if exc.status == 409:  # decided meanwhile, or expired: the card as it stands now
+            approval = selectors.approval_get_in(workspace_ids=workspace_ids, id=pk)
+            context = {"card": _approval_cards(request, [approval])[0], "oob": True}
+            refreshed = render_to_string(
+                "threads/approval_list.html#approval_card", context, request
+            )
+        return problem(request, exc, back, refreshed)
     approval = selectors.approval_get_in(workspace_ids=workspace_ids, id=pk)
     context = {"card": _approval_cards(request, [approval])[0]}
-    return done(request, back, "threads/approval_list.html", context, "approval_card")
+    answer = done(request, back, "threads/approval_list.html", context, "approval_card")
+    return with_notice_cleared(request, answer)
