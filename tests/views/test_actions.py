@@ -11,6 +11,7 @@ from django.test import Client
 
 from tests import factories as f
 from tests.views.conftest import login
+from threads import selectors
 from threads.models import (
     ApprovalRequest,
     AuditEntry,
@@ -480,3 +481,28 @@ def test_people_of_two_workspaces_act_in_each_by_their_role(story: Thread) -> No
         ).status_code
         == 403
     )
+
+
+def test_a_forks_copies_in_the_queues_say_so(
+    operator: Client, reviewer: Client, story: Thread
+) -> None:
+    """A fork copies the history up to its checkpoint, an unknown side effect with it: its
+    card in the queue names the thread it was copied from, so nobody takes it for a second
+    refund. (An approval request copied by a fork is labelled the same way.)"""
+    newest = Checkpoint.objects.filter(thread=story).order_by("-cursor").first()
+    assert newest is not None
+    reviewer.post(f"/threads/{story.pk}/fork/", {"checkpoint": newest.pk, "external_id": "copy-1"})
+    child = Thread.objects.select_related("parent_thread", "parent_checkpoint").get(
+        external_id="copy-1"
+    )
+    copy = SideEffect.objects.get(thread=child, idempotency_key="refund-10086")
+    assert copy.call_seq <= newest.cursor
+    page = reviewer.get("/side-effects/").content.decode()
+    card = page.split(f'id="effect-{copy.pk}"')[1].split("</article>")[0]
+    assert "fork copy" in card and "copied with the history of order-10086" in card
+    original = page.split(f'id="effect-{unknown_effect(story).pk}"')[1].split("</article>")[0]
+    assert "fork copy" not in original
+    # What the fork appends after its checkpoint is its own.
+    assert selectors.fork_copied_from(child, newest.cursor) == "order-10086"
+    assert selectors.fork_copied_from(child, newest.cursor + 1) == ""
+    assert selectors.fork_copied_from(story, 1) == ""

@@ -33,7 +33,13 @@ def side_effects_in(
     if thread:
         effects = filter_by_thread(effects, thread)
     order = ("-updated_at", "pk") if recent_first else ("thread__external_id", "call_seq", "pk")
-    return effects.select_related("thread", "thread__workspace", "call_event").order_by(*order)
+    return effects.select_related(
+        "thread",
+        "thread__workspace",
+        "thread__parent_thread",
+        "thread__parent_checkpoint",
+        "call_event",
+    ).order_by(*order)
 
 
 def side_effect_get_in(*, workspace_ids: Any, id: int) -> SideEffect:
@@ -123,8 +129,23 @@ def approvals_in(
     if thread:
         approvals = filter_by_thread(approvals, thread)
     return approvals.select_related(
-        "thread", "thread__workspace", "request_event", "decision_event", "decided_by"
+        "thread",
+        "thread__workspace",
+        "thread__parent_thread",
+        "thread__parent_checkpoint",
+        "request_event",
+        "decision_event",
+        "decided_by",
     ).order_by("created_at", "pk")
+
+
+def fork_copied_from(thread: Any, seq: int) -> str:
+    """The external_id of the thread a fork copied this event from (a seq at or below the
+    fork's checkpoint: the same real-world call or request as the parent's), else ""."""
+    parent, checkpoint = thread.parent_thread, thread.parent_checkpoint
+    if parent is None or checkpoint is None or seq > checkpoint.cursor:
+        return ""
+    return str(parent.external_id)
 
 
 def approval_get_in(*, workspace_ids: Any, id: int) -> ApprovalRequest:

@@ -43,6 +43,7 @@ def _effect_rows(request: HtmxHttpRequest, effects: list[Any]) -> list[dict[str,
             effect.status in (SideEffectStatus.UNKNOWN, SideEffectStatus.RUNNING)
         )
         row["arguments"] = effect.call_event.data.get("arguments", {})
+        row["copied_from"] = selectors.fork_copied_from(effect.thread, effect.call_seq)
     return rows
 
 
@@ -147,6 +148,7 @@ def _approval_cards(request: HtmxHttpRequest, approvals: list[Any]) -> list[dict
                 "expired": expired,
                 "shown_status": EXPIRED if expired else a.status,
                 "constraints": constraints.get(a.thread_id, []),
+                "copied_from": selectors.fork_copied_from(a.thread, a.request_event.seq),
                 "can_decide": a.status == ApprovalStatus.PENDING
                 and not expired
                 and can(request, a.thread.workspace_id, Role.REVIEWER),
