@@ -570,3 +570,34 @@ def test_a_prune_closes_the_pending_interrupts_of_the_checkpoints_it_deletes(
     assert interrupts.last().arguments["interrupt_id"] == head_interrupt.id  # type: ignore[union-attr]
     saver.prune([config["configurable"]["thread_id"]], strategy="delete")
     assert [a.status for a in interrupts.all()] == ["rejected", "rejected"]
+
+
+def test_a_rollback_closes_the_interrupts_the_restored_state_no_longer_waits_on(
+    server: Server, saver: CtxadminSaver
+) -> None:
+    """Paused at `interrupt()`, rolled back to a checkpoint before it: the graph resumes from
+    the new head, which no pending interrupt names, so the old request is closed as a
+    recorded rejection and leaves the reviewers' queue; asked again, the agent opens a new
+    one."""
+    app = _approval_graph(saver)
+    config: RunnableConfig = {"configurable": {"thread_id": "hitl-rolled-back"}}
+    app.invoke({"messages": [HumanMessage("refund my order 42")]}, config)
+    assert app.get_state(config).next == ("approve",)
+    thread = _thread(server, config)
+    [asked] = ApprovalRequest.objects.filter(thread=thread, status="pending")
+    chosen = min(
+        LanggraphCheckpoint.objects.filter(thread=thread, checkpoint_ns=""),
+        key=lambda row: row.checkpoint_id,
+    )
+    admin = factories.make_person(server.workspace, "ada", "admin")
+    checkpoint_rollback(
+        thread=thread, checkpoint=chosen.ctxadmin_checkpoint, actor=admin, reason="start over"
+    )
+    asked.refresh_from_db()
+    assert asked.status == "rejected" and "rolled back to langgraph:" in asked.reason
+    assert asked.decision_event is not None and asked.decision_event.kind == "approval_decision"
+    assert AuditEntry.objects.filter(action="approval.close", target_id=str(asked.pk)).exists()
+    assert approval_figures()["pending"] == 0
+    assert saver.resume_command(config) is None
+    app.invoke({"messages": [HumanMessage("refund my order 42")]}, config)
+    assert ApprovalRequest.objects.filter(thread=thread, status="pending").count() == 1

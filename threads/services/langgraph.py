@@ -819,7 +819,7 @@ def langgraph_repair_put(
             "side_effects": side_effects,
         },
     )
-    return langgraph_checkpoint_put_locked(
+    repaired = langgraph_checkpoint_put_locked(
         thread=thread,
         checkpoint_ns=chosen.checkpoint_ns,
         checkpoint_id=checkpoint_id,
@@ -833,6 +833,25 @@ def langgraph_repair_put(
         created_by=actor,
         values_from=chosen,
     )
+    # The namespace resumes from the new head, whose id no pending interrupt names: an agent
+    # that still needs an answer asks again from there. A reviewer should not wait on the old
+    # requests, nor the agent on their decisions.
+    pending = ApprovalRequest.objects.filter(
+        thread=thread, action=INTERRUPT_ACTION, status=ApprovalStatus.PENDING
+    ).order_by("request_event__seq")
+    approvals_close_locked(
+        thread=thread,
+        approvals=[
+            a
+            for a in pending
+            if not isinstance(a.arguments, dict)
+            or a.arguments.get("checkpoint_ns", chosen.checkpoint_ns) == chosen.checkpoint_ns
+        ],
+        reason=f"the thread was rolled back to langgraph:{chosen.checkpoint_id}: the agent "
+        "resumes from there and asks again if it still needs an answer",
+        actor_label=str(actor) if actor is not None else "system",
+    )
+    return repaired
 
 
 def langgraph_checkpoint_put(
