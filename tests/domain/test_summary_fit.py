@@ -64,11 +64,14 @@ def test_the_fewest_oldest_entries_go(requests: int, words: int, limit: int) -> 
     assert fitted["counts"].get("last_replies_dropped", 0) == (
         content["counts"].get("last_replies_dropped", 0) + replies
     )
+    if content["requests"]:
+        assert fitted["requests"][-1] == content["requests"][-1]  # the newest stays
     kept = [r["seq"] for r in fitted["requests"]]
     assert kept == [r["seq"] for r in content["requests"]][dropped:]  # the oldest went
     if _words(render_summary(content)) <= limit:
         assert fitted == content
-    elif fitted["requests"] or fitted["last_replies"]:
+    elif len(fitted["requests"]) > 1 or len(fitted["last_replies"]) > 1:
+        # Something droppable is left (the newest request and reply never are): it fits.
         assert _words(render_summary(fitted)) <= limit
         # One entry fewer dropped would not have fitted: put the newest dropped back.
         if dropped:

@@ -12,10 +12,10 @@ Droppable: requests, last replies, completed actions, decisions, open questions 
 superseded facts — oldest first across them (by the first event each cites), never one that
 cites a side-effecting call, a constraint or a correction among the folded events (verification
 requires those cited). Never dropped: the task, constraints, active facts, tool state, pending
-items. What is dropped is counted in `counts` as the caps' drops are (`requests_dropped`, …),
-so the summary still says that older material is in the log. When even dropping everything
-droppable leaves it over the limit, the smallest summary is returned; verification's
-`fits_budget` check then refuses it if it passes the budget itself.
+items, and the newest request and reply. What is dropped is counted in `counts` as the caps'
+drops are (`requests_dropped`, …), so the summary still says that older material is in the
+log. When even dropping everything droppable leaves it over the limit, the smallest summary is
+returned; verification's `fits_budget` check then refuses it if it passes the budget itself.
 """
 
 from __future__ import annotations
@@ -36,6 +36,12 @@ DROPPABLE = {
 }
 
 
+# The newest request and reply are what the agent is working on: never dropped. A summary they
+# alone make too big fails `fits_budget`, and the context answers budget_too_small: an error,
+# not the request silently gone.
+NEWEST_KEPT = ("requests", "last_replies")
+
+
 def protected_seqs(events: Sequence[Mapping[str, Any]]) -> set[int]:
     """The folded events an entry citing must stay: side-effecting calls, constraints and
     corrections (docs/design.md §5.4)."""
@@ -51,8 +57,11 @@ def _droppable(content: Mapping[str, Any], protected: set[int]) -> list[tuple[st
     """(section, index) of every droppable entry, in the order they drop."""
     found: list[tuple[int, int, str, int]] = []
     for rank, section in enumerate(DROPPABLE):
-        for index, entry in enumerate(content.get(section) or []):
+        entries = content.get(section) or []
+        for index, entry in enumerate(entries):
             if not isinstance(entry, Mapping):
+                continue
+            if section in NEWEST_KEPT and index == len(entries) - 1:
                 continue
             if section == "facts" and entry.get("status") != "superseded":
                 continue
