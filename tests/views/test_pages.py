@@ -356,3 +356,17 @@ def test_pages_load_htmx_without_the_debug_script(
     page = operator.get(f"/threads/{story.pk}/").content.decode()
     assert "htmx-2.min.js" in page
     assert "django-htmx.js" not in page
+
+
+@pytest.mark.parametrize(
+    ("url", "known"),
+    [("/approvals/?status=any", "pending"), ("/side-effects/?status=bogus", "unknown")],
+)
+def test_a_queue_by_a_status_it_has_not_is_400(
+    operator: Client, story: Thread, url: str, known: str
+) -> None:
+    """Not an empty queue that reads as "nothing to do": the page names the statuses."""
+    answer = operator.get(url)
+    assert answer.status_code == 400
+    assert "no status" in answer.content.decode() and known in answer.content.decode()
+    assert operator.get(url.split("?")[0] + f"?status={known}").status_code == 200

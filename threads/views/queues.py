@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from threads import selectors
-from threads.domain.errors import DomainError
+from threads.domain.errors import DomainError, InvalidEvent
 from threads.models import ApprovalStatus, Role, SideEffectStatus
 from threads.services.approvals import approval_decide
 from threads.services.side_effects import side_effect_check_request, side_effect_resolve
@@ -51,6 +51,8 @@ def _effect_rows(request: HtmxHttpRequest, effects: list[Any]) -> list[dict[str,
 @require_GET
 def side_effect_list(request: HtmxHttpRequest) -> HttpResponse:
     status = request.GET.get("status", SideEffectStatus.UNKNOWN)
+    if status and status not in SideEffectStatus.values:
+        return _unknown_status(request, status, SideEffectStatus.values, "side-effect-list")
     thread = request.GET.get("thread", "").strip()
     effects = selectors.side_effects_in(
         workspace_ids=selectors.member_workspace_ids(request.user),
@@ -136,6 +138,17 @@ QUEUE_FILTERS: dict[str, dict[str, Any]] = {
 }
 
 
+def _unknown_status(
+    request: HtmxHttpRequest, status: str, known: list[str], page: str
+) -> HttpResponse:
+    """A queue filtered by a status it does not have: 400, naming the ones it has (as the API
+    answers), rather than an empty queue that reads as "nothing to do"."""
+    exc = InvalidEvent(
+        f"no status {status!r}: use one of {', '.join(known)}", fields={"status": "unknown"}
+    )
+    return problem(request, exc, reverse(page))
+
+
 def _approval_cards(request: HtmxHttpRequest, approvals: list[Any]) -> list[dict[str, Any]]:
     constraints = selectors.active_constraints(thread_ids={a.thread_id for a in approvals})
     now = timezone.now()
@@ -161,6 +174,8 @@ def _approval_cards(request: HtmxHttpRequest, approvals: list[Any]) -> list[dict
 @require_GET
 def approval_list(request: HtmxHttpRequest) -> HttpResponse:
     status = request.GET.get("status", ApprovalStatus.PENDING)
+    if status not in QUEUE_FILTERS:
+        return _unknown_status(request, status, list(QUEUE_FILTERS), "approval-list")
     thread = request.GET.get("thread", "").strip()
     approvals = selectors.approvals_in(
         workspace_ids=selectors.member_workspace_ids(request.user),
