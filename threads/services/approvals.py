@@ -67,22 +67,8 @@ def approval_decide(
                 f"approval {approval.pk} was already decided ({current.status})",
                 fields={"status": current.status},
             )
-        request_seq = (
-            Event.objects.filter(pk=approval.request_event_id).values_list("seq", flat=True).get()
-        )
         label = actor.get_username()
-        event = server_event_append(
-            thread=locked,
-            kind=EventKind.APPROVAL_DECISION,
-            data={
-                "approval_seq": request_seq,
-                "decision": decision,
-                "reason": reason,
-                "actor": label,
-            },
-        )
-        ApprovalRequest.objects.filter(pk=approval.pk).update(decision_event=event)
-        announce_after_commit(locked.pk, [event])
+        event = _decision_event(locked, approval, decision, reason, label)
         audit_record(
             workspace=locked.workspace,
             actor=actor,
@@ -106,6 +92,29 @@ def approval_decide(
     return event
 
 
+def _decision_event(
+    thread: Thread, approval: ApprovalRequest, decision: str, reason: str, actor_label: str
+) -> Event:
+    """The `approval_decision` event of a request just moved out of pending, linked to it and
+    announced after commit. Runs under the thread's lock, in the caller's transaction."""
+    request_seq = (
+        Event.objects.filter(pk=approval.request_event_id).values_list("seq", flat=True).get()
+    )
+    event = server_event_append(
+        thread=thread,
+        kind=EventKind.APPROVAL_DECISION,
+        data={
+            "approval_seq": request_seq,
+            "decision": decision,
+            "reason": reason,
+            "actor": actor_label,
+        },
+    )
+    ApprovalRequest.objects.filter(pk=approval.pk).update(decision_event=event)
+    announce_after_commit(thread.pk, [event])
+    return event
+
+
 def approvals_close_locked(
     *, thread: Thread, approvals: Sequence[ApprovalRequest], reason: str, actor_label: str
 ) -> list[ApprovalRequest]:
@@ -126,21 +135,7 @@ def approvals_close_locked(
         ).update(status=ApprovalStatus.REJECTED, decided_at=now, reason=reason)
         if not moved:
             continue
-        request_seq = (
-            Event.objects.filter(pk=approval.request_event_id).values_list("seq", flat=True).get()
-        )
-        event = server_event_append(
-            thread=thread,
-            kind=EventKind.APPROVAL_DECISION,
-            data={
-                "approval_seq": request_seq,
-                "decision": "reject",
-                "reason": reason,
-                "actor": actor_label,
-            },
-        )
-        ApprovalRequest.objects.filter(pk=approval.pk).update(decision_event=event)
-        announce_after_commit(thread.pk, [event])
+        event = _decision_event(thread, approval, "reject", reason, actor_label)
         audit_record(
             workspace=thread.workspace,
             actor=None,
