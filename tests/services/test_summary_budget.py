@@ -11,6 +11,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from tests import factories as f
+from tests.runtime.conftest import eager_tasks  # noqa: F401 (a fixture)
 from threads.domain.budget import thread_budget
 from threads.domain.summary_render import render_summary
 from threads.domain.tokens import count_text
@@ -30,18 +31,9 @@ def _request(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(330))
 
 
-@pytest.fixture
-def eager(settings: Any) -> Any:
-    from ctxadmin.celery import app
-
-    before = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = before
-
-
+@pytest.mark.usefixtures("eager_tasks")
 def test_long_requests_never_make_the_context_unreadable(
-    eager: Any, agent: APIClient, workspace: Any, django_capture_on_commit_callbacks: Any
+    agent: APIClient, workspace: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
     thread = f.make_thread(workspace, external_id="long-requests")  # the default budget
     available = thread_budget(thread).available
