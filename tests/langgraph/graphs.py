@@ -79,19 +79,31 @@ def scripted_model() -> ToolFakeChatModel:
     )
 
 
-def agent_graph(checkpointer: Any) -> Any:
-    model = scripted_model()
+def tool_loop_graph(
+    checkpointer: Any,
+    model: Any,
+    tools: Sequence[Any],
+    inputs: list[list[BaseMessage]] | None = None,
+) -> Any:
+    """agent ⇄ ToolNode(tools), routed by `tools_condition`: the model's answers decide. Each
+    model input is recorded in `inputs` when given."""
 
     def agent(state: MessagesState) -> dict[str, Any]:
+        if inputs is not None:
+            inputs.append(list(state["messages"]))
         return {"messages": [model.invoke(state["messages"])]}
 
     graph = StateGraph(MessagesState)
     graph.add_node("agent", agent)
-    graph.add_node("tools", ToolNode([get_weather, add]))
+    graph.add_node("tools", ToolNode(list(tools)))
     graph.add_edge(START, "agent")
     graph.add_conditional_edges("agent", tools_condition)
     graph.add_edge("tools", "agent")
     return graph.compile(checkpointer=checkpointer)
+
+
+def agent_graph(checkpointer: Any) -> Any:
+    return tool_loop_graph(checkpointer, scripted_model(), [get_weather, add])
 
 
 def approval_graph(checkpointer: Any) -> Any:

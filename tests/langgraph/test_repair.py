@@ -29,7 +29,7 @@ from langgraph.types import interrupt
 
 from tests import factories
 from tests.langgraph.conftest import Server
-from tests.langgraph.graphs import ToolFakeChatModel
+from tests.langgraph.graphs import ToolFakeChatModel, tool_loop_graph
 from threads.models import (
     ApprovalRequest,
     AuditEntry,
@@ -78,17 +78,7 @@ def _refund_agent(saver: CtxadminSaver, inputs: list[list[BaseMessage]]) -> Any:
         )
     )
 
-    def agent(state: MessagesState) -> dict[str, Any]:
-        inputs.append(list(state["messages"]))
-        return {"messages": [model.invoke(state["messages"])]}
-
-    graph = StateGraph(MessagesState)
-    graph.add_node("agent", agent)
-    graph.add_node("tools", ToolNode([refund]))
-    graph.add_edge(START, "agent")
-    graph.add_conditional_edges("agent", tools_condition)
-    graph.add_edge("tools", "agent")
-    return graph.compile(checkpointer=saver)
+    return tool_loop_graph(saver, model, [refund], inputs)
 
 
 def _thread(server: Server, config: RunnableConfig) -> Thread:
@@ -446,17 +436,7 @@ def test_a_rollback_to_a_pending_tool_call_keeps_the_call_last_and_runs_it_next(
         )
     )
 
-    def agent(state: MessagesState) -> dict[str, Any]:
-        inputs.append(list(state["messages"]))
-        return {"messages": [model.invoke(state["messages"])]}
-
-    graph = StateGraph(MessagesState)
-    graph.add_node("agent", agent)
-    graph.add_node("tools", ToolNode([lookup, refund]))
-    graph.add_edge(START, "agent")
-    graph.add_conditional_edges("agent", tools_condition)
-    graph.add_edge("tools", "agent")
-    app = graph.compile(checkpointer=saver)
+    app = tool_loop_graph(saver, model, [lookup, refund], inputs)
     config: RunnableConfig = {"configurable": {"thread_id": "pending-" + uuid.uuid4().hex[:8]}}
     REFUNDS.clear()
     app.invoke({"messages": [HumanMessage("Refund order 42")]}, config)
