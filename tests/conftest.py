@@ -24,6 +24,19 @@ def _fixture_teardown_with_open_seal(self: TransactionTestCase) -> None:
 TransactionTestCase._fixture_teardown = _fixture_teardown_with_open_seal  # type: ignore[attr-defined]
 
 
+@pytest.fixture(autouse=True, scope="session")
+def fast_password_hashing() -> None:
+    """Every person a fixture makes hashes a password; the production hasher spends about
+    0.3 s on each by design. Tests are not an attack on those hashes: a fast hasher, as
+    Django's own testing docs advise. Nothing under test starts a process that checks one."""
+    from django.conf import settings as django_settings
+    from django.contrib.auth import hashers
+
+    django_settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    hashers.get_hashers.cache_clear()
+    hashers.get_hashers_by_algorithm.cache_clear()
+
+
 @pytest.fixture(autouse=True)
 def no_api_rate_limit(settings: Any) -> None:
     """Tests send many requests with one key (fuzzing, matrices); the rate limit is tested
