@@ -129,7 +129,9 @@ def test_a_pinned_rollback_holds_until_released(
     assert SummaryVersion.objects.filter(thread=thread).count() == versions
     refused = post(agent, f"/api/v1/threads/{thread.pk}/fold/")
     assert refused.status_code == 409 and refused.json()["error"]["code"] == "thread_pinned"
-    assert fold_run(thread_id=thread.pk, trigger={"kind": "manual", "reason": "redelivered"}) is None
+    assert (
+        fold_run(thread_id=thread.pk, trigger={"kind": "manual", "reason": "redelivered"}) is None
+    )
     thread.refresh_from_db()
     assert thread.head_version == restored
     assert SummaryVersion.objects.filter(thread=thread).count() == versions
@@ -171,7 +173,8 @@ def test_a_pinned_rollback_holds_until_released(
     )
     assert actions[-3:] == ["thread.rollback", "thread.settings", "thread.unpin"]
     unpin = AuditEntry.objects.get(thread=thread, action="thread.unpin")
-    assert unpin.before["pinned_by"] == "ada" and unpin.after == {"reason": "summariser replaced"}
+    assert unpin.before is not None and unpin.before["pinned_by"] == "ada"
+    assert unpin.after == {"reason": "summariser replaced"}
 
 
 def test_a_rollback_without_pin_lets_the_next_fold_run(
