@@ -4,6 +4,8 @@ candidates on the summaries tab."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.test import Client
 
@@ -120,10 +122,8 @@ def test_other_roles_see_no_controls_and_are_refused(
     assert story.pinned_at is not None and story.context_window == 16000
 
 
-def test_rejected_candidates_are_listed_with_the_checks_that_refused_them(
-    operator: Client, story: Thread
-) -> None:
-    # A candidate altered after it was prepared: verification refuses it by its checksum.
+def reject_a_candidate(story: Thread) -> SummaryVersion:
+    """A candidate altered after it was prepared: verification refuses it by its checksum."""
     f.append(story, f.assistant("Asking for approval."))
     candidate = folding.fold_prepare(thread_id=story.pk, trigger={"kind": "manual"})
     assert candidate is not None
@@ -132,6 +132,13 @@ def test_rejected_candidates_are_listed_with_the_checks_that_refused_them(
     )
     candidate.refresh_from_db()
     assert folding.summary_decide(version=candidate) == folding.Outcome.REJECTED
+    return candidate
+
+
+def test_rejected_candidates_are_listed_with_the_checks_that_refused_them(
+    operator: Client, story: Thread
+) -> None:
+    candidate = reject_a_candidate(story)
     page = operator.get(f"/threads/{story.pk}/summaries/").content.decode()
     assert "Rejected candidates (1)" in page
     section = page[page.index("Rejected candidates (1)") :]
@@ -139,3 +146,14 @@ def test_rejected_candidates_are_listed_with_the_checks_that_refused_them(
     assert "<strong>checksum</strong>" in section
     assert "its checksum does not recompute" in section
     assert candidate.phase == SummaryPhase.REJECTED
+
+
+def test_the_api_lists_rejected_candidates_with_their_checks(story: Thread, agent: Any) -> None:
+    candidate = reject_a_candidate(story)
+    url = f"/api/v1/threads/{story.pk}/summaries/"
+    assert len(agent.get(url).json()) == 3
+    [rejected] = agent.get(url, {"phase": "rejected"}).json()
+    assert rejected["version"] == candidate.version and rejected["verification"]["ok"] is False
+    refused = [c for c in rejected["verification"]["checks"] if not c["ok"]]
+    assert [c["name"] for c in refused] == ["checksum"] and refused[0]["detail"]
+    assert agent.get(url, {"phase": "bogus"}).status_code == 400
