@@ -119,3 +119,19 @@ def test_another_workspace_admin_gets_404(thread: Thread) -> None:
     answer = patch(person(other, "admin"), thread, {"context_window": 32000})
     assert answer.status_code == 404
     assert settings_of(thread)["context_window"] == 16000
+
+
+def test_an_llm_thread_keeps_its_summarizer_when_other_settings_change(
+    workspace: Any, settings: Any
+) -> None:
+    """The form sends every setting back: the thread's own summariser is no change, even where
+    the server has lost its LLM endpoint (the way off it is `structured`)."""
+    settings.CTXADMIN_LLM_BASE_URL = "http://127.0.0.1:9/v1"
+    thread = f.make_thread(workspace, external_id="llm-thread", summarizer="llm")
+    settings.CTXADMIN_LLM_BASE_URL = ""
+    admin = person(workspace, "admin")
+    answer = patch(admin, thread, {"summarizer": "llm", "context_window": 32000})
+    assert answer.status_code == 200, answer.content
+    assert settings_of(thread)["context_window"] == 32000
+    assert patch(admin, thread, {"summarizer": "structured"}).status_code == 200
+    assert settings_of(thread)["summarizer"] == "structured"

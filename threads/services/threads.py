@@ -84,8 +84,8 @@ def thread_settings_update(*, thread: Thread, actor: Any, **changes: Any) -> Thr
     """Change a thread's summariser and fold settings (THREAD_SETTINGS). Admin only.
 
     The new values are held, with the thread's other settings, to the rules a creation obeys
-    (settings_problems; a summariser this server cannot run is refused too): any problem is
-    InvalidEvent naming the field, and nothing changes. Locks the thread row
+    (settings_problems; a new summariser this server cannot run is refused too): any problem
+    is InvalidEvent naming the field, and nothing changes. Locks the thread row
     (select_for_update) so that the whole is checked against the values it replaces, writes
     them and an audit entry (before and after) in one transaction. Returns the thread as
     stored; a change that changes nothing writes nothing.
@@ -97,12 +97,13 @@ def thread_settings_update(*, thread: Thread, actor: Any, **changes: Any) -> Thr
             fields={name: "may not be changed" for name in unknown},
         )
     require_role(actor, thread.workspace, SETTINGS_ROLE)
-    if "summarizer" in changes:
-        summarizer_require_available(changes["summarizer"])
     with transaction.atomic(durable=True):
         locked = thread_lock(thread)
         before = {name: getattr(locked, name) for name in changes}
         changed = {name: value for name, value in changes.items() if before[name] != value}
+        if "summarizer" in changed:
+            # Only a new summariser: a form that sends the thread's own back changes nothing.
+            summarizer_require_available(changed["summarizer"])
         merged = {name: getattr(locked, name) for name in THREAD_SETTINGS}
         merged.update(changes, tool_tokens=locked.tool_tokens)
         problems = settings_problems(merged)
