@@ -53,6 +53,8 @@ def test_a_pinned_rollback_is_shown_refuses_fold_now_and_is_released(
     listed = admin.get("/threads/").content.decode()
     assert "pinned by admin-person" in listed
 
+    summaries = admin.get(f"/threads/{story.pk}/summaries/").content.decode()
+    assert "Folds are paused" in summaries and f"/threads/{story.pk}/fold/" not in summaries
     refused = admin.post(f"/threads/{story.pk}/fold/", HTTP_HX_REQUEST="true")
     assert refused.status_code == 409 and "paused" in refused.content.decode()
     story.refresh_from_db()
