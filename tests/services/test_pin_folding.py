@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from ctxadmin.celery import app as celery_app
 from tests import factories as f
 from threads.models import SideEffect, SummaryPhase, SummaryVersion, TaskRun, TaskState, Thread
 from threads.services import folding
@@ -105,3 +106,25 @@ def test_recovery_ends_a_pinned_thread_s_dead_fold_instead_of_asking_again(
     finished = runs.get()
     assert finished.state == TaskState.SUCCESS
     assert finished.result == {"folded": False, "reason": "the thread is pinned"}
+
+
+def test_a_fold_queued_before_the_pin_ends_without_a_version(
+    thread: Thread, no_fold_triggers: None, django_capture_on_commit_callbacks: Any
+) -> None:
+    refund_that_timed_out(thread)
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        run = folding.fold_request(thread=thread, trigger=MANUAL)
+    pin(thread)
+    before = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True
+    try:
+        for send in queued:
+            send()  # the broker delivers it now, after the pin
+    finally:
+        celery_app.conf.task_always_eager = before
+    run.refresh_from_db()
+    assert run.state == TaskState.SUCCESS
+    assert run.result == {"folded": False, "reason": "the thread is pinned"}
+    assert not SummaryVersion.objects.filter(thread=thread).exists()
+    thread.refresh_from_db()
+    assert thread.fold_task_id == ""

@@ -81,6 +81,7 @@ __all__ = [
     "summary_commit",
     "summary_decide",
     "summary_verify",
+    "thread_pinned",
 ]
 
 logger = logging.getLogger(__name__)
@@ -199,6 +200,11 @@ def fold_request(*, thread: Thread, trigger: dict[str, Any], actor: Any = None) 
             actor_label=getattr(actor, "label", "") if actor is not None else "fold trigger",
         )
     return run
+
+
+def thread_pinned(thread_id: Any) -> bool:
+    """The thread is pinned now (docs/design.md §6.3): its folds are paused."""
+    return Thread.objects.filter(pk=thread_id, pinned_at__isnull=False).exists()
 
 
 def _fold_request_done(thread_id: Any, task_id: str | None) -> None:
