@@ -150,6 +150,11 @@ class Thread(models.Model):
     # When a check last walked the whole chain from genesis (the sweep does so for every thread
     # within CTXADMIN_FULL_VERIFY_PERIOD): only such a walk sees an edit below verified_until.
     fully_verified_at = models.DateTimeField(null=True, blank=True)
+    # A pin (docs/design.md §6.3): set by a rollback that asks for it, cleared by a release.
+    # While pinned_at is set no fold starts or commits, so the restored summary stays the head.
+    pinned_at = models.DateTimeField(null=True, blank=True)
+    pinned_by = models.CharField(max_length=200, blank=True, default="")  # the admin's name
+    pin_reason = models.TextField(blank=True, default="")
     # Lineage of a fork: it names its parent and never writes to it.
     parent_thread = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="forks"

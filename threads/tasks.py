@@ -24,7 +24,7 @@ from threads.dbunavailable import RETRY_AFTER, database_unavailable, database_un
 from threads.models import SummaryVersion, Thread
 from threads.selectors import thread_integrity, threads_due_full_verify
 from threads.services.chain_heads import chain_heads_publish, publication_summary
-from threads.services.folding import fold_run, recover_prepared
+from threads.services.folding import fold_run, recover_prepared, thread_pinned
 from threads.services.imports import import_run
 from threads.services.integrity import integrity_check
 from threads.services.metrics import context_log_prune
@@ -152,9 +152,12 @@ def publish_chain_heads_task() -> dict[str, Any]:
     return publication_summary(chain_heads_publish())
 
 
-def _fold_answer(version: SummaryVersion | None) -> dict[str, Any]:
+def _fold_answer(version: SummaryVersion | None, *, pinned: bool = False) -> dict[str, Any]:
     if version is None:
-        return {"folded": False, "reason": "nothing new to fold"}
+        return {
+            "folded": False,
+            "reason": "the thread is pinned" if pinned else "nothing new to fold",
+        }
     return {
         "folded": version.phase == "committed",
         "version": version.version,
@@ -180,7 +183,8 @@ def fold_thread_task(
     Redelivered after a worker died, it finishes the candidate it had prepared (same task id)
     or folds afresh; the head's compare-and-swap makes a second commit impossible.
     """
-    return _fold_answer(fold_run(thread_id=thread_id, trigger=trigger, task_id=task_id))
+    version = fold_run(thread_id=thread_id, trigger=trigger, task_id=task_id)
+    return _fold_answer(version, pinned=version is None and thread_pinned(thread_id))
 
 
 @shared_task(

@@ -9,6 +9,7 @@ from threads.views import (
     oversight,
     queues,
     summaries,
+    thread_settings,
     threads,
     workspaces,
 )
@@ -40,6 +41,8 @@ urlpatterns = [
     ),
     path("threads/<str:id>/rollback/", checkpoints.rollback, name="rollback"),
     path("threads/<str:id>/fork/", checkpoints.fork, name="fork"),
+    path("threads/<str:id>/settings/", thread_settings.thread_settings, name="thread-settings"),
+    path("threads/<str:id>/unpin/", thread_settings.thread_unpin_view, name="thread-unpin"),
     path("threads/<str:id>/verify/", oversight.integrity_verify, name="integrity-verify"),
     path("tasks/<str:task_id>/progress/", summaries.task_progress, name="task-progress"),
     path("side-effects/", queues.side_effect_list, name="side-effect-list"),

@@ -70,7 +70,9 @@ RULES: dict[str, Rule] = {
     "api/v1/threads/": api({"GET": EVERYONE, "POST": AGENTS}, body={"external_id": "m-new"}),
     # Workspace-scoped by the caller: an agent's own workspace, a person's memberships.
     "api/v1/search/": api({"GET": EVERYONE}),
-    "api/v1/threads/<str:id>/": api({"GET": EVERYONE}, object=True),
+    "api/v1/threads/<str:id>/": api(
+        {"GET": EVERYONE, "PATCH": ADM}, object=True, body={"summarizer": "structured"}
+    ),
     "api/v1/threads/<str:id>/events/": api(
         {"GET": EVERYONE, "POST": AGENTS},
         object=True,
@@ -94,6 +96,7 @@ RULES: dict[str, Rule] = {
     ),
     "api/v1/threads/<str:id>/rollback/": api({"POST": ADM}, object=True, body=CHECKPOINT_BODY),
     "api/v1/threads/<str:id>/fork/": api({"POST": REV}, object=True, body=FORK_BODY),
+    "api/v1/threads/<str:id>/unpin/": api({"POST": ADM}, object=True, body={"reason": "matrix"}),
     "api/v1/threads/<str:id>/approvals/": api({"GET": EVERYONE}, object=True),
     "api/v1/side-effects/": api({"GET": EVERYONE}),
     "api/v1/side-effects/<int:id>/resolve/": api(
@@ -153,6 +156,21 @@ RULES: dict[str, Rule] = {
         {"POST": REV}, object=True, body={"checkpoint": "{checkpoint}", "external_id": "m-fork"}
     ),
     "threads/<str:id>/verify/": html({"POST": OP}, object=True),
+    "threads/<str:id>/settings/": html(
+        {"POST": ADM},
+        object=True,
+        body={
+            "summarizer": "structured",
+            "context_window": 16000,
+            "reserved_output": 2000,
+            "reasoning_reserve": 0,
+            "safety_margin": 500,
+            "fixed_tokens": 0,
+            "high_watermark": 0.8,
+            "low_watermark": 0.5,
+        },
+    ),
+    "threads/<str:id>/unpin/": html({"POST": ADM}, object=True, body={"reason": "matrix"}),
     "tasks/<str:task_id>/progress/": html({"GET": OP}, object=True),
     "side-effects/": html({"GET": OP}),
     "side-effects/<int:pk>/resolve/": html(

@@ -103,8 +103,10 @@ def _unrepresentable(body: Any) -> bool:
 # Rules between values that JSON Schema cannot state, each tested by hand where it lives: for
 # these operations a schema-valid request may still be refused with 400.
 CROSS_FIELD_RULES = {
-    # 0 < low_watermark < high_watermark <= 1 (tests/api/test_threads.py)
+    # 0 < low_watermark < high_watermark <= 1 (tests/api/test_threads.py), held against the
+    # thread's own settings when they change (tests/api/test_thread_settings.py)
     "POST /api/v1/threads/",
+    "PATCH /api/v1/threads/{id}/",
     # each message's digest is the SHA-256 of its JSON form (tests/langgraph/)
     "POST /api/v1/threads/{id}/langgraph/checkpoints/",
     # a write sends either `type` and `data` or `messages`, not both; a page_after is a `next`

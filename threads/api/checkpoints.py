@@ -3,7 +3,9 @@
 - `GET /api/v1/threads/{id}/checkpoints/`: agents and people of the workspace.
 - `POST /api/v1/threads/{id}/checkpoints/` `{"label"}`: an on-demand checkpoint (operator+).
 - `GET /api/v1/threads/{id}/checkpoints/{cp}/preview/`: what a rollback would do (admin).
-- `POST /api/v1/threads/{id}/rollback/` `{"checkpoint", "reason"}` (admin) → 200 the new head.
+- `POST /api/v1/threads/{id}/rollback/` `{"checkpoint", "reason", "pin"}` (admin) → 200 the
+  new head; `pin` pauses the thread's folds until `POST /api/v1/threads/{id}/unpin/`
+  `{"reason"}` (admin) releases it.
 - `POST /api/v1/threads/{id}/fork/` `{"checkpoint", "external_id"}` (reviewer+) → 201 the fork.
 
 Writes are people's work (session + CSRF); agent keys get 403. An unsafe checkpoint is 409
@@ -44,6 +46,7 @@ from threads.selectors import (
 from threads.selectors.langgraph import lg_head_for_checkpoint
 from threads.services.checkpoints import checkpoint_create
 from threads.services.fork import thread_fork
+from threads.services.pins import thread_unpin
 from threads.services.rollback import checkpoint_rollback
 
 ERRORS = {
@@ -189,6 +192,11 @@ class ThreadRollbackApi(APIView):
             help_text="the preview's `after_version`: 409 `folded_since_preview` when a fold "
             "wrote another summary version after it",
         )
+        pin = serializers.BooleanField(
+            required=False,
+            default=False,
+            help_text="pin the thread: no fold until the pin is released (POST .../unpin/)",
+        )
 
     class OutputSerializer(SummaryOutputSerializer):
         restored_from = serializers.IntegerField(source="restored_from_id")
@@ -214,6 +222,7 @@ class ThreadRollbackApi(APIView):
             reason=body.validated_data["reason"],
             after_rollback=body.validated_data.get("after_rollback"),
             after_version=body.validated_data.get("after_version"),
+            pin=body.validated_data["pin"],
         )
         answer: dict[str, Any] = (
             dict(self.OutputSerializer(version).data)
@@ -228,6 +237,33 @@ class ThreadRollbackApi(APIView):
                 "side_effects": head.metadata.get(REPAIR_KEY, {}).get("side_effects", []),
             }
         return Response(answer)
+
+
+class ThreadUnpinApi(APIView):
+    """`POST /api/v1/threads/{id}/unpin/` `{"reason"}`: release a rollback's pin (admin,
+    people only); folds go on."""
+
+    permission_classes = [IsPerson]
+
+    class InputSerializer(StrictInputSerializer):
+        class Meta:
+            ref_name = "ThreadUnpinInput"
+
+        reason = StrictCharField(max_length=2000)
+
+    @extend_schema(
+        request=InputSerializer,
+        responses={200: ThreadOutputSerializer, **ERRORS},
+        operation_id="thread_unpin",
+    )
+    def post(self, request: Request, id: str) -> Response:
+        thread = thread_for_request(request, id)
+        body = self.InputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        released = thread_unpin(
+            thread=thread, actor=request.user, reason=body.validated_data["reason"]
+        )
+        return Response(ThreadOutputSerializer(thread_with_flags(released)).data)
 
 
 class ThreadForkApi(APIView):

@@ -60,7 +60,14 @@ class ThreadVerifyApi(APIView):
 
 class ThreadIntegrityApi(APIView):
     class OutputSerializer(serializers.Serializer):
-        chain_ok = serializers.BooleanField()
+        status = serializers.ChoiceField(
+            choices=["ok", "broken", "not_verified"],
+            help_text="not_verified: no check has looked at the chain yet (chain_ok is null)",
+        )
+        verified = serializers.BooleanField(help_text="a check has looked at the chain")
+        chain_ok = serializers.BooleanField(
+            allow_null=True, help_text="null until a check has looked at the chain"
+        )
         first_bad_seq = serializers.IntegerField(allow_null=True)
         verified_until = serializers.IntegerField()
         verified_at = serializers.CharField(allow_null=True)

@@ -143,6 +143,12 @@ class ThreadOutputSerializer(serializers.Serializer):
     chain_ok = serializers.BooleanField()
     first_bad_seq = serializers.IntegerField(allow_null=True)
     verified_until = serializers.IntegerField()
+    pinned_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="set while a rollback's pin pauses the thread's folds (docs/api.md §7.4)",
+    )
+    pinned_by = serializers.CharField(allow_blank=True, help_text="who pinned it ('' unpinned)")
+    pin_reason = serializers.CharField(allow_blank=True, help_text="why ('' unpinned)")
     parent_thread = serializers.UUIDField(source="parent_thread_id", allow_null=True)
     parent_checkpoint = serializers.IntegerField(source="parent_checkpoint_id", allow_null=True)
     has_unknown_side_effects = serializers.SerializerMethodField()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 from threads.access import require_role
 from threads.api.auth import is_agent, thread_for_request
 from threads.api.serializers import StrictCharField, StrictInputSerializer, optional_body
-from threads.models import Role, SummaryVersion
+from threads.models import Role, SummaryPhase, SummaryVersion
 from threads.selectors import summary_version_get, summary_versions_full
 from threads.services.folding import fold_request
 
@@ -108,12 +108,29 @@ class ThreadFoldApi(APIView):
 
 
 class ThreadSummaryListApi(APIView):
+    class FilterSerializer(serializers.Serializer):
+        phase = serializers.ChoiceField(choices=SummaryPhase.values, required=False)
+
     @extend_schema(
-        responses={200: SummaryOutputSerializer(many=True)}, operation_id="thread_summaries"
+        parameters=[
+            OpenApiParameter(
+                "phase",
+                str,
+                enum=SummaryPhase.values,
+                description="only the versions in this phase (rejected: the candidates "
+                "verification refused, each with its checks)",
+            )
+        ],
+        responses={200: SummaryOutputSerializer(many=True)},
+        operation_id="thread_summaries",
     )
     def get(self, request: Request, id: str) -> Response:
         thread = thread_for_request(request, id)
-        versions = summary_versions_full(thread=thread)
+        filters = self.FilterSerializer(data=request.query_params.dict())
+        filters.is_valid(raise_exception=True)
+        versions = summary_versions_full(
+            thread=thread, phase=filters.validated_data.get("phase", "")
+        )
         return Response(SummaryOutputSerializer(versions, many=True).data)
 
 

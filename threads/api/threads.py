@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from threads.api.auth import require_agent, thread_for_request
-from threads.api.permissions import workspace_ids_for_request
+from threads.api.permissions import IsPersonForWrites, workspace_ids_for_request
 from threads.api.serializers import (
     ErrorSerializer,
     QueryIntegerField,
@@ -23,19 +23,16 @@ from threads.api.serializers import (
     ThreadOutputSerializer,
     external_id_validated,
 )
-from threads.domain.budget import MAX_TOKENS, THREAD_BUDGET_FIELDS, Budget
+from threads.domain.budget import MAX_TOKENS, settings_problems
 from threads.domain.tokens import SUPPORTED_ENCODINGS
 from threads.models import SummarizerBackend, Thread, ThreadStatus
 from threads.selectors import thread_with_flags, threads_in
-from threads.services.threads import thread_get_or_create
-
-BUDGET_FIELDS = (
-    "context_window",
-    "reserved_output",
-    "reasoning_reserve",
-    "safety_margin",
-    "fixed_tokens",
+from threads.services.threads import (
+    THREAD_SETTINGS,
+    thread_get_or_create,
+    thread_settings_update,
 )
+
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
 
@@ -52,52 +49,38 @@ def _model_default(name: str) -> Any:
     return cast(models.Field, Thread._meta.get_field(name)).get_default()
 
 
+class ThreadSettingsFields(StrictInputSerializer):
+    """The settings a thread is created with and an admin may change later (docs/api.md §2.1,
+    §2.5): the budget, the watermarks and the summariser. The encoding is set once: the
+    stored events were counted in it."""
+
+    context_window = StrictIntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+    reserved_output = StrictIntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+    reasoning_reserve = StrictIntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+    safety_margin = StrictIntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+    fixed_tokens = StrictIntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+    high_watermark = StrictFloatField(min_value=0, max_value=1, required=False)
+    low_watermark = StrictFloatField(min_value=0, max_value=1, required=False)
+    summarizer = serializers.ChoiceField(choices=SummarizerBackend.choices, required=False)
+
+
 class ThreadListCreateApi(APIView):
     """`/api/v1/threads/`: POST creates (or returns by external_id), GET lists."""
 
     @extend_schema_serializer(component_name="ThreadCreateInput")
-    class CreateInputSerializer(StrictInputSerializer):
+    class CreateInputSerializer(ThreadSettingsFields):
         external_id = StrictCharField(max_length=200)
         title = StrictCharField(max_length=300, required=False, allow_blank=True)
-        context_window = StrictIntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
-        reserved_output = StrictIntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
-        reasoning_reserve = StrictIntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
-        safety_margin = StrictIntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
-        fixed_tokens = StrictIntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
         encoding = serializers.ChoiceField(choices=SUPPORTED_ENCODINGS, required=False)
-        high_watermark = StrictFloatField(min_value=0, max_value=1, required=False)
-        low_watermark = StrictFloatField(min_value=0, max_value=1, required=False)
-        summarizer = serializers.ChoiceField(choices=SummarizerBackend.choices, required=False)
 
         def validate_external_id(self, value: str) -> str:
             return external_id_validated(value)
 
         def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-            high = attrs.get("high_watermark", _model_default("high_watermark"))
-            low = attrs.get("low_watermark", _model_default("low_watermark"))
-            if not 0 < low < high <= 1:
-                raise serializers.ValidationError(
-                    {
-                        "low_watermark": f"need 0 < low_watermark < high_watermark <= 1 "
-                        f"(got low {low}, high {high})"
-                    }
-                )
-            setting = {
-                name: attrs.get(field, _model_default(field))
-                for name, field in THREAD_BUDGET_FIELDS.items()
-            }
-            budget = Budget.from_settings(setting)
-            if budget.available < 1:
-                # No context could ever be served: every request would be budget_too_small.
-                raise serializers.ValidationError(
-                    {
-                        "context_window": f"leaves no tokens for the context: context_window "
-                        f"{budget.window} - fixed_tokens {budget.fixed} - reserved_output "
-                        f"{budget.reserved_output} - reasoning_reserve "
-                        f"{budget.reasoning_reserve} - safety_margin {budget.safety_margin} "
-                        f"= {budget.available}"
-                    }
-                )
+            settings = {field: attrs.get(field, _model_default(field)) for field in THREAD_SETTINGS}
+            problems = settings_problems(settings)
+            if problems:
+                raise serializers.ValidationError(problems)
             return attrs
 
     @extend_schema_serializer(component_name="ThreadListFilter")
@@ -181,7 +164,14 @@ class ThreadListCreateApi(APIView):
 
 
 class ThreadDetailApi(APIView):
-    """`/api/v1/threads/{id}/`: `{id}` is the thread's UUID or its external_id."""
+    """`/api/v1/threads/{id}/`: `{id}` is the thread's UUID or its external_id. GET for agents
+    and people; PATCH (its settings) for admins, people only."""
+
+    permission_classes = [IsPersonForWrites]
+
+    @extend_schema_serializer(component_name="ThreadSettingsInput")
+    class SettingsInputSerializer(ThreadSettingsFields):
+        pass
 
     @extend_schema(
         operation_id="threads_retrieve",
@@ -195,3 +185,23 @@ class ThreadDetailApi(APIView):
     def get(self, request: Request, id: str) -> Response:
         thread = thread_for_request(request, id)
         return Response(ThreadOutputSerializer(thread_with_flags(thread)).data)
+
+    @extend_schema(
+        operation_id="threads_partial_update",
+        parameters=[
+            OpenApiParameter(
+                "id", str, OpenApiParameter.PATH, description="the thread's UUID or its external_id"
+            )
+        ],
+        request=SettingsInputSerializer,
+        responses={200: ThreadOutputSerializer, **ERRORS},
+        description="Change the thread's summariser, budget and watermarks (admin, people "
+        "only). The settings are checked as a whole, as at creation: 400 and nothing changed "
+        "when they do not hold. Audited.",
+    )
+    def patch(self, request: Request, id: str) -> Response:
+        thread = thread_for_request(request, id)
+        body = self.SettingsInputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        updated = thread_settings_update(thread=thread, actor=request.user, **body.validated_data)
+        return Response(ThreadOutputSerializer(thread_with_flags(updated)).data)

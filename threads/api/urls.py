@@ -61,6 +61,7 @@ urlpatterns += [
         name="thread-rollback",
     ),
     path("threads/<str:id>/fork/", checkpoints.ThreadForkApi.as_view(), name="thread-fork"),
+    path("threads/<str:id>/unpin/", checkpoints.ThreadUnpinApi.as_view(), name="thread-unpin"),
     path(
         "threads/<str:id>/approvals/",
         approvals.ThreadApprovalsApi.as_view(),

@@ -295,3 +295,27 @@ def fold_target(
         if summary_tokens + remaining <= target:
             break
     return boundary
+
+
+def settings_problems(settings: Mapping[str, Any]) -> dict[str, str]:
+    """What is wrong with a thread's settings as a whole (field name → why), empty when they
+    hold: 0 < low_watermark < high_watermark ≤ 1, and a budget that leaves the context at
+    least one token (docs/api.md §2.1). `settings` maps every field of THREAD_BUDGET_FIELDS
+    and both watermarks (and `tool_tokens`, the fixed input when fixed_tokens is 0); a thread
+    being created and a thread whose settings change are held to the same rules."""
+    problems: dict[str, str] = {}
+    high, low = settings["high_watermark"], settings["low_watermark"]
+    if not 0 < low < high <= 1:
+        problems["low_watermark"] = (
+            f"need 0 < low_watermark < high_watermark <= 1 (got low {low}, high {high})"
+        )
+    budget = thread_budget(settings)
+    if budget.available < 1:
+        # No context could ever be served: every request would be budget_too_small.
+        problems["context_window"] = (
+            f"leaves no tokens for the context: context_window {budget.window} - fixed_tokens "
+            f"{budget.fixed} - reserved_output {budget.reserved_output} - reasoning_reserve "
+            f"{budget.reasoning_reserve} - safety_margin {budget.safety_margin} "
+            f"= {budget.available}"
+        )
+    return problems

@@ -43,6 +43,7 @@ from threads.domain.ledger import (
     MAX_FINAL_TOOL_STATE as MAX_FINAL_TOOL_STATE,
 )
 from threads.domain.ledger import (
+    RESOLVED,
     apply_tool_event,
     approval_entry,
     cap_tool_state,
@@ -302,6 +303,12 @@ def fold_structured(
                         "source_event_ids": list(succeeded["source_event_ids"]),
                     }
                 )
+            if kind == "side_effect_resolution":
+                # A person settled a call the agent left open: the agent is not at work on
+                # it (its run ended, or the call would not have waited for a person), so the
+                # task status follows the ledger, not a "tool" activity the agent never had.
+                last_activity = RESOLVED
+                continue
             if kind == "tool_result":
                 for fact in event.get("verified_facts") or []:
                     facts.observe(

@@ -241,16 +241,24 @@ def pending_entries(
     return pending
 
 
+# The summary's task.last_activity after a side_effect_resolution: a person's act, not the
+# agent's. The agent resumes (with the resolution as the call's result) only when someone
+# runs it again, so the task waits for that, as after the agent's own reply.
+RESOLVED = "resolution"
+
+
 def task_status(
     *, pending: list[dict[str, Any]], tool_state: list[dict[str, Any]], last_activity: str | None
 ) -> str:
+    """The task's status from the ledger: an open approval, then an unknown side effect,
+    then a call still running; else what the last activity leaves the task waiting for."""
     if any(p["kind"] == "approval" for p in pending):
         return "waiting_for_approval"
     if any(t["status"] == "unknown" and t.get("side_effect") for t in tool_state):
         return "unknown"
     if any(t["status"] == "running" for t in tool_state):
         return "running"
-    if last_activity == "assistant":
+    if last_activity in ("assistant", RESOLVED):
         return "waiting_for_user"
     if last_activity is None:
         return "planned"

@@ -335,10 +335,24 @@ def thread_integrity(*, thread: Thread) -> dict[str, Any]:
     thread, as plain JSON values: the API answers it and the verify task stores it as its result.
 
     `last_safe_checkpoint` is the checkpoint a rollback can use: the highest cursor that is
-    still safe (its checksum recomputes and the chain up to its cursor verifies)."""
+    still safe (its checksum recomputes and the chain up to its cursor verifies).
+
+    A thread no check has looked at yet says so: `verified` false, `status` "not_verified" and
+    `chain_ok` null, never a `chain_ok: true` that nothing established. A broken verdict
+    recorded without a walk (a chain key no longer configured) stays `chain_ok: false`."""
     checkpoint = last_safe_checkpoint(thread=thread)
+    verified = thread.verified_at is not None
+    chain_ok: bool | None = thread.chain_ok
+    if not chain_ok:
+        status = "broken"
+    elif verified:
+        status = "ok"
+    else:
+        status, chain_ok = "not_verified", None
     return {
-        "chain_ok": thread.chain_ok,
+        "status": status,
+        "verified": verified,
+        "chain_ok": chain_ok,
         "first_bad_seq": thread.first_bad_seq,
         "verified_until": thread.verified_until,
         "verified_at": thread.verified_at.isoformat() if thread.verified_at else None,

@@ -28,6 +28,10 @@ def summary_version_get(*, thread: Thread, version: int) -> SummaryVersion:
     return found
 
 
-def summary_versions_full(*, thread: Thread) -> QuerySet[SummaryVersion]:
-    """Every version of a thread with its content, oldest first (the API's list)."""
-    return SummaryVersion.objects.filter(thread=thread).order_by("version")
+def summary_versions_full(*, thread: Thread, phase: str = "") -> QuerySet[SummaryVersion]:
+    """Every version of a thread with its content, oldest first (the API's list); with
+    `phase`, those in that phase only (`rejected`: the candidates verification refused)."""
+    versions = SummaryVersion.objects.filter(thread=thread)
+    if phase:
+        versions = versions.filter(phase=phase)
+    return versions.order_by("version")

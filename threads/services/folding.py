@@ -42,6 +42,7 @@ from django.utils import timezone
 from threads.chainkey import thread_genesis, thread_key
 from threads.domain import chain, tokens
 from threads.domain.budget import Budget, fold_target, thread_budget
+from threads.domain.errors import Conflict
 from threads.domain.fold import world_state
 from threads.domain.markers import retraction_targets
 from threads.domain.summary_fit import fit_summary
@@ -68,6 +69,7 @@ __all__ = [
     "FOLD_MAX_EVENTS",
     "FoldResult",
     "Outcome",
+    "ThreadPinned",
     "after_fold_hooks",
     "checkpoint_record",
     "fold_in_flight",
@@ -79,6 +81,7 @@ __all__ = [
     "summary_commit",
     "summary_decide",
     "summary_verify",
+    "thread_pinned",
 ]
 
 logger = logging.getLogger(__name__)
@@ -101,6 +104,21 @@ class Outcome:
     REJECTED = "rejected"
     DISCARDED = "discarded"  # the head moved: another fold or a rollback won
     ALREADY_DECIDED = "already_decided"  # someone (recovery, a redelivery) got there first
+
+
+class ThreadPinned(Conflict):
+    """The thread is pinned (docs/design.md §6.3): no fold starts until the pin is released."""
+
+    code = "thread_pinned"
+
+
+def pinned_problem(thread: Thread) -> ThreadPinned:
+    when = thread.pinned_at.isoformat() if thread.pinned_at else "?"
+    return ThreadPinned(
+        f"folds of this thread are paused: pinned by {thread.pinned_by or 'someone'} at "
+        f"{when} ({thread.pin_reason}); release the pin to fold again",
+        fields={"pinned_by": thread.pinned_by, "pinned_at": when},
+    )
 
 
 @dataclass
@@ -138,13 +156,16 @@ def fold_request(*, thread: Thread, trigger: dict[str, Any], actor: Any = None) 
     CTXADMIN_PREPARED_TIMEOUT (its worker died, or the broker lost its message), in which case
     it is replaced and its run ends, superseded by the new one. Not durable on
     purpose: services that fold after their own change (a rollback) call it inside their
-    transaction, and the task is still sent only once that commits.
+    transaction, and the task is still sent only once that commits. A pinned thread folds
+    nothing: ThreadPinned, and nothing is requested.
     """
     if trigger.get("kind") not in TRIGGER_KINDS:
         raise ValueError(f"unknown trigger kind {trigger.get('kind')!r}")
     now = _now()
     with transaction.atomic():
         locked = Thread.objects.select_for_update().select_related("workspace").get(pk=thread.pk)
+        if locked.pinned_at is not None:
+            raise pinned_problem(locked)
         if locked.fold_task_id:
             fresh = fold_in_flight(locked, now=now)
             existing = TaskRun.objects.filter(pk=locked.fold_task_id).first()
@@ -181,6 +202,11 @@ def fold_request(*, thread: Thread, trigger: dict[str, Any], actor: Any = None) 
     return run
 
 
+def thread_pinned(thread_id: Any) -> bool:
+    """The thread is pinned now (docs/design.md §6.3): its folds are paused."""
+    return Thread.objects.filter(pk=thread_id, pinned_at__isnull=False).exists()
+
+
 def _fold_request_done(thread_id: Any, task_id: str | None) -> None:
     """Clear the in-flight marker, but only our own: a newer request may have replaced it."""
     if task_id:
@@ -208,6 +234,7 @@ def _head(thread_id: Any) -> dict[str, Any]:
             "reasoning_reserve",
             "safety_margin",
             "low_watermark",
+            "pinned_at",
         ).get(pk=thread_id)
     )
 
@@ -243,9 +270,13 @@ def fold_prepare(
     *, thread_id: Any, trigger: dict[str, Any], task_id: str | None = None
 ) -> SummaryVersion | None:
     """Fold the events after the head into a `prepared` candidate, or None when there is
-    nothing new to fold. Takes the thread's row lock (select_for_update) only to number the
-    version; the fold itself runs on an unlocked read of an immutable prefix of the log."""
+    nothing new to fold or the thread is pinned (docs/design.md §6.3). Takes the thread's row
+    lock (select_for_update) only to number the version, and re-checks the pin under it: a pin
+    set while the summariser ran leaves no candidate behind. The fold itself runs on an
+    unlocked read of an immutable prefix of the log."""
     head = _head(thread_id)
+    if head["pinned_at"] is not None:
+        return None
     base_version, covered = head["head_version"], head["covered_until"]
     base = _base_version(thread_id, base_version)
     read_until = min(head["last_seq"], covered + FOLD_MAX_EVENTS)
@@ -306,6 +337,8 @@ def fold_prepare(
     candidate.checksum = summary_checksum(candidate)
     with transaction.atomic(durable=True):
         locked = Thread.objects.select_for_update().get(pk=thread_id)
+        if locked.pinned_at is not None:
+            return None
         candidate.version = locked.last_version + 1
         Thread.objects.filter(pk=thread_id).update(last_version=candidate.version)
         candidate.save(force_insert=True)
@@ -421,9 +454,10 @@ def summary_commit(
     """Decide a prepared candidate in one transaction; return an Outcome.
 
     Claims the row (prepared → committed only if still prepared, so a redelivered task and
-    the recovery sweep cannot both decide it), then compare-and-swaps the thread head. Zero
-    rows swapped: the head moved since the candidate was built, so it is discarded in the
-    same transaction and the winner stays untouched.
+    the recovery sweep cannot both decide it), then compare-and-swaps the thread head, only
+    while the thread is not pinned. Zero rows swapped: the head moved since the candidate was
+    built (or a pin holds it where a rollback put it), so it is discarded in the same
+    transaction and the head stays untouched.
     """
     report = verification.as_dict()
     now = _now()
@@ -451,15 +485,16 @@ def summary_commit(
             )
             return Outcome.REJECTED
         swapped = Thread.objects.filter(
-            pk=version.thread_id, head_version=version.base_version
+            pk=version.thread_id, head_version=version.base_version, pinned_at__isnull=True
         ).update(head_version=version.version, covered_until=version.covered_until, updated_at=now)
         if not swapped:
             SummaryVersion.objects.filter(pk=version.pk).update(phase=SummaryPhase.DISCARDED)
             metric_add([(CAS_CONFLICTS, "", 1)], thread_id=version.thread_id)
             version.phase = SummaryPhase.DISCARDED
-            _audit_discarded(
-                thread, version, after={"head_version": thread.head_version}, label=actor_label
-            )
+            after: dict[str, Any] = {"head_version": thread.head_version}
+            if thread.pinned_at is not None:
+                after["pinned_by"] = thread.pinned_by
+            _audit_discarded(thread, version, after=after, label=actor_label)
             return Outcome.DISCARDED
         checkpoint_record(
             thread=thread,
@@ -600,10 +635,20 @@ def recover_prepared(*, older_than: timedelta) -> list[SummaryVersion]:
     expired = _now() - settings.CTXADMIN_PREPARED_TIMEOUT
     markers = Thread.objects.filter(fold_requested_at__lt=expired).exclude(fold_task_id="")
     for thread in markers.select_related("workspace"):
-        if TaskRun.objects.filter(pk=thread.fold_task_id, state__in=OPEN_STATES).exists():
-            fold_request(thread=thread, trigger=RECOVERY_TRIGGER)
-        else:
-            _fold_request_done(thread.pk, thread.fold_task_id)
+        open_run = TaskRun.objects.filter(pk=thread.fold_task_id, state__in=OPEN_STATES)
+        if thread.pinned_at is None and open_run.exists():
+            try:
+                fold_request(thread=thread, trigger=RECOVERY_TRIGGER)
+                continue
+            except ThreadPinned:
+                pass  # pinned since it was read: the fold is not due until the release
+        if open_run.exists():
+            task_run_finish(
+                thread.fold_task_id,
+                ok=True,
+                result={"folded": False, "reason": "the thread is pinned"},
+            )
+        _fold_request_done(thread.pk, thread.fold_task_id)
     _end_orphaned_runs(older_than=expired)
     return decided
 

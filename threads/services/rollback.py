@@ -4,6 +4,9 @@ version; for a LangGraph checkpoint, also make its state the LangGraph head agai
 Rollback never rewinds anything: it writes a new head version (versions only increase) whose
 content is the checkpoint's summary, and the events after the cursor become delta again, so the
 agent still sees every side effect that happened after the checkpoint.
+
+A rollback may pin the thread (docs/design.md §6.3): folds pause until someone releases the
+pin (threads.services.pins), so the summary the rollback restored stays the head.
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ def checkpoint_rollback(
     reason: str,
     after_rollback: int | None = None,
     after_version: int | None = None,
+    pin: bool = False,
 ) -> SummaryVersion | None:
     """Make the checkpoint's summary the head again, as a new version. Admin only.
 
@@ -88,6 +92,10 @@ def checkpoint_rollback(
     top of it. `after_version`, the preview's too, is the thread's last summary version then:
     when a fold wrote another since, the rollback is refused (FoldedSincePreview), since the
     versions it would replace are no longer the ones the preview showed.
+
+    `pin`: pin the thread in the same transaction (pinned_by the actor, pinned_at now,
+    pin_reason the rollback's reason), so that no fold replaces the restored summary until
+    the pin is released. A rollback without it leaves a pin already there as it is.
     """
     require_rollback_role(actor, thread.workspace)
     reason = reason_clean(reason)
@@ -132,6 +140,8 @@ def checkpoint_rollback(
             "versions_rolled_back": [v.version for v in replaced],
             "reason": reason,
         }
+        if pin:
+            after["pinned"] = _pin(locked, actor, reason)
         if langgraph is not None:
             repaired = langgraph_repair_put(
                 thread=locked, chosen=langgraph, reason=reason, actor=actor
@@ -154,7 +164,24 @@ def checkpoint_rollback(
         )
     thread.head_version, thread.last_version = locked.head_version, locked.last_version
     thread.covered_until = locked.covered_until
+    thread.pinned_at, thread.pinned_by = locked.pinned_at, locked.pinned_by
+    thread.pin_reason = locked.pin_reason
     return version
+
+
+def _pin(locked: Thread, actor: Any, reason: str) -> dict[str, Any]:
+    """Pin the thread (under the caller's lock): who, when and why, for the audit entry."""
+    locked.pinned_at = timezone.now()
+    locked.pinned_by = actor.get_username() if hasattr(actor, "get_username") else str(actor)
+    locked.pin_reason = reason
+    Thread.objects.filter(pk=locked.pk).update(
+        pinned_at=locked.pinned_at, pinned_by=locked.pinned_by, pin_reason=reason
+    )
+    return {
+        "pinned_by": locked.pinned_by,
+        "pinned_at": locked.pinned_at.isoformat(),
+        "pin_reason": reason,
+    }
 
 
 def _head_restore(

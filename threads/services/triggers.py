@@ -14,6 +14,9 @@ lists everything that matched. `fold_request` keeps at most one fold in flight p
 Whether to fold again once a fold is decided is answered here too (`after_fold`): one retry of a
 rejected candidate, the rest of a capped backlog, and the triggers raised by events that
 arrived while the fold ran. `install` registers both hooks.
+
+A pinned thread (docs/design.md §6.3) is asked for no fold: its triggers are looked at again
+when the pin is released (`fold_if_due`).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from threads.services.event_rows import HOOK_CALL_SIDE_EFFECT
 from threads.services.folding import (
     FoldResult,
     Outcome,
+    ThreadPinned,
     event_dicts_for_fold,
     fold_in_flight,
     fold_request,
@@ -237,7 +241,7 @@ def _after_append(thread_id: Any, events: list[Event | dict[str, Any]]) -> None:
         if isinstance(thread_id, Thread)
         else Thread.objects.select_related("workspace").filter(pk=thread_id).first()
     )
-    if thread is None or fold_in_flight(thread):
+    if thread is None or thread.pinned_at is not None or fold_in_flight(thread):
         # A queued or running fold re-checks the triggers for everything that arrived
         # meanwhile once it commits, so an append need not take the thread's lock again.
         return
@@ -252,7 +256,16 @@ def _fold_if_triggered(thread: Thread, events: Iterable[Event | dict[str, Any]])
         reasons.append(capacity)
     trigger = choose_trigger(reasons)
     if trigger is not None:
+        _request(thread, trigger)
+
+
+def _request(thread: Thread, trigger: dict[str, Any]) -> None:
+    """Ask for a fold; a thread pinned meanwhile answers ThreadPinned, and waits for its
+    release (fold_if_due) rather than failing the caller."""
+    try:
         fold_request(thread=thread, trigger=trigger)
+    except ThreadPinned:
+        logger.info("thread %s is pinned: no fold requested (%s)", thread.pk, trigger["kind"])
 
 
 def after_fold(thread_id: Any, trigger: dict[str, Any], result: FoldResult) -> None:
@@ -261,14 +274,16 @@ def after_fold(thread_id: Any, trigger: dict[str, Any], result: FoldResult) -> N
     if version is None:
         return
     thread = Thread.objects.get(pk=thread_id)
+    if thread.pinned_at is not None:
+        return  # looked at again when the pin is released (fold_if_due)
     if result.outcome == Outcome.REJECTED:
         # Risk trigger "a failed verification": one retry (an llm backend may do better), never
         # a loop — a retry that fails again stays rejected and waits for people.
         if not trigger.get("retry_of"):
             failed = [c["name"] for c in version.verification["checks"] if not c["ok"]]
-            fold_request(
-                thread=thread,
-                trigger={
+            _request(
+                thread,
+                {
                     "kind": "risk",
                     "retry_of": version.version,
                     "reason": f"verification of v{version.version} failed: {', '.join(failed)}",
@@ -291,9 +306,9 @@ def after_fold(thread_id: Any, trigger: dict[str, Any], result: FoldResult) -> N
         )
     if thread.last_seq - base_covered > folding.FOLD_MAX_EVENTS:
         reason = str(trigger.get("reason", "")).split(" (continued")[0]
-        fold_request(
-            thread=thread,
-            trigger={
+        _request(
+            thread,
+            {
                 **trigger,
                 "reason": f"{reason} (continued: {thread.last_seq - thread.covered_until} "
                 f"events after covered_until {thread.covered_until})",
@@ -313,6 +328,18 @@ def _refold_if_triggered(thread: Thread) -> None:
     if last_closed_boundary(split_units(tail), after=thread.covered_until) <= thread.covered_until:
         return
     _fold_if_triggered(thread, tail)
+
+
+def fold_if_due(thread: Thread) -> None:
+    """After a pin is released: fold what its triggers (those of the events after the head,
+    and the history's size) call for, as an append would have had the thread not been
+    pinned. Never raises: the release stands, and the next append asks again."""
+    try:
+        fresh = Thread.objects.select_related("workspace").get(pk=thread.pk)
+        if fresh.pinned_at is None and not fold_in_flight(fresh):
+            _refold_if_triggered(fresh)
+    except Exception:
+        logger.exception("fold triggers failed for thread %s after its release", thread.pk)
 
 
 def install() -> None:

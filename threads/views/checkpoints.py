@@ -123,6 +123,7 @@ def rollback(request: HtmxHttpRequest, id: str) -> HttpResponse:
             reason=request.POST.get("reason", ""),
             after_rollback=_preview_token(request, "after_rollback"),
             after_version=_preview_token(request, "after_version"),
+            pin=request.POST.get("pin") == "1",
         )
     except DomainError as exc:
         return problem(request, exc, back)

@@ -17,7 +17,7 @@ from threads import selectors
 from threads.domain.diff import diff_versions, label, uncited_important
 from threads.domain.errors import DomainError
 from threads.domain.fold import SECTION_TITLES
-from threads.models import Role
+from threads.models import Role, SummaryPhase
 from threads.services.folding import fold_request
 from threads.views.common import (
     HtmxHttpRequest,
@@ -124,7 +124,7 @@ def _readable_diff(diff: dict[str, Any]) -> list[dict[str, Any]]:
 def summary_list(request: HtmxHttpRequest, id: str) -> HttpResponse:
     thread = thread_for(request, id)
     versions = selectors.summary_versions_for_thread(thread=thread)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for v in versions:
         checks = (v.verification or {}).get("checks", [])
         rows.append(
@@ -136,7 +136,14 @@ def summary_list(request: HtmxHttpRequest, id: str) -> HttpResponse:
             }
         )
     fold = selectors.task_runs_in_flight(thread=thread, kind="fold")
-    context = {**thread_tabs(request, thread, "summaries"), "rows": rows, "run": fold}
+    # Rejected candidates, each with the checks that refused it (docs/design.md §6.3).
+    rejected = [row for row in rows if row["version"].phase == SummaryPhase.REJECTED]
+    context = {
+        **thread_tabs(request, thread, "summaries"),
+        "rows": rows,
+        "run": fold,
+        "rejected": rejected,
+    }
     return render(request, "threads/summary_list.html", context)
 
 

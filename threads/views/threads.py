@@ -16,7 +16,7 @@ from threads.access import chosen_workspace_id
 from threads.domain.markers import RETRACTABLE_KINDS
 from threads.domain.search import MAX_QUERY_TERMS, too_many_terms
 from threads.domain.units import split_units
-from threads.models import Role, Thread
+from threads.models import Role, SummarizerBackend, Thread
 from threads.views.common import (
     HtmxHttpRequest,
     can,
@@ -53,6 +53,7 @@ def thread_tabs(request: HtmxHttpRequest, thread: Thread, tab: str) -> dict[str,
         "can_operate": can(request, thread.workspace_id, Role.OPERATOR),
         "can_review": can(request, thread.workspace_id, Role.REVIEWER),
         "can_admin": can(request, thread.workspace_id, Role.ADMIN),
+        "summarizers": SummarizerBackend.choices,
     }
 
 

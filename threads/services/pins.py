@@ -1,0 +1,61 @@
+"""Releasing a pin (docs/design.md §6.3).
+
+A rollback may pin its thread (threads.services.rollback): while pinned, no fold starts or
+commits, so the summary the rollback restored stays the head. A release, by an admin with a
+reason, lets folds go on; whatever the pinned time's events call for is folded then.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from threads.access import require_role
+from threads.domain.errors import Conflict
+from threads.models import Role, Thread
+from threads.services.audit import audit_record, reason_clean
+from threads.services.threads import thread_lock
+from threads.services.triggers import fold_if_due
+
+PIN_ROLE = Role.ADMIN
+
+
+class ThreadNotPinned(Conflict):
+    code = "thread_not_pinned"
+
+
+def thread_unpin(*, thread: Thread, actor: Any, reason: str) -> Thread:
+    """Release the thread's pin. Admin only, with a reason.
+
+    Locks the thread row (select_for_update), refuses a thread that is not pinned
+    (ThreadNotPinned), clears the pin and audits it (the pin it released as `before`, the
+    reason as `after`) in one transaction. Once that commits, the fold triggers are looked at
+    for the events after the head (fold_if_due), so a fold the pinned time held back runs.
+    Returns the thread as stored.
+    """
+    require_role(actor, thread.workspace, PIN_ROLE)
+    reason = reason_clean(reason)
+    with transaction.atomic(durable=True):
+        locked = thread_lock(thread)
+        if locked.pinned_at is None:
+            raise ThreadNotPinned("the thread is not pinned", fields={"thread": "not pinned"})
+        before = {
+            "pinned_by": locked.pinned_by,
+            "pinned_at": locked.pinned_at.isoformat(),
+            "pin_reason": locked.pin_reason,
+        }
+        Thread.objects.filter(pk=locked.pk).update(pinned_at=None, pinned_by="", pin_reason="")
+        audit_record(
+            workspace=locked.workspace,
+            actor=actor,
+            action="thread.unpin",
+            target_type="thread",
+            target_id=locked.pk,
+            thread=locked,
+            before=before,
+            after={"reason": reason},
+        )
+    locked.refresh_from_db()
+    fold_if_due(locked)
+    return locked
