@@ -12,12 +12,14 @@ the same events must be committed, so the checks do not simply refuse everything
 from __future__ import annotations
 
 import copy
+import html
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from django.test import Client
 
 from tests import factories as f
 from tests.summarizers.test_llm import FakeEndpoint
@@ -564,6 +566,14 @@ def test_the_honest_answer_becomes_current(
     assert version.content["narrative"] == s.honest["narrative"]
     assert s.honest["narrative"] not in version.rendered
     assert s.honest["narrative"] not in render_summary(version.content)
+    # People see it on the summary page, marked unverified.
+    person = f.make_person(workspace, "dash-operator", "operator")
+    client = Client()
+    client.force_login(person)
+    page = client.get(f"/threads/{s.thread.pk}/summaries/{version.version}/").content.decode()
+    assert html.escape(s.honest["narrative"]) in page
+    narrative_panel = page[page.index('id="narrative-h"') :]
+    assert "unverified" in narrative_panel[: narrative_panel.index("</h2>")]
 
 
 @pytest.mark.parametrize("lie", sorted(LIES))

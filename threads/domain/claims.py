@@ -136,6 +136,15 @@ APPROVE_WORDS = frozenset(
     {"approved", "approve", "approves", "authorized", "authorised", "granted", "allowed"}
 )
 REJECT_WORDS = frozenset({"rejected", "reject", "denied", "refused", "declined", "vetoed"})
+APPROVE_PHRASES = ("signed off", "sign off", "green light", "go-ahead", "go ahead", "okayed")
+PRONOUNS = frozenset({"it", "they", "this", "that", "both", "these", "those", "each"})
+# Words that mean money moved, when the clause speaks of money.
+MONEY_WORDS = frozenset(
+    {"money", "funds", "amount", "eur", "usd", "gbp", "dollars", "euros", "cash", "payment"}
+)
+MONEY_MOVES = frozenset(
+    {"sent", "returned", "back", "wired", "deposited", "received", "got", "moved", "made"}
+)
 APPROVAL_NOUNS = ("approv", "authori", "permission", "sign-off", "signoff")
 # Clause boundaries: sentence punctuation, commas, and the conjunctions that join two claims.
 _CLAUSE_SPLIT = re.compile(
@@ -237,6 +246,7 @@ class Claim:
     outcome: str | None
     strong: bool
     approval: str | None
+    refers_back: bool = False  # "it", "they", "both": the calls the clause before named
 
 
 def claim_of(clause: str) -> Claim:
@@ -244,13 +254,19 @@ def claim_of(clause: str) -> Claim:
     wordset = set(words)
     negated = bool(wordset & NEGATIONS)
     approval: str | None = None
-    if wordset & APPROVE_WORDS:
+    if wordset & APPROVE_WORDS or _has_phrase(clause, APPROVE_PHRASES):
         approval = REJECTED if negated else APPROVED
     elif wordset & REJECT_WORDS and any(n in clause for n in APPROVAL_NOUNS):
         approval = REJECTED
-    if wordset & UNCERTAIN_WORDS or _has_phrase(clause, UNCERTAIN_PHRASES):
-        return Claim(clause, UNCERTAIN, False, None)
+    refers_back = bool(wordset & PRONOUNS)
+    doubt = wordset & UNCERTAIN_WORDS
+    # "no longer pending" withdraws the doubt: it says the outcome is known.
+    if (doubt and not _negates(words, doubt)) or _has_phrase(clause, UNCERTAIN_PHRASES):
+        return Claim(clause, UNCERTAIN, False, None, refers_back)
     success = wordset & (STRONG_SUCCESS | WEAK_SUCCESS)
+    money = bool(wordset & MONEY_WORDS) or any(c in clause for c in "$€£")
+    if money:
+        success |= wordset & MONEY_MOVES
     failure = wordset & FAILURE_WORDS
     outcome: str | None = None
     strong = False
@@ -260,8 +276,8 @@ def claim_of(clause: str) -> Claim:
         strong = True
     elif success:
         outcome = FAILURE if negated else SUCCESS
-        strong = bool(success & STRONG_SUCCESS) or negated
-    return Claim(clause, outcome, strong, approval)
+        strong = bool(success & STRONG_SUCCESS) or negated or money
+    return Claim(clause, outcome, strong, approval, refers_back)
 
 
 def _negates(words: Sequence[str], targets: set[str]) -> bool:
@@ -273,9 +289,9 @@ def _negates(words: Sequence[str], targets: set[str]) -> bool:
 
 
 def claims(text: Any) -> list[Claim]:
-    """The claims of every clause of `text` that states something (an outcome or a verdict)."""
-    found = [claim_of(c) for c in clauses(text)]
-    return [c for c in found if c.outcome is not None or c.approval is not None]
+    """The claim of every clause of `text`, in order (outcome and approval None where the
+    clause states nothing)."""
+    return [claim_of(c) for c in clauses(text)]
 
 
 # --- the ledger's calls, as text names them ---------------------------------------------------

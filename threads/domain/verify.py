@@ -629,29 +629,31 @@ def claim_problems(text: Any, ledger: Ledger, label: str) -> list[str]:
     """What in `text` states an outcome or a verdict the ledger contradicts."""
     problems: list[str] = []
     side = [c for c in ledger.calls if c.side_effect]
+    before: list[CallRef] = []
     for claim in claims(text):
-        if claim.outcome in (SUCCESS, FAILURE):
-            # A clause naming a tool speaks of every call of that tool: with mixed outcomes,
-            # prose must name the call (its tool_call_id) it means.
-            named, _by_id = calls_named(claim.clause, ledger.calls)
-            if named:
-                wrong = [c for c in named if not agrees(claim.outcome, c.status)]
-                if wrong:
-                    problems.append(
-                        f"{label} states {_outcome_word(claim.outcome)} ({claim.clause[:60]!r}) "
-                        f"for {', '.join(_call_label(c) for c in wrong)}"
-                    )
-            elif claim.strong and side:
-                if claim.outcome == SUCCESS:
-                    wrong = [c for c in side if c.status != "succeeded"]
-                else:
-                    wrong = side if all(c.status == "succeeded" for c in side) else []
-                if wrong:
-                    problems.append(
-                        f"{label} states {_outcome_word(claim.outcome)} "
-                        f"({claim.clause[:60]!r}) while the ledger has "
-                        f"{', '.join(_call_label(c) for c in wrong)}"
-                    )
+        # A clause naming a tool speaks of every call of that tool: with mixed outcomes, prose
+        # must name the call (its tool_call_id) it means. "It" speaks of the clause before's.
+        own, _by_id = calls_named(claim.clause, ledger.calls)
+        named = own or (before if claim.refers_back else [])
+        before = own or before
+        if claim.outcome not in (SUCCESS, FAILURE):
+            pass
+        elif named and (wrong := [c for c in named if not agrees(claim.outcome, c.status)]):
+            problems.append(
+                f"{label} states {_outcome_word(claim.outcome)} ({claim.clause[:60]!r}) "
+                f"for {', '.join(_call_label(c) for c in wrong)}"
+            )
+        elif not own and claim.strong and side:
+            if claim.outcome == SUCCESS:
+                wrong = [c for c in side if c.status != "succeeded"]
+            else:
+                wrong = side if all(c.status == "succeeded" for c in side) else []
+            if wrong:
+                problems.append(
+                    f"{label} states {_outcome_word(claim.outcome)} "
+                    f"({claim.clause[:60]!r}) while the ledger has "
+                    f"{', '.join(_call_label(c) for c in wrong)}"
+                )
         if claim.approval is not None:
             problems.extend(_verdict_problems(claim.approval, claim.clause, ledger, label))
     return problems
@@ -996,7 +998,7 @@ def check_constraints_verbatim(candidate: Mapping[str, Any], ledger: Ledger) -> 
             if not any(normalise((e.get("payload") or {}).get("text", "")) == text for e in stated):
                 original = (stated[0].get("payload") or {}).get("text", "")
                 problems.append(
-                    f"{label} reads {entry.get('text', '')[:50]!r}; the constraint "
+                    f"{label} reads {str(entry.get('text', ''))[:50]!r}; the constraint "
                     f"#{stated[0]['seq']} reads {str(original)[:50]!r}"
                 )
         elif messages:
