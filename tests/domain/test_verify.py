@@ -140,6 +140,71 @@ def _break_cursor(c: dict[str, Any], log: Log) -> None:
     c["covered"]["to_seq"] = log.last_seq - 1
 
 
+def _seq_of(log: Log, kind: str, **fields: Any) -> int:
+    return next(
+        e["seq"]
+        for e in log.events
+        if e["kind"] == kind and all(e.get(k) == v for k, v in fields.items())
+    )
+
+
+def _break_task_status(c: dict[str, Any], log: Log) -> None:
+    c["task"]["status"] = "succeeded"  # the refund's outcome is unknown
+
+
+def _break_completed_actions(c: dict[str, Any], log: Log) -> None:
+    call = _side_effect_seq(log)
+    result = _seq_of(log, "tool_result", call_seq=call)
+    c["completed_actions"].append(
+        {"tool_call_id": "r1", "action": "refund", "source_event_ids": [call, result]}
+    )
+
+
+def _break_facts_cite_support(c: dict[str, Any], log: Log) -> None:
+    asked = _seq_of(log, "message", role="user", content="actually it was 70, refund now")
+    fact = {
+        "key": "customer.email",
+        "value": "ann@example.com",
+        "authority": "user",
+        "confidence": "confirmed",
+        "status": "active",
+        "source_event_ids": [asked],
+    }
+    c["facts"].append(fact)
+
+
+def _break_facts_current(c: dict[str, Any], log: Log) -> None:
+    # The correction undone: the old value active again, the corrected one superseded.
+    for fact in c["facts"]:
+        if fact["key"] == "order.total":
+            fact["status"] = "active" if fact["value"] == 80 else "superseded"
+
+
+def _break_constraints_verbatim(c: dict[str, Any], log: Log) -> None:
+    for entry in c["constraints"]:
+        if entry["text"] == "no refunds on weekends":
+            entry["text"] = "refunds on weekends are fine"
+
+
+def _break_decisions_cite_support(c: dict[str, Any], log: Log) -> None:
+    asked = _seq_of(log, "message", role="user", content="actually it was 70, refund now")
+    c["decisions"].append({"text": "approve a refund of 500", "source_event_ids": [asked]})
+
+
+def _break_citations_fit_entries(c: dict[str, Any], log: Log) -> None:
+    c["requests"][-1]["text"] = "refund 700 now"
+
+
+def _break_claims_match_ledger(c: dict[str, Any], log: Log) -> None:
+    # Held by the call it cites (its words are there), but the call's outcome is unknown.
+    call = _side_effect_seq(log)
+    c["decisions"].append({"text": "refund r1 completed", "source_event_ids": [call]})
+
+
+def _break_narrative(c: dict[str, Any], log: Log) -> None:
+    c["narrative"] = "The order total was corrected to 70 and the customer was paid."
+
+
 BREAKERS: dict[str, Callable[[dict[str, Any], Log], None]] = {
     "schema": _break_schema,
     "enums": _break_enums,
@@ -150,6 +215,15 @@ BREAKERS: dict[str, Callable[[dict[str, Any], Log], None]] = {
     "tool_status_matches_log": _break_tool_status,
     "no_model_override": _break_no_model_override,
     "cursor_continuity": _break_cursor,
+    "task_status_matches_ledger": _break_task_status,
+    "completed_actions_match_ledger": _break_completed_actions,
+    "facts_cite_support": _break_facts_cite_support,
+    "facts_current": _break_facts_current,
+    "constraints_verbatim": _break_constraints_verbatim,
+    "decisions_cite_support": _break_decisions_cite_support,
+    "citations_fit_entries": _break_citations_fit_entries,
+    "claims_match_ledger": _break_claims_match_ledger,
+    "narrative_matches_ledger": _break_narrative,
 }
 
 
@@ -325,3 +399,7 @@ def test_event_hash_must_match_the_boundary_hash() -> None:
         expected_chain_hash=log.head,
     )
     assert result.failed() == ["chain_hash"]
+
+
+def test_every_check_but_the_chain_hash_has_a_defect_of_its_own() -> None:
+    assert set(BREAKERS) | {"chain_hash"} == set(CHECK_NAMES)
