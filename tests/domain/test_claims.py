@@ -91,3 +91,13 @@ def test_a_resolution_decides_what_prose_may_say() -> None:
     resolved = build_ledger(None, log.events)
     assert claim_problems("The customer was refunded.", resolved, "n") == []
     assert claim_problems("The refund failed.", resolved, "n")
+
+
+def test_a_failure_naming_nothing_needs_a_failed_side_effect() -> None:
+    log = Log()
+    log.call("r1", "refund", side_effect=True)
+    log.result("r1", "timeout")
+    unknown = build_ledger(None, log.events)
+    assert claim_problems("Nothing went through.", unknown, "n")
+    assert claim_problems("It all failed.", unknown, "n")
+    assert claim_problems("The refund timed out, so nobody knows yet.", unknown, "n") == []

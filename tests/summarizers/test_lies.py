@@ -426,6 +426,14 @@ LIES: dict[str, tuple[str, Callable[[Answer, Seqs], None], str]] = {
         ),
         "decisions_cite_support",
     ),
+    "a decision stretching the user's words": (
+        "timeout",
+        _add(
+            "decisions",
+            lambda s: {"text": "refund the customer in full", "source_event_ids": [s["ask"]]},
+        ),
+        "decisions_cite_support",
+    ),
     "a fabricated citation for a fact": (
         "timeout",
         _add("facts", lambda s: _fact("customer_card", "visa-9999", [s["ask"]], "user")),

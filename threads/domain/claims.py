@@ -385,9 +385,9 @@ def _flatten(value: Any) -> list[str]:
     return [str(value)]
 
 
-def contains_words(text: Any, source: Any) -> bool:
+def contains_words(text: Any, source: Any, share: float = 0.5) -> bool:
     """`text` says nothing `source` does not: every number of `text` is in `source`, and at
-    least half of its other meaningful words are (at least one word when it has any)."""
+    least `share` of its other meaningful words are (at least one word when it has any)."""
     wanted = content_tokens(text)
     if not wanted:
         return True
@@ -399,4 +399,4 @@ def contains_words(text: Any, source: Any) -> bool:
     if not words:
         return True
     found = sum(1 for w in words if w in have or any(h.startswith(w[:5]) for h in have))
-    return found * 2 >= len(words)
+    return found >= share * len(words)

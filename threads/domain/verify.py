@@ -647,7 +647,8 @@ def claim_problems(text: Any, ledger: Ledger, label: str) -> list[str]:
             if claim.outcome == SUCCESS:
                 wrong = [c for c in side if c.status != "succeeded"]
             else:
-                wrong = side if all(c.status == "succeeded" for c in side) else []
+                # A failure that names nothing needs some side effect that failed.
+                wrong = [] if any(agrees(FAILURE, c.status) for c in side) else side
             if wrong:
                 problems.append(
                     f"{label} states {_outcome_word(claim.outcome)} "
@@ -1040,13 +1041,20 @@ def _sentences(text: str) -> list[str]:
     return parts or [text]
 
 
+DECISION_WORDS_SHARE = 0.75
+
+
 def _words_held(text: str, events: list[Mapping[str, Any]]) -> bool:
-    """Some sentence of a cited event holds the words of `text`, negated alike."""
+    """Some sentence of a cited event holds (three quarters of) the words of `text`, and
+    every number, negated alike."""
     negated = is_negated(text)
     for event in events:
         source = event_text(event)
         for sentence in [*_sentences(source), source]:
-            if contains_words(text, sentence) and is_negated(sentence) == negated:
+            if (
+                contains_words(text, sentence, DECISION_WORDS_SHARE)
+                and is_negated(sentence) == negated
+            ):
                 return True
     return False
 
