@@ -51,8 +51,8 @@ summary is checked against the log and refused if it says otherwise: never call 
 succeeded, done, paid or failed unless its result (or an operator's resolution) says so — a
 timeout is unknown; name the call (its tool_call_id) when calls of one tool differ; a task is
 not "succeeded" while an approval, a call or a side effect is pending; a completed action cites
-its call's succeeded result; a decision on an approval says what the approval's decision
-said."""
+its call's succeeded result; a decision repeats the words of the event it cites, and one on an
+approval says what the approval's decision said."""
 
 
 def _render_events(events: Sequence[Mapping[str, Any]]) -> str:
