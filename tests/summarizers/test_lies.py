@@ -467,6 +467,16 @@ LIES: dict[str, tuple[str, Callable[[Answer, Seqs], None], str]] = {
         _add("facts", lambda s: _fact("refund_r2", "succeeded", [s["r1_result"]])),
         "facts_cite_support",
     ),
+    "a completed action that inflates the call's amount": (
+        "ledger",
+        _completed("r1", "refund 600 for order 10086", "r1", "r1_result"),
+        "completed_actions_match_ledger",
+    ),
+    "a sibling's value credited to r2": (
+        "ledger",
+        _add("facts", lambda s: _fact("r2_refund_id", "re_1", [s["r1_result"]])),
+        "facts_cite_support",
+    ),
     "a completed action for the failed call": (
         "ledger",
         _completed("p1", "charge_fee 5", "p1", "p1_result"),

@@ -750,6 +750,9 @@ def check_completed_actions_match_ledger(candidate: Mapping[str, Any], ledger: L
             problems.append(
                 f"{label} does not cite the result that succeeded (#{succeeding[-1]['seq']})"
             )
+        own = [e for e in visible if ledger.call_of(e) in chosen]
+        if not _action_held(str(entry.get("action") or ""), own):
+            problems.append(f"{label} describes another action than the call it cites")
     return _result(
         "completed_actions_match_ledger",
         problems,
@@ -769,6 +772,19 @@ def _authority_of(event: Mapping[str, Any]) -> str:
     if kind in ("side_effect_resolution", "approval_decision"):
         return "operator"
     return "model"
+
+
+def _action_held(action: str, events: list[Mapping[str, Any]]) -> bool:
+    """A completed action's words are its call's: the fold's own form (tool and arguments), or
+    words the call and its result hold (every number). Unknown when the call is not cited."""
+    calls = [e for e in events if e.get("kind") == "tool_call"]
+    if not calls or not action:
+        return True
+    for call in calls:
+        own = f"{call.get('tool_name')} {json_text(call.get('arguments', {}))}"
+        if normalise(action) in normalise(own):
+            return True
+    return contains_words(action, " ".join(event_text(e) for e in events))
 
 
 def _faithful_fact(entry: Mapping[str, Any], events: list[Mapping[str, Any]]) -> bool:
@@ -862,9 +878,15 @@ def check_facts_cite_support(candidate: Mapping[str, Any], ledger: Ledger) -> Ch
                 kinds = ", ".join(f"#{e['seq']} {e.get('kind')}" for e in visible)
                 problems.append(f"{label} states a tool outcome but cites no result ({kinds})")
             continue
-        if any(c.outcome == UNCERTAIN for c in claims(text)) and any(
-            ledger.call_of(e) is not None for e in visible
-        ):
+        named, by_id = calls_named(text, ledger.calls)
+        cited_calls = [c for e in visible if (c := ledger.call_of(e)) is not None]
+        if by_id and cited_calls and not any(c in named for c in cited_calls):
+            problems.append(
+                f"{label} names {', '.join(_call_label(c) for c in named)} but cites "
+                f"{', '.join(_call_label(c) for c in cited_calls)}"
+            )
+            continue
+        if any(c.outcome == UNCERTAIN for c in claims(text)) and cited_calls:
             continue
         value = _value_text(entry.get("value"))
         if not any(contains_words(value, event_text(e)) for e in visible):
