@@ -14,7 +14,7 @@ from tests.domain.strategies import logs
 from threads.domain import fold as fold_module
 from threads.domain.fold import fold_structured
 from threads.domain.units import last_closed_boundary, split_units
-from threads.domain.verify import CHECK_NAMES, verify_candidate
+from threads.domain.verify import CHECK_NAMES, cited_seqs, verify_candidate
 
 
 def scenario() -> tuple[Log, dict[str, Any], int]:
@@ -334,8 +334,73 @@ def test_structured_fold_always_verifies(log: Log) -> None:
         boundary=boundary,
         chain_hash_at_boundary=head,
         expected_chain_hash=head,
+        # As the service does: the older events the candidate cites, for the claim checks.
+        cited_events={s: log.events[s - 1] for s in cited_seqs(candidate) if 0 < s <= cut},
     )
     assert result.ok, result.as_dict()
+
+
+def _fold_all(log: Log) -> tuple[dict[str, Any], int]:
+    boundary = last_closed_boundary(split_units(log.events))
+    content = fold_structured(
+        previous=None, events=log.events[:boundary], covered_from=1, covered_until=boundary
+    )
+    return content, boundary
+
+
+def _failed(log: Log, candidate: dict[str, Any], boundary: int) -> list[str]:
+    head = log.hash_at(boundary) if boundary else log.head
+    result = verify_candidate(
+        candidate=candidate,
+        previous=None,
+        events=log.events[:boundary],
+        base_covered_until=0,
+        boundary=boundary,
+        chain_hash_at_boundary=head,
+        expected_chain_hash=head,
+    )
+    return result.failed()
+
+
+@settings(max_examples=60, deadline=None)
+@given(log=logs(close_all=True, markers=True))
+def test_a_success_the_ledger_denies_is_always_refused(log: Log) -> None:
+    """Whatever the log, saying a call succeeded that did not — in the task, a completed
+    action, a fact citing its result, or the narrative — is refused by its claim check."""
+    content, boundary = _fold_all(log)
+    denied = [t for t in content["tool_state"] if t["status"] != "succeeded"]
+    blocking = [p for p in content["pending"] if p["blocking"]]
+    if blocking:
+        lie = copy.deepcopy(content)
+        lie["task"]["status"] = "succeeded"
+        assert "task_status_matches_ledger" in _failed(log, lie, boundary)
+    for call in denied:
+        name = f"{call['tool']} {call['tool_call_id']}"
+        sources = list(call["source_event_ids"])
+        lies = {
+            "completed_actions_match_ledger": (
+                "completed_actions",
+                {"tool_call_id": call["tool_call_id"], "action": name, "source_event_ids": sources},
+            ),
+            "facts_cite_support": (
+                "facts",
+                {
+                    "key": f"{call['tool_call_id']}_outcome",
+                    "value": "succeeded",
+                    "authority": "tool",
+                    "confidence": "confirmed",
+                    "status": "active",
+                    "source_event_ids": sources,
+                },
+            ),
+        }
+        for check, (section, entry) in lies.items():
+            lie = copy.deepcopy(content)
+            lie[section].append(entry)
+            assert check in _failed(log, lie, boundary), (check, entry)
+        lie = copy.deepcopy(content)
+        lie["narrative"] = f"Call {call['tool_call_id']} succeeded."
+        assert "narrative_matches_ledger" in _failed(log, lie, boundary)
 
 
 def test_bulk_fold_past_the_caps_still_cites_every_side_effect_and_correction() -> None:
