@@ -14,7 +14,7 @@ from tests.domain.strategies import logs
 from threads.domain import fold as fold_module
 from threads.domain.fold import fold_structured
 from threads.domain.units import last_closed_boundary, split_units
-from threads.domain.verify import CHECK_NAMES, verify_candidate
+from threads.domain.verify import CHECK_NAMES, cited_seqs, verify_candidate
 
 
 def scenario() -> tuple[Log, dict[str, Any], int]:
@@ -140,6 +140,71 @@ def _break_cursor(c: dict[str, Any], log: Log) -> None:
     c["covered"]["to_seq"] = log.last_seq - 1
 
 
+def _seq_of(log: Log, kind: str, **fields: Any) -> int:
+    return next(
+        e["seq"]
+        for e in log.events
+        if e["kind"] == kind and all(e.get(k) == v for k, v in fields.items())
+    )
+
+
+def _break_task_status(c: dict[str, Any], log: Log) -> None:
+    c["task"]["status"] = "succeeded"  # the refund's outcome is unknown
+
+
+def _break_completed_actions(c: dict[str, Any], log: Log) -> None:
+    call = _side_effect_seq(log)
+    result = _seq_of(log, "tool_result", call_seq=call)
+    c["completed_actions"].append(
+        {"tool_call_id": "r1", "action": "refund", "source_event_ids": [call, result]}
+    )
+
+
+def _break_facts_cite_support(c: dict[str, Any], log: Log) -> None:
+    asked = _seq_of(log, "message", role="user", content="actually it was 70, refund now")
+    fact = {
+        "key": "customer.email",
+        "value": "ann@example.com",
+        "authority": "user",
+        "confidence": "confirmed",
+        "status": "active",
+        "source_event_ids": [asked],
+    }
+    c["facts"].append(fact)
+
+
+def _break_facts_current(c: dict[str, Any], log: Log) -> None:
+    # The correction undone: the old value active again, the corrected one superseded.
+    for fact in c["facts"]:
+        if fact["key"] == "order.total":
+            fact["status"] = "active" if fact["value"] == 80 else "superseded"
+
+
+def _break_constraints_verbatim(c: dict[str, Any], log: Log) -> None:
+    for entry in c["constraints"]:
+        if entry["text"] == "no refunds on weekends":
+            entry["text"] = "refunds on weekends are fine"
+
+
+def _break_decisions_cite_support(c: dict[str, Any], log: Log) -> None:
+    asked = _seq_of(log, "message", role="user", content="actually it was 70, refund now")
+    c["decisions"].append({"text": "approve a refund of 500", "source_event_ids": [asked]})
+
+
+def _break_citations_fit_entries(c: dict[str, Any], log: Log) -> None:
+    c["requests"][-1]["text"] = "refund 700 now"
+
+
+def _break_claims_match_ledger(c: dict[str, Any], log: Log) -> None:
+    # Held by the call it cites (its words are there), but the call's outcome is unknown.
+    call = _side_effect_seq(log)
+    c["decisions"].append({"text": "refund r1 completed", "source_event_ids": [call]})
+
+
+def _break_narrative(c: dict[str, Any], log: Log) -> None:
+    c["narrative"] = "The order total was corrected to 70 and the customer was paid."
+
+
 BREAKERS: dict[str, Callable[[dict[str, Any], Log], None]] = {
     "schema": _break_schema,
     "enums": _break_enums,
@@ -150,6 +215,15 @@ BREAKERS: dict[str, Callable[[dict[str, Any], Log], None]] = {
     "tool_status_matches_log": _break_tool_status,
     "no_model_override": _break_no_model_override,
     "cursor_continuity": _break_cursor,
+    "task_status_matches_ledger": _break_task_status,
+    "completed_actions_match_ledger": _break_completed_actions,
+    "facts_cite_support": _break_facts_cite_support,
+    "facts_current": _break_facts_current,
+    "constraints_verbatim": _break_constraints_verbatim,
+    "decisions_cite_support": _break_decisions_cite_support,
+    "citations_fit_entries": _break_citations_fit_entries,
+    "claims_match_ledger": _break_claims_match_ledger,
+    "narrative_matches_ledger": _break_narrative,
 }
 
 
@@ -260,8 +334,73 @@ def test_structured_fold_always_verifies(log: Log) -> None:
         boundary=boundary,
         chain_hash_at_boundary=head,
         expected_chain_hash=head,
+        # As the service does: the older events the candidate cites, for the claim checks.
+        cited_events={s: log.events[s - 1] for s in cited_seqs(candidate) if 0 < s <= cut},
     )
     assert result.ok, result.as_dict()
+
+
+def _fold_all(log: Log) -> tuple[dict[str, Any], int]:
+    boundary = last_closed_boundary(split_units(log.events))
+    content = fold_structured(
+        previous=None, events=log.events[:boundary], covered_from=1, covered_until=boundary
+    )
+    return content, boundary
+
+
+def _failed(log: Log, candidate: dict[str, Any], boundary: int) -> list[str]:
+    head = log.hash_at(boundary) if boundary else log.head
+    result = verify_candidate(
+        candidate=candidate,
+        previous=None,
+        events=log.events[:boundary],
+        base_covered_until=0,
+        boundary=boundary,
+        chain_hash_at_boundary=head,
+        expected_chain_hash=head,
+    )
+    return result.failed()
+
+
+@settings(max_examples=60, deadline=None)
+@given(log=logs(close_all=True, markers=True))
+def test_a_success_the_ledger_denies_is_always_refused(log: Log) -> None:
+    """Whatever the log, saying a call succeeded that did not — in the task, a completed
+    action, a fact citing its result, or the narrative — is refused by its claim check."""
+    content, boundary = _fold_all(log)
+    denied = [t for t in content["tool_state"] if t["status"] != "succeeded"]
+    blocking = [p for p in content["pending"] if p["blocking"]]
+    if blocking:
+        lie = copy.deepcopy(content)
+        lie["task"]["status"] = "succeeded"
+        assert "task_status_matches_ledger" in _failed(log, lie, boundary)
+    for call in denied:
+        name = f"{call['tool']} {call['tool_call_id']}"
+        sources = list(call["source_event_ids"])
+        lies = {
+            "completed_actions_match_ledger": (
+                "completed_actions",
+                {"tool_call_id": call["tool_call_id"], "action": name, "source_event_ids": sources},
+            ),
+            "facts_cite_support": (
+                "facts",
+                {
+                    "key": f"{call['tool_call_id']}_outcome",
+                    "value": "succeeded",
+                    "authority": "tool",
+                    "confidence": "confirmed",
+                    "status": "active",
+                    "source_event_ids": sources,
+                },
+            ),
+        }
+        for check, (section, entry) in lies.items():
+            lie = copy.deepcopy(content)
+            lie[section].append(entry)
+            assert check in _failed(log, lie, boundary), (check, entry)
+        lie = copy.deepcopy(content)
+        lie["narrative"] = f"Call {call['tool_call_id']} succeeded."
+        assert "narrative_matches_ledger" in _failed(log, lie, boundary)
 
 
 def test_bulk_fold_past_the_caps_still_cites_every_side_effect_and_correction() -> None:
@@ -325,3 +464,7 @@ def test_event_hash_must_match_the_boundary_hash() -> None:
         expected_chain_hash=log.head,
     )
     assert result.failed() == ["chain_hash"]
+
+
+def test_every_check_but_the_chain_hash_has_a_defect_of_its_own() -> None:
+    assert set(BREAKERS) | {"chain_hash"} == set(CHECK_NAMES)

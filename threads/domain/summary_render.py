@@ -2,7 +2,8 @@
 deterministic.
 
 Same content, same text, byte for byte: its token count is what the budget counts. Citations are
-written `[#seq]`. Empty sections are left out.
+written `[#seq]`. Empty sections are left out, and so is the narrative: free text that
+verification cannot check is not given to the agent (docs/design.md §5.4).
 """
 
 from __future__ import annotations
@@ -131,9 +132,9 @@ def render_summary(content: Mapping[str, Any]) -> str:
             for r in _entries(content, "last_replies")
         ),
     )
-    narrative = content.get("narrative")
-    if isinstance(narrative, str) and narrative.strip():
-        out += _section("Narrative", [narrative.strip()])
+    # The narrative (the llm backend's free text) is never part of the agent's text: prose
+    # cannot be checked as the sections are, so it is shown to people only, marked unverified
+    # (docs/design.md §5.4).
     omitted = {k: v for k, v in sorted(counts.items()) if k.endswith("_dropped") and v}
     if omitted:
         out += _section(

@@ -48,7 +48,7 @@ from threads.domain.markers import retraction_targets
 from threads.domain.summary_fit import fit_summary
 from threads.domain.summary_render import render_summary
 from threads.domain.units import last_closed_boundary, split_units
-from threads.domain.verify import Check, Verification, verify_candidate
+from threads.domain.verify import Check, Verification, cited_seqs, verify_candidate
 from threads.models import (
     SummaryPhase,
     SummaryVersion,
@@ -56,7 +56,7 @@ from threads.models import (
     TaskState,
     Thread,
 )
-from threads.selectors import event_dicts, last_reset_at
+from threads.selectors import event_dict, event_dicts, events_by_seqs, last_reset_at
 from threads.services.audit import audit_record
 from threads.services.checkpoints import checkpoint_record, pending_at
 from threads.services.enqueue import FOLD_THREAD, task_run_enqueue
@@ -409,6 +409,7 @@ def summary_verify(*, version: SummaryVersion) -> Verification:
         boundary=version.covered_until,
         chain_hash_at_boundary=version.chain_hash,
         expected_chain_hash=expected,
+        cited_events=cited_events_before(version, start),
     )
     checksum_ok = version.checksum == summary_checksum(version)
     result.checks.append(
@@ -423,6 +424,15 @@ def summary_verify(*, version: SummaryVersion) -> Verification:
     result.checks.append(_fits_budget(version))
     result.ok = result.ok and checksum_ok and result.checks[-1].ok
     return result
+
+
+def cited_events_before(version: SummaryVersion, start: int) -> dict[int, dict[str, Any]]:
+    """The events at or before `start` that the candidate cites: the claim checks read what
+    an older citation says (docs/design.md §5.4)."""
+    seqs = {s for s in cited_seqs(version.content) if 0 < s <= start}
+    if not seqs:
+        return {}
+    return {e.seq: event_dict(e) for e in events_by_seqs(thread=version.thread, seqs=seqs)}
 
 
 def _fits_budget(version: SummaryVersion) -> Check:

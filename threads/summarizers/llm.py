@@ -4,7 +4,9 @@ summary schema as a JSON object (docs/design.md §5.2).
 The model writes the prose-ish parts (goal, facts, constraints, decisions, narrative ...). It never
 decides what happened to a tool call: `tool_state` (and the tool/side-effect entries of `pending`)
 is recomputed from the log, and the structural fields (`schema_version`, `covered`) are set here.
-The result is a candidate like any other and goes through the same verification.
+The result is a candidate like any other and goes through the same verification, whose claim
+checks refuse an answer whose task status, facts, actions, decisions or narrative contradict the
+ledger (docs/design.md §5.4); the narrative is never given to the agent.
 """
 
 from __future__ import annotations
@@ -37,13 +39,20 @@ Answer with ONE JSON object and nothing else, with these keys:
 - "pending": [{"kind": "question", "ref", "blocking": bool, "source_event_ids": [seq]}]
 - "decisions": [{"text", "source_event_ids": [seq]}]
 - "open_questions": [{"text", "source_event_ids": [seq]}]
-- "narrative": a short paragraph
+- "narrative": a short paragraph for people (the agent never sees it)
 Rules: start from the previous summary and fold the new events into it; keep what still holds.
 Cite every entry with the seq numbers (#N) of the events it comes from; cite nothing else.
-Cite every constraint and correction. Facts from users, tools or operators are confirmed; your own
-inferences have authority "model" and confidence "inferred" and never replace a confirmed fact:
-put a conflicting guess in open_questions. Keep one active fact per key; a replaced fact stays
-with status "superseded". Do not report tool call outcomes: they are taken from the log."""
+Cite every constraint and correction; copy a constraint's text exactly, never reword it, and
+drop none. Facts from users, tools or operators are confirmed; your own inferences have
+authority "model" and confidence "inferred" and never replace a confirmed fact: put a
+conflicting guess in open_questions. Keep one active fact per key; a replaced fact stays with
+status "superseded". Do not report tool call outcomes: they are taken from the log. Every
+summary is checked against the log and refused if it says otherwise: never call a call
+succeeded, done, paid or failed unless its result (or an operator's resolution) says so — a
+timeout is unknown; name the call (its tool_call_id) when calls of one tool differ; a task is
+not "succeeded" while an approval, a call or a side effect is pending; a completed action cites
+its call's succeeded result; a decision repeats the words of the event it cites, and one on an
+approval says what the approval's decision said."""
 
 
 def _render_events(events: Sequence[Mapping[str, Any]]) -> str:
