@@ -16,7 +16,7 @@ from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 
 from threads.domain.external_ids import text_storable
-from threads.domain.langgraph import message_from_event
+from threads.domain.langgraph import message_from_event, pending_tool_calls
 from threads.domain.langgraph_packing import TaskWrites
 from threads.models import (
     Checkpoint,
@@ -393,6 +393,20 @@ def _forms_at(thread: Thread, seqs: set[int]) -> dict[int, dict[str, Any]]:
 def lg_tuple(row: LanggraphCheckpoint) -> LanggraphTuple:
     """The checkpoint with its channel values (bytes, or messages from the log) and writes."""
     return lg_tuples([row])[0]
+
+
+def lg_pending_tool_calls(
+    *, thread: Thread, checkpoint_ns: str, checkpoint_id: str
+) -> list[dict[str, Any]]:
+    """The tool calls a task that ran from this checkpoint was about to run: the unanswered
+    calls of the last AI message of its mirrored messages (`pending_tool_calls`); empty when
+    the checkpoint is not stored or mirrors no messages."""
+    row = lg_checkpoint_get(thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id)
+    if row is None:
+        return []
+    # One channel is mirrored (the root graph's `messages`): its messages are the state's.
+    found = lg_tuple(row)
+    return pending_tool_calls(next(iter(found.messages.values()), []))
 
 
 def lg_side_effect_tools(thread: Thread) -> frozenset[str]:
