@@ -152,6 +152,17 @@ def test_the_session_refuses_a_broken_chain_and_the_runner_does_nothing(
     assert integrity["chain_ok"] is False and integrity["first_bad_seq"] == bad_seq
     assert integrity["reaches_break"] is True
 
+    # Popping an item would hand back (and retract) an edited one: refused, nothing appended.
+    async def pop() -> Any:
+        async with AsyncClient(server.url, server.api_key) as client:
+            return await CtxadminSession("session-refund", client).pop_item()
+
+    with pytest.raises(ChainBrokenError):
+        asyncio.run(pop())
+    assert not Event.objects.filter(
+        thread__external_id="session-refund", kind=EventKind.RETRACTION
+    ).exists()
+
 
 def test_the_session_resumes_from_a_broken_chain_when_told_to(
     server: Server, refunded: World

@@ -66,9 +66,12 @@ def test_the_working_context_of_a_never_verified_chain_says_so(
     assert integrity["verified_at"] is None and integrity["reaches_break"] is False
 
 
-def test_the_schema_documents_the_integrity_of_the_context(client: Client, db: Any) -> None:
+@pytest.mark.parametrize("read", ["WorkingContext", "LanggraphTuple"])
+def test_the_schema_documents_the_integrity_of_every_resume_read(
+    client: Client, db: Any, read: str
+) -> None:
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
-    context = schema["components"]["schemas"]["WorkingContext"]
+    context = schema["components"]["schemas"][read]
     assert "integrity" in context["required"]
     prop = context["properties"]["integrity"]
     ref = (prop.get("$ref") or prop["allOf"][0]["$ref"]).rsplit("/", 1)[-1]

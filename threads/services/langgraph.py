@@ -204,7 +204,10 @@ def _interrupts_request(
     the call that task was about to run when there is one (`interrupt_call`).
     Runs in the caller's transaction, which holds the thread's lock."""
     pending = lg_pending_tool_calls(
-        thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
+        thread=thread,
+        checkpoint_ns=checkpoint_ns,
+        checkpoint_id=checkpoint_id,
+        channel=MESSAGES_CHANNEL,
     )
     for interrupt in interrupts:
         _interrupt_request_append(

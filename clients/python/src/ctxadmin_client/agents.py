@@ -286,8 +286,11 @@ class CtxadminSession:
         """Take the most recent item out of the working context and return it (None when
         there is none; the summary is never popped). Appends a `retraction` naming the
         item's event: the log keeps both. Retracting a function call or its output takes the
-        pair out."""
+        pair out. Refused as `get_items` refuses (`ChainBrokenError`) when the context
+        reaches past a break in the thread's hash chain: the item would be an edited one."""
         context = await self._context()
+        if not self.allow_broken_chain:
+            chain_check(context.get("integrity"), f"session {self.session_id}'s working context")
         for event in reversed(context["events"]):
             item = event_to_item(event)
             if item is not None:
