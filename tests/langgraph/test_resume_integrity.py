@@ -258,6 +258,7 @@ def test_an_interrupt_approval_names_the_call_it_asks_about_and_still_resumes(
         reason="not this customer",
     )
     command = saver.resume_command(config, timeout=5)
-    assert command is not None and command.resume["approved"] is False
+    assert command is not None and isinstance(command.resume, dict)
+    assert command.resume["approved"] is False
     app.invoke(command, config)
     assert app.get_state(config).values["messages"][-1].content == "Refund rejected."
