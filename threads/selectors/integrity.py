@@ -330,7 +330,7 @@ def threads_due_full_verify(*, now: datetime, period: timedelta, interval: timed
     return list(due.values_list("pk", flat=True)[:share])
 
 
-def integrity_verdict(*, thread: Thread, read_until: int | None) -> dict[str, Any]:
+def integrity_verdict(*, thread: Thread, read_until: int) -> dict[str, Any]:
     """The chain verdict a resume path answers beside what it read (the working context, a
     LangGraph checkpoint; docs/api.md §4 and §14.3): the verdict the last integrity check
     recorded on the thread, and whether this read reaches past its break.
@@ -338,17 +338,15 @@ def integrity_verdict(*, thread: Thread, read_until: int | None) -> dict[str, An
     No chain is walked here: a read stays one row's worth of work, and an edit is found by the
     sweep or a requested verify, after which every read says so. `verified_at` is null while no
     check has run (then `chain_ok` vouches for nothing). `reaches_break` is true when the
-    chain broke at or before `read_until` (the last seq the read served), None meaning the
-    read served no events; a broken verdict that names no seq reaches every read."""
-    broken = not thread.chain_ok
+    chain broke at or before `read_until` (the last seq the read served); a broken verdict
+    that names no seq reaches every read."""
     first_bad = thread.first_bad_seq
     return {
         "chain_ok": thread.chain_ok,
         "first_bad_seq": first_bad,
         "verified_until": thread.verified_until,
         "verified_at": thread.verified_at.isoformat() if thread.verified_at else None,
-        "reaches_break": broken
-        and (first_bad is None or (read_until is not None and first_bad <= read_until)),
+        "reaches_break": not thread.chain_ok and (first_bad is None or first_bad <= read_until),
     }
 
 
