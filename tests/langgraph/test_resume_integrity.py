@@ -20,6 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import Command
 
 from tests import factories
 from tests.langgraph.conftest import Server
@@ -262,3 +263,46 @@ def test_an_interrupt_approval_names_the_call_it_asks_about_and_still_resumes(
     assert command.resume["approved"] is False
     app.invoke(command, config)
     assert app.get_state(config).values["messages"][-1].content == "Refund rejected."
+
+
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+def test_every_durability_mode_is_refused_and_resumes_when_allowed(
+    server: Server, saver: CtxadminSaver, durability: Any
+) -> None:
+    world = World()
+    app = _refund_graph(saver, world)
+    config: RunnableConfig = {"configurable": {"thread_id": f"refund-{uuid.uuid4().hex[:8]}"}}
+    app.invoke({"messages": [HumanMessage("refund my order 42")]}, config, durability=durability)
+    assert app.get_state(config).next == ("tools",)
+    _tamper_plan(config["configurable"]["thread_id"])
+    with pytest.raises(ChainBrokenError):
+        app.invoke(None, config, durability=durability)
+    assert world.refunds == [] and len(world.model_inputs) == 1
+    allowing = CtxadminSaver.from_url(server.url, server.api_key, allow_broken_chain=True)
+    try:
+        _refund_graph(allowing, world).invoke(None, config, durability=durability)
+    finally:
+        allowing.close()
+    assert world.refunds == [{"order": 42, "amount": 120}] and len(world.model_inputs) == 2
+
+
+def test_a_decision_does_not_resume_an_interrupt_over_tampered_history(
+    server: Server, saver: CtxadminSaver
+) -> None:
+    app = approval_graph(saver)
+    thread_id = f"hitl-{uuid.uuid4().hex[:8]}"
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+    app.invoke({"messages": [HumanMessage("refund my order 42")]}, config)
+    thread = Thread.objects.get(external_id=thread_id)
+    plan = Event.objects.get(
+        thread=thread,
+        kind=EventKind.MESSAGE,
+        data__content="I will refund order 42 ($120). Needs approval.",
+    )
+    factories.tamper(plan, content="I will refund order 42 ($12,000). Needs approval.")
+    assert integrity_check(thread=thread, full=True).first_bad_seq == plan.seq
+    last_seq = Thread.objects.get(pk=thread.pk).last_seq
+    with pytest.raises(ChainBrokenError):
+        app.invoke(Command(resume="yes"), config)
+    # The approving node never ran: nothing more reached the log.
+    assert Thread.objects.get(pk=thread.pk).last_seq == last_seq
