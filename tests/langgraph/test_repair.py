@@ -388,10 +388,10 @@ def test_an_interrupts_approval_request_follows_the_call_it_asks_about_with_asyn
         ("tool_result", None),
         ("message", "assistant"),
         ("tool_call", "refund"),
-        ("approval_request", "langgraph.interrupt"),
+        ("approval_request", "refund"),  # it names the call it asks about
     ], log
     [approval] = ApprovalRequest.objects.filter(thread=thread)
-    assert approval.status == "pending"
+    assert approval.status == "pending" and approval.action == "langgraph.interrupt"
     [interrupt_] = app.get_state(config).interrupts
     assert approval.arguments["interrupt_id"] == interrupt_.id
     saver.close()

@@ -526,7 +526,12 @@ def test_an_interrupt_written_before_its_checkpoint_is_asked_at_the_checkpoints_
         "value": {"ask": 0},
         "checkpoint_ns": "",
         "checkpoint_id": "cp-000",
+        # The call the interrupted task was about to run (the checkpoint's last AI message).
+        "tool_call_id": "refund-7",
+        "tool_name": "refund",
+        "tool_arguments": {"call": "refund-7"},
     }
+    assert approval.tool_name == "refund"
     assert LanggraphWrite.objects.get(thread=thread).interrupts is None
     # The write again, after its checkpoint: nothing more.
     _agent_write(workspace, 0, [], interrupt="ask-0")

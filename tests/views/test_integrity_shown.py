@@ -35,10 +35,13 @@ def broken(thread: Thread) -> Thread:
 def test_the_working_context_carries_a_broken_chain(agent: APIClient, broken: Thread) -> None:
     answer = agent.get(f"/api/v1/threads/{broken.pk}/context/")
     assert answer.status_code == 200
-    assert answer.json()["integrity"] == {
+    integrity = answer.json()["integrity"]
+    assert integrity.pop("verified_at")
+    assert integrity == {
         "chain_ok": False,
         "first_bad_seq": 6,
         "verified_until": 5,
+        "reaches_break": True,
     }
 
 
@@ -46,12 +49,29 @@ def test_the_working_context_of_a_sound_chain(agent: APIClient, thread: Thread) 
     f.append(thread, f.user("hello"))
     integrity_check(thread=thread)
     integrity = agent.get(f"/api/v1/threads/{thread.pk}/context/").json()["integrity"]
-    assert integrity == {"chain_ok": True, "first_bad_seq": None, "verified_until": 1}
+    assert integrity.pop("verified_at")
+    assert integrity == {
+        "chain_ok": True,
+        "first_bad_seq": None,
+        "verified_until": 1,
+        "reaches_break": False,
+    }
 
 
-def test_the_schema_documents_the_integrity_of_the_context(client: Client, db: Any) -> None:
+def test_the_working_context_of_a_never_verified_chain_says_so(
+    agent: APIClient, thread: Thread
+) -> None:
+    f.append(thread, f.user("hello"))
+    integrity = agent.get(f"/api/v1/threads/{thread.pk}/context/").json()["integrity"]
+    assert integrity["verified_at"] is None and integrity["reaches_break"] is False
+
+
+@pytest.mark.parametrize("read", ["WorkingContext", "LanggraphTuple"])
+def test_the_schema_documents_the_integrity_of_every_resume_read(
+    client: Client, db: Any, read: str
+) -> None:
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
-    context = schema["components"]["schemas"]["WorkingContext"]
+    context = schema["components"]["schemas"][read]
     assert "integrity" in context["required"]
     prop = context["properties"]["integrity"]
     ref = (prop.get("$ref") or prop["allOf"][0]["$ref"]).rsplit("/", 1)[-1]
@@ -59,6 +79,8 @@ def test_the_schema_documents_the_integrity_of_the_context(client: Client, db: A
         "chain_ok",
         "first_bad_seq",
         "verified_until",
+        "verified_at",
+        "reaches_break",
     }
 
 

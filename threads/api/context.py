@@ -14,9 +14,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from threads.api.auth import thread_for_request
-from threads.api.serializers import QueryIntegerField
+from threads.api.serializers import QueryIntegerField, ReadIntegritySerializer
 from threads.domain.budget import MAX_TOKENS
-from threads.selectors import working_context
+from threads.selectors import integrity_verdict, working_context
 from threads.services.metrics import context_request_observed
 
 
@@ -47,15 +47,6 @@ class ContextBudgetSerializer(serializers.Serializer):
     sections = serializers.DictField(child=serializers.IntegerField())
 
 
-class ContextIntegritySerializer(serializers.Serializer):
-    """The thread's chain verdict as the last integrity check recorded it: a context served
-    from a broken chain says so (docs/api.md §4)."""
-
-    chain_ok = serializers.BooleanField()
-    first_bad_seq = serializers.IntegerField(allow_null=True)
-    verified_until = serializers.IntegerField()
-
-
 class ThreadContextApi(APIView):
     class InputSerializer(serializers.Serializer):
         # Bounded as the thread's own settings are stored (32-bit): a larger number would fail
@@ -81,7 +72,7 @@ class ThreadContextApi(APIView):
         trimmed_units = TrimmedUnitSerializer(many=True)
         budget = ContextBudgetSerializer()
         needs_fold = serializers.BooleanField()
-        integrity = ContextIntegritySerializer()
+        integrity = ReadIntegritySerializer()
 
     @extend_schema(
         parameters=[InputSerializer],
@@ -98,9 +89,5 @@ class ThreadContextApi(APIView):
             )
         # The answer is plain values already (OutputSerializer documents it); running it through
         # the serializer again would cost more than the read itself on a large window.
-        answer["integrity"] = {
-            "chain_ok": thread.chain_ok,
-            "first_bad_seq": thread.first_bad_seq,
-            "verified_until": thread.verified_until,
-        }
+        answer["integrity"] = integrity_verdict(thread=thread, read_until=answer["read_until"])
         return Response(answer)

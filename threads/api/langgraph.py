@@ -26,11 +26,13 @@ from threads.api.renderers import LargeJSONRenderer
 from threads.api.serializers import (
     ErrorSerializer,
     QueryIntegerField,
+    ReadIntegritySerializer,
     StrictCharField,
     StrictInputSerializer,
     StrictIntegerField,
 )
 from threads.domain.errors import NotFound
+from threads.selectors.integrity import integrity_verdict
 from threads.selectors.langgraph import (
     LanggraphTuple,
     PendingWrite,
@@ -178,6 +180,17 @@ class TupleOutputSerializer(serializers.Serializer):
     writes = WriteOutputSerializer(many=True)
     cursor = serializers.IntegerField(help_text="the last mirrored seq it stands on")
     ctxadmin_checkpoint = serializers.IntegerField(help_text="its ctxadmin checkpoint's id")
+    integrity = ReadIntegritySerializer(
+        help_text="the thread's chain verdict; `reaches_break`: this checkpoint's messages "
+        "(its own or its pending writes') reach the first bad seq"
+    )
+
+
+def _last_seq_read(found: LanggraphTuple) -> int:
+    """The last seq of the log this answer serves: the checkpoint's cursor (its mirrored
+    messages end there) or a pending write's message after it."""
+    written = (int(seq) for write in found.writes for seq in write.message_seqs or ())
+    return max(found.row.cursor, *written, 0)
 
 
 def _tuple_json(found: LanggraphTuple) -> dict[str, Any]:
@@ -197,6 +210,7 @@ def _tuple_json(found: LanggraphTuple) -> dict[str, Any]:
         "writes": [_write_json(w, found.write_messages.get(w.pk)) for w in found.writes],
         "cursor": row.cursor,
         "ctxadmin_checkpoint": row.ctxadmin_checkpoint_id,
+        "integrity": integrity_verdict(thread=row.thread, read_until=_last_seq_read(found)),
     }
 
 

@@ -255,3 +255,22 @@ class AppendedEventSerializer(EventOutputSerializer):
 
 def thread_data(thread: Thread) -> dict[str, Any]:
     return ThreadOutputSerializer(thread).data  # type: ignore[return-value]
+
+
+class ReadIntegritySerializer(serializers.Serializer):
+    """The thread's chain verdict as the last integrity check recorded it, and whether what
+    this read served reaches past the break: a resume path read from a broken chain says so
+    (docs/api.md §4, §14.3)."""
+
+    class Meta:
+        ref_name = "ReadIntegrity"
+
+    chain_ok = serializers.BooleanField()
+    first_bad_seq = serializers.IntegerField(allow_null=True)
+    verified_until = serializers.IntegerField()
+    verified_at = serializers.CharField(
+        allow_null=True, help_text="when the last check ran; null: never verified"
+    )
+    reaches_break = serializers.BooleanField(
+        help_text="the chain is broken at or before the last seq this read served"
+    )

@@ -13,7 +13,7 @@ import hashlib
 import json
 import uuid
 import zlib
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from threads.domain.errors import InvalidEvent
@@ -112,6 +112,45 @@ def message_from_parts(stored: dict[str, Any], content: Any) -> dict[str, Any]:
     """The message's JSON form again, from what its event keeps of it (`metadata["langchain"]`)
     and its content (the event's `content`, or a tool result's `result`)."""
     return {"type": stored["type"], "data": {**stored["data"], "content": content}}
+
+
+def pending_tool_calls(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The calls a task interrupted at these messages (JSON forms, in order) was about to
+    run: those of the last AI message that no tool message after it answers, each as
+    `{"tool_call_id", "tool_name", "tool_arguments"}`. Empty when the last AI message makes
+    no call, or every one is answered."""
+    for index in range(len(messages) - 1, -1, -1):
+        kind, data = messages[index].get("type"), messages[index].get("data")
+        if kind in ("ai", "AIMessageChunk") and isinstance(data, Mapping):
+            answered = {
+                later["data"].get("tool_call_id")
+                for later in messages[index + 1 :]
+                if later.get("type") == "tool" and isinstance(later.get("data"), Mapping)
+            }
+            return [
+                {
+                    "tool_call_id": call.get("id"),
+                    "tool_name": call.get("name"),
+                    "tool_arguments": call.get("args"),
+                }
+                for call in data.get("tool_calls") or []
+                if isinstance(call, Mapping) and call.get("id") not in answered
+            ]
+    return []
+
+
+def interrupt_call(pending: Sequence[Mapping[str, Any]], value: Any) -> dict[str, Any]:
+    """What an `interrupt()` approval names of the call it asks about (docs/api.md §14.2):
+    the one pending call's `tool_call_id`, `tool_name` and `tool_arguments`; among several,
+    the one the interrupt's value names by `tool_call_id`, else all of them as
+    `pending_calls`; nothing when no call is pending."""
+    named = value.get("tool_call_id") if isinstance(value, Mapping) else None
+    chosen = [call for call in pending if named is not None and call["tool_call_id"] == named]
+    if len(pending) == 1 or chosen:
+        return dict((chosen or pending)[0])
+    if pending:
+        return {"pending_calls": [dict(call) for call in pending]}
+    return {}
 
 
 # 100-ns intervals between the UUID epoch (1582-10-15) and the Unix epoch.

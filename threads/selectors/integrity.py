@@ -330,6 +330,26 @@ def threads_due_full_verify(*, now: datetime, period: timedelta, interval: timed
     return list(due.values_list("pk", flat=True)[:share])
 
 
+def integrity_verdict(*, thread: Thread, read_until: int) -> dict[str, Any]:
+    """The chain verdict a resume path answers beside what it read (the working context, a
+    LangGraph checkpoint; docs/api.md §4 and §14.3): the verdict the last integrity check
+    recorded on the thread, and whether this read reaches past its break.
+
+    No chain is walked here: a read stays one row's worth of work, and an edit is found by the
+    sweep or a requested verify, after which every read says so. `verified_at` is null while no
+    check has run (then `chain_ok` vouches for nothing). `reaches_break` is true when the
+    chain broke at or before `read_until` (the last seq the read served); a broken verdict
+    that names no seq reaches every read."""
+    first_bad = thread.first_bad_seq
+    return {
+        "chain_ok": thread.chain_ok,
+        "first_bad_seq": first_bad,
+        "verified_until": thread.verified_until,
+        "verified_at": thread.verified_at.isoformat() if thread.verified_at else None,
+        "reaches_break": not thread.chain_ok and (first_bad is None or first_bad <= read_until),
+    }
+
+
 def thread_integrity(*, thread: Thread) -> dict[str, Any]:
     """The integrity answer (docs/api.md §7.2), from the verdict the last check recorded on the
     thread, as plain JSON values: the API answers it and the verify task stores it as its result.

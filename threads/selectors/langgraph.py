@@ -16,7 +16,7 @@ from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 
 from threads.domain.external_ids import text_storable
-from threads.domain.langgraph import message_from_event
+from threads.domain.langgraph import message_from_event, pending_tool_calls
 from threads.domain.langgraph_packing import TaskWrites
 from threads.models import (
     Checkpoint,
@@ -393,6 +393,30 @@ def _forms_at(thread: Thread, seqs: set[int]) -> dict[int, dict[str, Any]]:
 def lg_tuple(row: LanggraphCheckpoint) -> LanggraphTuple:
     """The checkpoint with its channel values (bytes, or messages from the log) and writes."""
     return lg_tuples([row])[0]
+
+
+# How many of a checkpoint's last messages are read to find the call an interrupt asks about:
+# the last AI message and the tool messages after it, without reading a long thread whole.
+PENDING_CALL_TAIL = 64
+
+
+def lg_pending_tool_calls(
+    *, thread: Thread, checkpoint_ns: str, checkpoint_id: str, channel: str
+) -> list[dict[str, Any]]:
+    """The tool calls a task that ran from this checkpoint was about to run: the unanswered
+    calls of the last AI message among the last messages of its mirrored `channel`
+    (`pending_tool_calls`); empty when the checkpoint is not stored or mirrors no messages."""
+    row = lg_checkpoint_get(thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id)
+    version_id = None if row is None else _versions(row).get(channel)
+    if version_id is None:
+        return []
+    version = lg_version_get(
+        thread=thread, checkpoint_ns=checkpoint_ns, channel=channel, version=version_id
+    )
+    if version is None or (version.message_seqs is None and version.messages_until_seq is None):
+        return []  # not stored, or stored as bytes: nothing the server can read
+    seqs = lg_version_message_seqs(thread, version)[-PENDING_CALL_TAIL:]
+    return pending_tool_calls(lg_messages_at(thread, seqs))
 
 
 def lg_side_effect_tools(thread: Thread) -> frozenset[str]:

@@ -42,6 +42,7 @@ from threads.domain.events import normalize_event
 from threads.domain.langgraph import (
     checkpoint_id_after,
     checkpoint_pack,
+    interrupt_call,
     message_digest,
     message_event_bodies,
     repair_metadata,
@@ -73,6 +74,7 @@ from threads.selectors.langgraph import (
     lg_message_index,
     lg_messages_at,
     lg_messages_count_until,
+    lg_pending_tool_calls,
     lg_side_effect_tools,
     lg_thread_get,
     lg_threads_get,
@@ -198,8 +200,15 @@ def _interrupts_request(
 ) -> None:
     """Open an approval request per interrupt (docs/design.md §7.3), once each: its
     client_event_id names the interrupt, so a repeated put_writes appends nothing. Its
-    arguments name the checkpoint the interrupt's task ran from, whose deletion closes it.
+    arguments name the checkpoint the interrupt's task ran from, whose deletion closes it, and
+    the call that task was about to run when there is one (`interrupt_call`).
     Runs in the caller's transaction, which holds the thread's lock."""
+    pending = lg_pending_tool_calls(
+        thread=thread,
+        checkpoint_ns=checkpoint_ns,
+        checkpoint_id=checkpoint_id,
+        channel=MESSAGES_CHANNEL,
+    )
     for interrupt in interrupts:
         _interrupt_request_append(
             thread,
@@ -208,6 +217,7 @@ def _interrupts_request(
                 "value": interrupt.value,
                 "checkpoint_ns": checkpoint_ns,
                 "checkpoint_id": checkpoint_id,
+                **interrupt_call(pending, interrupt.value),
             },
         )
 
@@ -219,6 +229,10 @@ def _interrupt_request_append(thread: Thread, arguments: dict[str, Any]) -> None
         "action": INTERRUPT_ACTION,
         "arguments": arguments,
     }
+    if isinstance(arguments.get("tool_name"), str) and arguments["tool_name"]:
+        # The approval reads as the action asked about; the action stays the interrupt's,
+        # which the saver's resume_command looks for.
+        body["tool_name"] = arguments["tool_name"][:200]
     max_bytes = settings.CTXADMIN_MAX_EVENT_BYTES
     try:
         event_append_batch(

@@ -18,6 +18,7 @@ from ctxadmin_client.client import Client, Thread  # noqa: E402
 from ctxadmin_client.errors import (  # noqa: E402
     ApprovalTimeout,
     AuthError,
+    ChainBrokenError,
     ConflictError,
     ConnectionFailed,
     CtxadminError,
@@ -33,6 +34,7 @@ __all__ = [
     "AsyncClient",
     "AsyncThread",
     "AuthError",
+    "ChainBrokenError",
     "Client",
     "ConflictError",
     "ConnectionFailed",

@@ -41,7 +41,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from ctxadmin_client.async_client import AsyncClient, AsyncThread
 from ctxadmin_client.client import Client, Thread
-from ctxadmin_client.errors import CtxadminError
+from ctxadmin_client.errors import CtxadminError, chain_check
 
 __all__ = ["CtxadminSession", "event_to_item", "item_to_event"]
 
@@ -181,12 +181,16 @@ class CtxadminSession:
         summary_role: the role of the leading summary item, `developer` (the default) or
             `system`.
         compaction_timeout: how long `run_compaction` waits for the fold, in seconds.
+        allow_broken_chain: let `get_items` answer a working context that reaches past a
+            break in the thread's hash chain (an event changed after it was written, as the
+            last integrity check found) instead of raising `ChainBrokenError`. Off by default.
         **budget: thread settings used when the thread is created (`context_window`,
             `reserved_output`, `reasoning_reserve`, `safety_margin`, `fixed_tokens`,
             `encoding`, ...; docs/api.md §2.1). An existing thread keeps its own.
 
     `last_context` is the working-context answer the last `get_items` or `pop_item` read
-    (`budget`, `summary`, `trimmed_units`, `needs_fold`, ...).
+    (`budget`, `summary`, `trimmed_units`, `needs_fold`, ...); `integrity` its chain verdict
+    (`chain_ok`, `first_bad_seq`, `verified_until`, `verified_at`, `reaches_break`).
     """
 
     session_settings: SessionSettings | None = None
@@ -199,6 +203,7 @@ class CtxadminSession:
         session_settings: SessionSettings | None = None,
         summary_role: str = "developer",
         compaction_timeout: float = 60.0,
+        allow_broken_chain: bool = False,
         **budget: Any,
     ) -> None:
         if summary_role not in ("developer", "system"):
@@ -208,6 +213,7 @@ class CtxadminSession:
         self.client = client
         self.summary_role = summary_role
         self.compaction_timeout = compaction_timeout
+        self.allow_broken_chain = allow_broken_chain
         self.budget = dict(budget)
         self.last_context: dict[str, Any] | None = None
         self._thread: AsyncThread | Thread | None = None
@@ -237,6 +243,11 @@ class CtxadminSession:
         self.last_context = await self._io(thread.context)
         return self.last_context
 
+    @property
+    def integrity(self) -> dict[str, Any] | None:
+        """The chain verdict of the last working context read (None before the first read)."""
+        return None if self.last_context is None else self.last_context.get("integrity")
+
     async def _append(self, *events: Mapping[str, Any]) -> list[dict[str, Any]]:
         thread = await self.thread()
         return await self._io(thread.append, *events)
@@ -245,8 +256,13 @@ class CtxadminSession:
         """The working context as items: the summary (when there is one) as a leading
         `{"role": summary_role, "content": rendered}`, then each event after it as its item.
         `limit` keeps the latest `limit` of those, in order. A budget too small for what the
-        server must keep raises `UnprocessableError` (`budget_too_small`)."""
+        server must keep raises `UnprocessableError` (`budget_too_small`). A context that
+        reaches past a break in the thread's hash chain raises `ChainBrokenError` (its
+        `first_bad_seq` says where), unless the session was made with
+        `allow_broken_chain=True`; `integrity` holds the verdict either way."""
         context = await self._context()
+        if not self.allow_broken_chain:
+            chain_check(context.get("integrity"), f"session {self.session_id}'s working context")
         items: list[dict[str, Any]] = []
         summary = context.get("summary")
         if summary:
@@ -270,8 +286,11 @@ class CtxadminSession:
         """Take the most recent item out of the working context and return it (None when
         there is none; the summary is never popped). Appends a `retraction` naming the
         item's event: the log keeps both. Retracting a function call or its output takes the
-        pair out."""
+        pair out. Refused as `get_items` refuses (`ChainBrokenError`) when the context
+        reaches past a break in the thread's hash chain: the item would be an edited one."""
         context = await self._context()
+        if not self.allow_broken_chain:
+            chain_check(context.get("integrity"), f"session {self.session_id}'s working context")
         for event in reversed(context["events"]):
             item = event_to_item(event)
             if item is not None:

@@ -152,8 +152,11 @@ class Thread:
     ) -> dict[str, Any]:
         """The working context that fits the budget: `summary`, `events`, `read_until`,
         `trimmed_units`, `budget`, `needs_fold`, `integrity` (the chain verdict: `chain_ok`,
-        `first_bad_seq`, `verified_until`). Each argument overrides the thread's setting
-        for this read (`window` is the thread's `context_window`)."""
+        `first_bad_seq`, `verified_until`, `verified_at`, null when no check ever ran, and
+        `reaches_break`: this context reaches past the first bad seq; an agent should not act
+        on it, `ChainBrokenError(integrity, what)` is the error to raise). Each argument
+        overrides the thread's setting for this read (`window` is the thread's
+        `context_window`)."""
         budget = {
             "window": window,
             "reserved_output": reserved_output,

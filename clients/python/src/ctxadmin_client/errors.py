@@ -15,6 +15,7 @@ import httpx
 __all__ = [
     "ApprovalTimeout",
     "AuthError",
+    "ChainBrokenError",
     "ConflictError",
     "ConnectionFailed",
     "CtxadminError",
@@ -23,6 +24,7 @@ __all__ = [
     "ServerError",
     "UnprocessableError",
     "ValidationError",
+    "chain_check",
     "error_from_response",
 ]
 
@@ -100,6 +102,41 @@ class ConnectionFailed(CtxadminError):
 
     `status` is 0 and `code` is `connection_failed`; the httpx exception is the `__cause__`.
     """
+
+
+class ChainBrokenError(CtxadminError):
+    """A resume refused: the history read (a LangGraph checkpoint, a session's working
+    context) reaches past the first bad seq of a broken hash chain, so an agent would act on
+    events changed after they were written (docs/clients.md, "Tampered history").
+
+    Raised by the client, not answered by the server (which still serves the read, flagged, for
+    people to repair from): `code` is `chain_broken`, `status` 200. `first_bad_seq` is where the
+    chain breaks (None when the check named no seq), `integrity` the read's whole verdict
+    (`chain_ok`, `first_bad_seq`, `verified_until`, `verified_at`, `reaches_break`). Pass
+    `allow_broken_chain=True` to the saver or the session to resume anyway."""
+
+    def __init__(self, integrity: dict[str, Any], what: str) -> None:
+        first_bad_seq = integrity.get("first_bad_seq")
+        where = "at an unnamed seq" if first_bad_seq is None else f"at seq {first_bad_seq}"
+        super().__init__(
+            "chain_broken",
+            200,
+            f"{what} reaches past a break in the thread's hash chain ({where}, verified until "
+            f"{integrity.get('verified_until')}): the history was changed after it was written",
+            {"integrity": integrity},
+        )
+        self.first_bad_seq: int | None = first_bad_seq
+        self.integrity = integrity
+
+
+def chain_check(integrity: Any, what: str) -> None:
+    """Raise `ChainBrokenError` when a read's `integrity` says it reaches past the chain's
+    break (from a server that does not say how far a read reaches: when the chain is broken at
+    all)."""
+    if not isinstance(integrity, dict):
+        return
+    if integrity.get("reaches_break", integrity.get("chain_ok") is False):
+        raise ChainBrokenError(dict(integrity), what)
 
 
 class ApprovalTimeout(TimeoutError):

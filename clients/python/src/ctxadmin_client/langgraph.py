@@ -58,7 +58,7 @@ from ctxadmin_client._api import Sleep
 from ctxadmin_client._http import NODELAY, Call
 from ctxadmin_client.async_client import AsyncClient
 from ctxadmin_client.client import Client
-from ctxadmin_client.errors import CtxadminError, NotFoundError
+from ctxadmin_client.errors import CtxadminError, NotFoundError, chain_check
 
 __all__ = ["CtxadminSaver"]
 
@@ -234,6 +234,10 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
         serde: LangGraph's serializer for channel values and writes (its default when None).
         side_effect_tools: names of the tools whose calls are side effects: their `tool_call`
             events say so (with the tool call id as idempotency key), so a rollback lists them.
+        allow_broken_chain: read a checkpoint whose messages reach past a break in the thread's
+            hash chain (an event changed after it was written, as the last integrity check
+            found) instead of raising `ChainBrokenError`. Off by default: an agent never
+            resumes from tampered history unknowingly.
 
     An `interrupt()` opens an approval request in ctxadmin; `resume_command(config)` gives the
     `Command(resume=...)` a reviewer's decision makes. A checkpoint a rollback wrote carries the
@@ -249,9 +253,11 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
         *,
         serde: SerializerProtocol | None = None,
         side_effect_tools: Collection[str] = (),
+        allow_broken_chain: bool = False,
     ) -> None:
         super().__init__(serde=serde)
         self.side_effect_tools = sorted(set(side_effect_tools))
+        self.allow_broken_chain = allow_broken_chain
         self._client: Client | None = client if isinstance(client, Client) else None
         self._async_client: AsyncClient | None = client if isinstance(client, AsyncClient) else None
         # thread_id -> {message id: digest} of the messages its log is known to hold
@@ -273,6 +279,7 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
         *,
         serde: SerializerProtocol | None = None,
         side_effect_tools: Collection[str] = (),
+        allow_broken_chain: bool = False,
         **kw: Any,
     ) -> CtxadminSaver:
         sync_kw: dict[str, Any] = {"transport": nodelay_transport(), **kw}
@@ -281,7 +288,10 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
             **kw,
         }
         saver = cls(
-            Client(base_url, api_key, **sync_kw), serde=serde, side_effect_tools=side_effect_tools
+            Client(base_url, api_key, **sync_kw),
+            serde=serde,
+            side_effect_tools=side_effect_tools,
+            allow_broken_chain=allow_broken_chain,
         )
         saver._async_client = AsyncClient(base_url, api_key, **async_kw)
         return saver
@@ -616,6 +626,8 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
             )
         except NotFoundError:
             return None
+        if not self.allow_broken_chain:
+            chain_check(answer.get("integrity"), f"checkpoint {answer['checkpoint_id']}")
         found = self._tuple(answer)
         messages = answer["messages"].get(MESSAGES_CHANNEL)
         version = answer["checkpoint"].get("channel_versions", {}).get(MESSAGES_CHANNEL)
