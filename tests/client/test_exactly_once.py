@@ -37,7 +37,12 @@ from threads.models import Checkpoint, SideEffect, Thread
 from threads.services.rollback import checkpoint_rollback
 from threads.services.side_effects import side_effect_resolve
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+# Appends start no fold, so that what the agent reads next is the events themselves (the
+# rollback test folds on purpose; test_a_folded_resolution_still_holds folds after a resolution).
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.usefixtures("no_fold_triggers"),
+]
 
 
 @pytest.fixture
@@ -438,3 +443,24 @@ def test_the_plain_client_runs_a_key_once(server: Server) -> None:
         assert len(calls) == len(results) == 5
         crashed = next(r for r in results if r["tool_call_id"] == "c5")
         assert crashed.get("from_resolution") and crashed["result"]["evidence"] == "paid k3"
+
+
+@pytest.mark.asyncio
+async def test_a_folded_resolution_still_holds(server: Server, eager_tasks: None) -> None:
+    """The call and its resolution folded into the summary: the agent asked again is answered
+    from the ledger."""
+    name = "once-died-folded"
+    async with AsyncClient(server.url, server.api_key) as client:
+        s = Setup(server, client, name)
+        s.refunds.fail = Crash()
+        with pytest.raises(Crash):
+            await s.run("Refund order 10086")
+        await asyncio.to_thread(resolve, server, name, "succeeded", "bank ref 7781")
+        await s.session.run_compaction()
+        items = await s.items()
+        assert items[0]["role"] == "developer"  # the summary leads
+        assert all(i.get("call_id") != "call_1" for i in items)
+        result = await s.run("Refund order 10086")
+        assert "bank ref 7781" in result.final_output
+        assert s.refunds.made == ["refund-10086"]
+        await s.items()
