@@ -464,3 +464,19 @@ async def test_a_folded_resolution_still_holds(server: Server, eager_tasks: None
         assert "bank ref 7781" in result.final_output
         assert s.refunds.made == ["refund-10086"]
         await s.items()
+
+
+@pytest.mark.asyncio
+async def test_popping_a_resolved_call_takes_the_pair_out(server: Server) -> None:
+    name = "once-died-popped"
+    async with AsyncClient(server.url, server.api_key) as client:
+        s = Setup(server, client, name)
+        s.refunds.fail = Crash()
+        with pytest.raises(Crash):
+            await s.run("Refund order 10086")
+        await asyncio.to_thread(resolve, server, name, "succeeded", "bank ref 7781")
+        popped = await s.session.pop_item()
+        assert popped is not None and dict(popped)["type"] == "function_call_output"
+        assert [i.get("role") for i in await s.items()] == ["user"]
+        events = await s.events()
+        assert events[-1]["kind"] == "retraction" and events[-1]["retracts"] == 2

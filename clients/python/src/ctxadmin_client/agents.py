@@ -450,7 +450,9 @@ class CtxadminSession:
         for event in reversed(context["events"]):
             item = event_to_item(event)
             if item is not None:
-                await self._append({"kind": "retraction", "retracts": event["seq"]})
+                # A result built from a resolution is no event of its own: its call is.
+                target = event["call_seq"] if event.get("from_resolution") else event["seq"]
+                await self._append({"kind": "retraction", "retracts": target})
                 return cast(TResponseInputItem, item)
         return None
 
