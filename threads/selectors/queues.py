@@ -60,45 +60,48 @@ def side_effect_get_in(*, workspace_ids: Any, id: int) -> SideEffect:
 def side_effect_rows(effects: QuerySet[SideEffect] | list[SideEffect]) -> list[dict[str, Any]]:
     """Side effects as plain rows with the resolutions the log holds for each, and the second
     results stored for its call (`second_results`: each `seq` and `status`; flagged
-    `duplicate_of`, they never move the record): three queries whatever the number of side
+    `duplicate_of`, they never move the record): two queries whatever the number of side
     effects. The one definition of a side effect's row: the API answers it, the dashboard's
     queue and the rollback preview show it."""
     effects = list(effects)
     resolutions: dict[tuple[Any, int], list[dict[str, Any]]] = {}
     seconds: dict[tuple[Any, int], list[dict[str, Any]]] = {}
     if effects:
-        for thread_id, seq, call_seq, status in sorted(
-            Event.objects.filter(
-                TOOL_CALL_INDEXED,
-                kind=EventKind.TOOL_RESULT,
-                thread_id__in={e.thread_id for e in effects},
-                tool_call_id__in={e.tool_call_id for e in effects},
-                data__has_key=DUPLICATE_OF,
-            )
-            .values_list("thread_id", "seq", "data__call_seq", "data__status")
-            .order_by(),
-            key=lambda row: row[1],
-        ):
-            seconds.setdefault((thread_id, call_seq), []).append({"seq": seq, "status": status})
         rows = (
             Event.objects.filter(
+                Q(kind=EventKind.SIDE_EFFECT_RESOLUTION)
+                | Q(kind=EventKind.TOOL_RESULT, data__has_key=DUPLICATE_OF),
                 TOOL_CALL_INDEXED,
-                kind=EventKind.SIDE_EFFECT_RESOLUTION,
                 thread_id__in={e.thread_id for e in effects},
                 tool_call_id__in={e.tool_call_id for e in effects},
             )
-            .values_list("thread_id", "seq", "created_at", "data")
+            # The keys, not the whole data: a second result's may be large.
+            .values_list(
+                "thread_id",
+                "seq",
+                "created_at",
+                "kind",
+                "data__call_seq",
+                "data__status",
+                "data__evidence",
+                "data__actor",
+            )
             .order_by()
         )
         # In seq order, sorted here: asked for it, SQLite without table statistics walks an
         # index of seqs instead of probing the ids (docs/design.md §14.1).
-        for thread_id, seq, created_at, data in sorted(rows, key=lambda row: row[1]):
-            resolutions.setdefault((thread_id, data.get("call_seq")), []).append(
+        for thread_id, seq, created_at, kind, call_seq, status, evidence, actor in sorted(
+            rows, key=lambda row: row[1]
+        ):
+            if kind == EventKind.TOOL_RESULT:
+                seconds.setdefault((thread_id, call_seq), []).append({"seq": seq, "status": status})
+                continue
+            resolutions.setdefault((thread_id, call_seq), []).append(
                 {
                     "seq": seq,
-                    "status": data.get("status"),
-                    "evidence": data.get("evidence", ""),
-                    "actor": data.get("actor", ""),
+                    "status": status,
+                    "evidence": evidence or "",
+                    "actor": actor or "",
                     "created_at": created_at,
                 }
             )
