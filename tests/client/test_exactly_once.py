@@ -480,3 +480,41 @@ async def test_popping_a_resolved_call_takes_the_pair_out(server: Server) -> Non
         assert [i.get("role") for i in await s.items()] == ["user"]
         events = await s.events()
         assert events[-1]["kind"] == "retraction" and events[-1]["retracts"] == 2
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("decision", ["approve", "reject"])
+async def test_an_approved_refund_runs_once_and_a_rejected_one_never(
+    server: Server, decision: str
+) -> None:
+    """The SDK's own approvals (`needs_approval`): the guarded tool waits for the decision;
+    approved, it runs once, and asked again the ledger answers; rejected, it never runs."""
+    name = f"once-approval-{decision}"
+    async with AsyncClient(server.url, server.api_key) as client:
+        s = Setup(server, client, name)
+        guarded = s.session.exactly_once(s.refunds.tool())
+        guarded.needs_approval = True
+        s.agent = Agent(name="support", model=s.model, tools=[guarded])
+        first = await s.run("Refund order 10086")
+        assert first.interruptions and s.refunds.made == []
+        state = first.to_state()
+        for item in first.interruptions:
+            getattr(state, decision)(item)
+        await Runner.run(s.agent, state, session=s.session)
+        assert s.refunds.made == (["refund-10086"] if decision == "approve" else [])
+        again = await s.run("Refund order 10086")
+        if decision == "approve":
+            state = again.to_state()
+            for item in again.interruptions:
+                state.approve(item)
+            await Runner.run(s.agent, state, session=s.session)
+        assert s.refunds.made == (["refund-10086"] if decision == "approve" else [])
+        thread = await s.session.thread()
+        record = await thread.side_effect("refund-10086")  # type: ignore[misc]
+        assert record is not None
+        # Rejected: the call is in the log with a cancelled result: nothing happened.
+        assert record["status"] == ("succeeded" if decision == "approve" else "cancelled")
+        events = await s.events()
+        assert [e["kind"] for e in events].count("tool_call") >= 1
+        assert events[-1]["kind"] == "message" or again.interruptions
+        await s.items()

@@ -249,6 +249,11 @@ class CtxadminSession:
         self._stored_calls: set[str] = set()
         # The result status of an output a guard produced (call id -> tool_result status).
         self._outcomes: dict[str, str] = {}
+        # The names of the tools exactly_once guards, and their calls that came without their
+        # output and before the guard ran (the SDK stores a call that waits for an approval
+        # at once): stored when the guard runs them, or with their output when it never does.
+        self._guarded: set[str] = set()
+        self._deferred: dict[str, dict[str, Any]] = {}
         self._thread: AsyncThread | Thread | None = None
         self._creating = asyncio.Lock()
 
@@ -315,6 +320,8 @@ class CtxadminSession:
         raises `SideEffectPending`: the agent is held at it until a person resolves it."""
         standing: dict[int, dict[str, Any] | None] = {}
         for call in context.get("unanswered_calls") or ():
+            if call["tool_call_id"] in self._stored_calls:
+                continue  # this session's guard is running it: the SDK adds its output
             if not call.get("side_effect"):
                 standing[call["seq"]] = None
                 continue
@@ -335,25 +342,44 @@ class CtxadminSession:
             }
         return standing
 
-    def _event(self, item: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The event that stores an item; None for a call a guard stored already."""
-        kind = item.get("type")
-        call_id = item.get("call_id")
-        if kind == "function_call" and call_id in self._stored_calls:
-            self._stored_calls.discard(cast(str, call_id))
-            return None
-        event = item_to_event(item, side_effect_tools=self.side_effect_tools)
-        if kind == "function_call_output" and call_id in self._outcomes:
-            event["status"] = self._outcomes.pop(cast(str, call_id))
-        return event
+    def _events(self, items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The events that store items (see add_items)."""
+        answered = {i.get("call_id") for i in items if i.get("type") == "function_call_output"}
+        events: list[dict[str, Any]] = []
+        for item in items:
+            kind, call_id = item.get("type"), item.get("call_id")
+            if kind == "function_call" and isinstance(call_id, str):
+                if call_id in self._stored_calls:
+                    continue  # its guard stored it before the tool ran
+                if item.get("name") in self._guarded and call_id not in answered:
+                    self._deferred[call_id] = dict(item)
+                    continue
+            if kind == "function_call_output" and isinstance(call_id, str):
+                self._stored_calls.discard(call_id)
+                deferred = self._deferred.pop(call_id, None)
+                if deferred is not None:
+                    # Its guard never ran (the SDK answered for it: a rejected approval):
+                    # the call is stored now, and nothing happened.
+                    events.append(item_to_event(deferred, side_effect_tools=self.side_effect_tools))
+                    self._outcomes.setdefault(call_id, "cancelled")
+            event = item_to_event(item, side_effect_tools=self.side_effect_tools)
+            if kind == "function_call_output" and call_id in self._outcomes:
+                event["status"] = self._outcomes.pop(cast(str, call_id))
+            events.append(event)
+        return events
 
     async def add_items(self, items: Sequence[TResponseInputItem]) -> None:
         """Append each item as one event, in one all-or-nothing request (up to 1000 items).
         Every event gets a `client_event_id` before the first attempt, so the client's
-        retries never store an item twice. The output of a call `exactly_once` guarded gets
-        the status the guard saw (`failed`, `timeout`, or the recorded outcome's)."""
-        events = [self._event(cast(Mapping[str, Any], i)) for i in items]
-        stored = [e for e in events if e is not None]
+        retries never store an item twice.
+
+        Calls of tools `exactly_once` guards: a call its guard stored before the tool ran is
+        not stored again; a call that comes without its output before its guard ran (one
+        waiting for an SDK approval) is stored when the guard runs it, or with its output
+        when the guard never does (a rejected approval: `cancelled`, nothing happened). An
+        output gets the status the guard saw (`failed`, `timeout`, or a recorded
+        outcome's)."""
+        stored = self._events([cast(Mapping[str, Any], i) for i in items])
         if stored:
             await self._append(*stored)
 
@@ -381,6 +407,7 @@ class CtxadminSession:
         if not isinstance(tool, FunctionTool):
             raise TypeError(f"exactly_once guards a FunctionTool, not {type(tool).__name__}")
         self.side_effect_tools = self.side_effect_tools | {tool.name}
+        self._guarded.add(tool.name)
         # The SDK wraps the tool's function in its error handler; the guard needs the
         # function's own exceptions, so it calls inside that wrapper when it can.
         invoke = getattr(tool.on_invoke_tool, "_invoke_tool_impl", tool.on_invoke_tool)
@@ -414,7 +441,7 @@ class CtxadminSession:
             status, result = once.recorded_outcome(record, record.get("result_event"))
             self._outcomes[call_id] = status
             return once.output_text(result)
-        item: dict[str, Any] = (
+        item: dict[str, Any] = self._deferred.pop(call_id, None) or (
             ctx.tool_call.model_dump(exclude_unset=True, mode="json")
             if ctx.tool_call is not None
             else {"type": "function_call", "call_id": call_id, "name": name, "arguments": input}
@@ -438,6 +465,11 @@ class CtxadminSession:
                 raise
             self._outcomes[call_id] = status
             return handled
+        except BaseException:
+            # The run is being stopped inside the tool: the call stays running in the ledger,
+            # and this session holds the agent at it like any other.
+            self._stored_calls.discard(call_id)
+            raise
         self._outcomes[call_id] = "succeeded"
         return output
 
