@@ -23,6 +23,8 @@ from agents.usage import Usage
 from ctxadmin_client import AsyncClient, Client, OutcomeUnknown, SideEffectPending
 from ctxadmin_client.agents import CtxadminSession
 from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
     ResponseFunctionToolCall,
     ResponseInputParam,
     ResponseOutputMessage,
@@ -152,8 +154,28 @@ class RefundModel(Model):
             )
         return ModelResponse(output=[output], usage=Usage(), response_id=None)
 
-    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[TResponseStreamEvent]:
-        raise NotImplementedError
+    async def stream_response(  # type: ignore[override]
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        *args: Any,
+        **kwargs: Any,
+    ) -> AsyncIterator[TResponseStreamEvent]:
+        """The same answer, streamed as one `response.completed` event."""
+        answer = await self.get_response(system_instructions, input, *args, **kwargs)
+        response = Response(
+            id=f"resp_{len(self.inputs)}",
+            created_at=0,
+            model="scripted",
+            object="response",
+            output=answer.output,
+            parallel_tool_calls=False,
+            tool_choice="auto",
+            tools=[],
+        )
+        yield ResponseCompletedEvent(
+            type="response.completed", response=response, sequence_number=0
+        )
 
 
 class Setup:
@@ -517,4 +539,41 @@ async def test_an_approved_refund_runs_once_and_a_rejected_one_never(
         events = await s.events()
         assert [e["kind"] for e in events].count("tool_call") >= 1
         assert events[-1]["kind"] == "message" or again.interruptions
+        await s.items()
+
+
+@pytest.mark.asyncio
+async def test_the_async_plain_client_runs_a_key_once(server: Server) -> None:
+    made: list[str] = []
+
+    async def refund() -> str:
+        made.append("k1")
+        raise httpx.ReadTimeout("the bank took too long")
+
+    async with AsyncClient(server.url, server.api_key) as client:
+        thread = await client.thread("once-async-client")
+        args = {"order": "10086", "idempotency_key": "k1"}
+        with pytest.raises(httpx.ReadTimeout):
+            await thread.run_once(tool_call_id="c1", tool_name="refund", arguments=args, run=refund)
+        record = await thread.side_effect("k1")
+        assert record is not None and record["status"] == "unknown"
+        with pytest.raises(SideEffectPending):
+            await thread.run_once(tool_call_id="c2", tool_name="refund", arguments=args, run=refund)
+        assert made == ["k1"]
+        context = await thread.context()
+        assert [e["kind"] for e in context["events"]] == ["tool_call", "tool_result"]
+        assert context["events"][1]["status"] == "timeout"
+
+
+@pytest.mark.asyncio
+async def test_a_streamed_run_is_guarded_too(server: Server) -> None:
+    async with AsyncClient(server.url, server.api_key) as client:
+        s = Setup(server, client, "once-streamed")
+        for text in ("Refund order 10086", "Please refund order 10086"):
+            streamed = Runner.run_streamed(s.agent, text, session=s.session)
+            async for _ in streamed.stream_events():
+                pass
+        assert s.refunds.made == ["refund-10086"]
+        events = await s.events()
+        assert [e["kind"] for e in events].count("tool_result") == 2
         await s.items()
