@@ -441,11 +441,14 @@ class CtxadminSession:
             status, result = once.recorded_outcome(record, record.get("result_event"))
             self._outcomes[call_id] = status
             return once.output_text(result)
-        item: dict[str, Any] = self._deferred.pop(call_id, None) or (
-            ctx.tool_call.model_dump(exclude_unset=True, mode="json")
-            if ctx.tool_call is not None
-            else {"type": "function_call", "call_id": call_id, "name": name, "arguments": input}
-        )
+        deferred = self._deferred.pop(call_id, None)
+        item: dict[str, Any]
+        if deferred is not None:
+            item = deferred  # the SDK's own item, stored when it waited for an approval
+        elif ctx.tool_call is not None:
+            item = ctx.tool_call.model_dump(exclude_unset=True, mode="json")
+        else:
+            item = {"type": "function_call", "call_id": call_id, "name": name, "arguments": input}
         call = item_to_event(item, side_effect_tools=self.side_effect_tools | {name})
         call["client_event_id"] = once.once_id(call_id, key, "call")
         await self._append(call)
