@@ -577,3 +577,32 @@ async def test_a_streamed_run_is_guarded_too(server: Server) -> None:
         events = await s.events()
         assert [e["kind"] for e in events].count("tool_result") == 2
         await s.items()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("resume", ["no input", "new message"])
+async def test_a_rollback_to_the_checkpoint_taken_at_the_pending_call(
+    server: Server, resume: str, eager_tasks: None
+) -> None:
+    """The checkpoint a fold made while the refund was pending (its run had died), then the
+    person's resolution and a fold past it, then a rollback to that checkpoint: the agent
+    reads the resolution as the call's result and the refund is not made again."""
+    name = f"once-rollback-pending-{resume.replace(' ', '-')}"
+    async with AsyncClient(server.url, server.api_key) as client:
+        s = Setup(server, client, name)
+        await s.run("Hello, it is about order 10086")
+        s.refunds.fail = Crash()
+        with pytest.raises(Crash):
+            await s.run("Refund order 10086")
+        pending = await asyncio.to_thread(fold_and_checkpoint, server, name)
+        await asyncio.to_thread(resolve, server, name, "succeeded", "bank ref 7781")
+        after = await asyncio.to_thread(fold_and_checkpoint, server, name)
+        assert after != pending
+        await asyncio.to_thread(rollback_to, server, name, pending)
+        items = await s.items()
+        outputs = [i for i in items if i.get("type") == "function_call_output"]
+        assert len(outputs) == 1 and "bank ref 7781" in outputs[0]["output"]
+        await s.run(None if resume == "no input" else "Refund order 10086")
+        await s.run("Refund order 10086, did it go through?")
+        assert s.refunds.made == ["refund-10086"]
+        await s.items()

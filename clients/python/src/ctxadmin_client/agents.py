@@ -48,7 +48,7 @@ from ctxadmin_client.async_client import AsyncClient, AsyncThread
 from ctxadmin_client.client import Client, Thread
 from ctxadmin_client.errors import CtxadminError, SideEffectPending
 
-__all__ = ["CtxadminSession", "event_to_item", "item_to_event"]
+__all__ = ["CtxadminSession", "HeldAtCall", "event_to_item", "item_to_event"]
 
 T = TypeVar("T")
 
