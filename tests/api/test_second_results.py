@@ -140,6 +140,12 @@ def test_a_resolution_stands_for_a_result_that_never_came(
     assert built["result"]["evidence"] == "bank ref 7781: $120 returned"
     assert built["call_seq"] == 3
     assert [c["tool_call_id"] for c in answer["unanswered_calls"]] == ["c2"]
+    # The dashboard's view of the working context shows it too.
+    person = BrowserClient()
+    person.force_login(factories.make_person(workspace, "oscar", "operator"))
+    page = person.get(f"/threads/{thread.pk}/context/")
+    assert page.status_code == 200
+    assert "bank ref 7781: $120 returned" in page.content.decode()
 
 
 def test_a_result_for_a_call_that_never_was_is_still_refused(
