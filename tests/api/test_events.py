@@ -210,7 +210,8 @@ def test_tool_result_binds_to_the_latest_open_call(agent, thread, events_url):
     )
     answer = post_json(agent, events_url, factories.result("c1")).json()
     assert answer["call_seq"] == 3
-    # Two open calls with one id: the latest first, then the older one, then none is left.
+    # Two open calls with one id: the latest first, then the older one; then none is open,
+    # and a further result is a second result of the latest answered call: stored, flagged.
     post_json(
         agent,
         events_url,
@@ -223,8 +224,12 @@ def test_tool_result_binds_to_the_latest_open_call(agent, thread, events_url):
     )
     assert post_json(agent, events_url, factories.result("c2")).json()["call_seq"] == 6
     assert post_json(agent, events_url, factories.result("c2")).json()["call_seq"] == 5
+    second = post_json(agent, events_url, factories.result("c2"))
+    assert second.status_code == 201
+    assert (second.json()["call_seq"], second.json()["duplicate_of"]) == (6, 7)
+    # A result for an id no call ever had is still refused.
     before = log_state(thread)
-    refused = post_json(agent, events_url, factories.result("c2"))
+    refused = post_json(agent, events_url, factories.result("c3"))
     assert refused.status_code == 422
     assert refused.json()["error"]["code"] == "no_open_tool_call"
     assert log_state(thread) == before

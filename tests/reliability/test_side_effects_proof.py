@@ -185,6 +185,8 @@ def derived_status(log: list[Event], call_seq: int) -> str:
         if event.kind == EventKind.SIDE_EFFECT_RESOLUTION:
             status, resolved = event.data["status"], True
         elif event.kind == EventKind.TOOL_RESULT and not resolved:
+            if "duplicate_of" in event.data:
+                continue  # a second result never moves the record
             status = RESULT_STATUS[event.data["status"]]
     return status
 
@@ -223,18 +225,18 @@ class SideEffectMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.calls > 0)
     @rule(data=st.data(), status=RESULTS)
     def result(self, data: st.DataObject, status: str) -> None:
-        """A result for an open call, or for a closed one (refused: no open call), or for one
-        whose result was retracted."""
+        """A result for an open call, or for a closed one (stored as a second result, flagged
+        `duplicate_of`, moving nothing), or for one whose result was retracted."""
         every = [f"c{n}" for n in range(1, self.calls + 1)]
         call_id = data.draw(st.sampled_from(self.open) if self.open else st.sampled_from(every))
         if data.draw(st.booleans()):  # now and then a call that is closed already
             call_id = data.draw(st.sampled_from(every))
-        try:
-            f.append(self.thread, f.result(call_id, status=status))
-        except DomainError as exc:
-            assert exc.code == "no_open_tool_call" and call_id not in self.open
-        else:
+        [stored] = f.append(self.thread, f.result(call_id, status=status))
+        if call_id in self.open:
+            assert "duplicate_of" not in stored.data
             self.open.remove(call_id)
+        else:
+            assert stored.data["duplicate_of"] < stored.seq
 
     @rule(data=st.data(), status=OUTCOMES)
     def resolve(self, data: st.DataObject, status: str) -> None:

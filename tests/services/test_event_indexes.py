@@ -50,9 +50,11 @@ def test_open_calls_are_read_off_the_tool_call_index(thread: Thread) -> None:
     _thread_with_calls(thread)
     f.append(thread, f.call("c99", "lookup"))
     with CaptureQueriesContext(connection) as seen:
-        calls, side_effects = _open_calls(thread, {"c99", "c3"})
-    assert calls == {"c99": [thread.last_seq]}
-    assert side_effects == set()
+        found = _open_calls(thread, {"c99", "c3"})
+    assert found.open == {"c99": [thread.last_seq]}
+    # c3 is answered: what a second result for it would bind to, and it has a side effect.
+    assert list(found.answered) == ["c3"]
+    assert found.side_effects == {found.answered["c3"][0]}
     # The raw statement of PostgreSQL is logged with its placeholders.
     params = (
         (thread.pk, ["c3", "c99"], ["tool_call", "tool_result"])

@@ -47,6 +47,14 @@ class ContextBudgetSerializer(serializers.Serializer):
     sections = serializers.DictField(child=serializers.IntegerField())
 
 
+class UnansweredCallSerializer(serializers.Serializer):
+    seq = serializers.IntegerField()
+    tool_call_id = serializers.CharField()
+    tool_name = serializers.CharField()
+    side_effect = serializers.BooleanField()
+    idempotency_key = serializers.CharField(allow_null=True)
+
+
 class ThreadContextApi(APIView):
     class InputSerializer(serializers.Serializer):
         # Bounded as the thread's own settings are stored (32-bit): a larger number would fail
@@ -67,7 +75,17 @@ class ThreadContextApi(APIView):
             help_text="the last reset after the head summary: the summary and every event up "
             "to it are left out (summary is null)",
         )
-        events = serializers.ListField(child=serializers.JSONField())
+        events = serializers.ListField(
+            child=serializers.JSONField(),
+            help_text="the events after the summary, each call followed by exactly one result: "
+            "a call with no result but a resolution by a result built from it "
+            "(`from_resolution`), a second result (`duplicate_of`) left out",
+        )
+        unanswered_calls = UnansweredCallSerializer(
+            many=True,
+            help_text="calls in `events` with neither a result nor a resolution: a model must "
+            "not read them as they are (a side-effecting one waits for a person)",
+        )
         read_until = serializers.IntegerField()
         trimmed_units = TrimmedUnitSerializer(many=True)
         budget = ContextBudgetSerializer()

@@ -1,6 +1,7 @@
 """Side effects over the API (docs/api.md §8).
 
-- `GET /api/v1/side-effects/?status=unknown`: agents (their workspace) and people (theirs).
+- `GET /api/v1/side-effects/?status=unknown&thread=...&idempotency_key=...`: agents (their
+  workspace) and people (theirs).
 - `POST /api/v1/side-effects/{id}/resolve/` `{"status", "evidence"}` (operator+, people only):
   appends a `side_effect_resolution` event.
 - `POST /api/v1/side-effects/{id}/check/` (operator+, people only): queues the tool's status
@@ -37,6 +38,11 @@ class ResolutionSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
+class SecondResultSerializer(serializers.Serializer):
+    seq = serializers.IntegerField()
+    status = serializers.CharField()
+
+
 class SideEffectOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     thread = serializers.CharField()
@@ -50,6 +56,11 @@ class SideEffectOutputSerializer(serializers.Serializer):
     request_id = serializers.CharField(allow_blank=True)
     updated_at = serializers.DateTimeField()
     resolutions = ResolutionSerializer(many=True)
+    second_results = SecondResultSerializer(
+        many=True,
+        help_text="results stored for the call after its first (flagged duplicate_of in the "
+        "log); they never move the status",
+    )
 
 
 class SideEffectListApi(APIView):
@@ -59,11 +70,18 @@ class SideEffectListApi(APIView):
 
         status = serializers.ChoiceField(choices=SideEffectStatus.values, required=False)
         thread = serializers.CharField(required=False)
+        idempotency_key = serializers.CharField(required=False, max_length=200)
 
     @extend_schema(
         parameters=[
             OpenApiParameter("status", str, enum=SideEffectStatus.values),
             OpenApiParameter("thread", str, description="a thread's UUID or external_id"),
+            OpenApiParameter(
+                "idempotency_key",
+                str,
+                description="the record of this key (with `thread`: the ledger's answer for "
+                "one call an agent is about to make)",
+            ),
         ],
         responses={200: SideEffectOutputSerializer(many=True), **ERRORS},
         operation_id="side_effects_list",
@@ -75,6 +93,7 @@ class SideEffectListApi(APIView):
             workspace_ids=workspace_ids_for_request(request),
             status=filters.validated_data.get("status", ""),
             thread=filters.validated_data.get("thread", ""),
+            idempotency_key=filters.validated_data.get("idempotency_key", ""),
         )
         return Response(
             SideEffectOutputSerializer(side_effect_rows(effects[:MAX_LIST]), many=True).data

@@ -29,6 +29,10 @@ RESULT_STATUS = {
     # A timeout says nothing about whether the call took effect.
     "timeout": "unknown",
 }
+# The field the append adds to a second tool_result of a call that has one already: the seq of
+# the call's first result (docs/design.md §2.6). Such a result is kept and flagged; it never
+# moves the call's status.
+DUPLICATE_OF = "duplicate_of"
 # A side effect is still open (pending) while its call has one of these statuses.
 OPEN_CALL_STATUSES = ("running", "unknown")
 
@@ -71,7 +75,7 @@ def apply_tool_event(
     if kind not in ("tool_result", "side_effect_resolution"):
         return None
     call_seq = event.get("call_seq")
-    if call_seq is None:
+    if call_seq is None or DUPLICATE_OF in event:
         return None
     entry = tools.get(call_seq)
     if entry is None:
@@ -282,9 +286,11 @@ class OpenWork:
         self.effects[seq] = {"kind": "side_effect", "call_seq": seq, "status": "running"}
 
     def answer(self, kind: str, call_seq: Any, status: str | None) -> None:
-        """A tool_result or side_effect_resolution for `call_seq`."""
+        """A tool_result or side_effect_resolution for `call_seq`. Only a running call takes a
+        result: one that finds it unknown (after a timeout) is a second result
+        (DUPLICATE_OF), which never moves the outcome."""
         entry = self.effects.get(call_seq)
-        if entry is None:
+        if entry is None or (kind == "tool_result" and entry["status"] != "running"):
             return
         after = call_status_after(kind, status)
         if after in OPEN_CALL_STATUSES:

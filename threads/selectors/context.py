@@ -11,6 +11,7 @@ from django.db.models import (
 )
 
 from threads.domain.budget import CONTEXT_OVERRIDES, plan_context, thread_budget
+from threads.domain.call_pairs import pair_calls
 from threads.models import (
     Thread,
 )
@@ -32,6 +33,9 @@ def working_context(*, thread: Thread, overrides: dict[str, Any]) -> dict[str, A
     - events are append-only and seq ≤ last_seq were committed with last_seq, so the events in
       (covered_until, read_until] are exactly the log as it stood at that read; later appends
       are beyond read_until and left to the next call.
+    Each call in `events` has exactly one result after it (threads.domain.call_pairs:
+    a resolution stands for a missing result, a second result is left out); a call with
+    neither is listed in `unanswered_calls`.
     Reads only events after covered_until, with their stored token counts: two queries
     whatever the length of the thread. A reset after covered_until leaves the summary out
     (`summary` null, `reset_at` its seq; docs/api.md §4).
@@ -88,10 +92,14 @@ def working_context(*, thread: Thread, overrides: dict[str, Any]) -> dict[str, A
         # The tool definitions' tokens (docs/design.md §4.4): inside `fixed` unless the agent
         # gave fixed_tokens itself. Only a thread with tools has the section.
         sections = {**sections, "tools": head["tool_tokens"]}
+    # What a model may read: each call with exactly one result (a resolution standing for a
+    # missing one, a second result left out); calls with neither are named (docs/api.md §4).
+    paired = pair_calls(plan.events)
     return {
         "summary": None if plan.reset_at is not None else summary,
         "reset_at": plan.reset_at,
-        "events": plan.events,
+        "events": paired.events,
+        "unanswered_calls": paired.unanswered,
         "read_until": read_until,
         "trimmed_units": plan.trimmed_units,
         "budget": {**budget.as_dict(), "used": plan.used, "sections": sections},

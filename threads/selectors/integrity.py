@@ -29,9 +29,12 @@ from django.db.models.functions import RowNumber
 from threads.chainkey import ChainKeyUnknown, thread_genesis, thread_key
 from threads.domain import chain
 from threads.domain.chain import ChainVerdict
+from threads.domain.ledger import DUPLICATE_OF
 from threads.models import (
+    TOOL_CALL_INDEXED,
     Checkpoint,
     Event,
+    EventKind,
     SummaryPhase,
     SummaryVersion,
     Thread,
@@ -416,3 +419,19 @@ def stored_hashes(*, thread_id: Any, seqs: Iterable[int]) -> dict[int, str]:
         rows = Event.objects.filter(thread_id=thread_id, seq__in=wanted[start : start + 1000])
         found.update(rows.values_list("seq", "hash"))
     return found
+
+
+def second_results_for_member(*, user: Any) -> QuerySet[Event]:
+    """Tool results stored for a call that already had one (flagged DUPLICATE_OF by the
+    append, docs/design.md §2.6), newest first: a contradiction a person should look at."""
+    return (
+        Event.objects.filter(
+            TOOL_CALL_INDEXED,
+            thread__workspace_id__in=member_workspace_ids(user),
+            kind=EventKind.TOOL_RESULT,
+            data__has_key=DUPLICATE_OF,
+        )
+        .select_related("thread")
+        .only("id", "seq", "tool_call_id", "created_at", "data", "thread__external_id")
+        .order_by("-created_at", "-pk")
+    )

@@ -9,6 +9,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from threads.domain.errors import NotFound
+from threads.domain.ledger import DUPLICATE_OF
 from threads.models import (
     TOOL_CALL_INDEXED,
     ApprovalRequest,
@@ -22,14 +23,21 @@ from threads.selectors.audit import filter_by_thread
 
 
 def side_effects_in(
-    *, workspace_ids: Any, status: str = "", thread: str = "", recent_first: bool = False
+    *,
+    workspace_ids: Any,
+    status: str = "",
+    thread: str = "",
+    idempotency_key: str = "",
+    recent_first: bool = False,
 ) -> QuerySet[SideEffect]:
     """Side effects of the given workspaces (an agent's one, or a person's), by thread and
     call, or most recently updated first. `thread` narrows to one thread by UUID or
-    external_id."""
+    external_id, `idempotency_key` to that key's record."""
     effects = SideEffect.objects.filter(thread__workspace_id__in=workspace_ids)
     if status:
         effects = effects.filter(status=status)
+    if idempotency_key:
+        effects = effects.filter(idempotency_key=idempotency_key)
     if thread:
         effects = filter_by_thread(effects, thread)
     order = ("-updated_at", "pk") if recent_first else ("thread__external_id", "call_seq", "pk")
@@ -50,31 +58,50 @@ def side_effect_get_in(*, workspace_ids: Any, id: int) -> SideEffect:
 
 
 def side_effect_rows(effects: QuerySet[SideEffect] | list[SideEffect]) -> list[dict[str, Any]]:
-    """Side effects as plain rows with the resolutions the log holds for each: two queries
-    whatever the number of side effects. The one definition of a side effect's row: the API
-    answers it, the dashboard's queue and the rollback preview show it."""
+    """Side effects as plain rows with the resolutions the log holds for each, and the second
+    results stored for its call (`second_results`: each `seq` and `status`; flagged
+    `duplicate_of`, they never move the record): two queries whatever the number of side
+    effects. The one definition of a side effect's row: the API answers it, the dashboard's
+    queue and the rollback preview show it."""
     effects = list(effects)
     resolutions: dict[tuple[Any, int], list[dict[str, Any]]] = {}
+    seconds: dict[tuple[Any, int], list[dict[str, Any]]] = {}
     if effects:
         rows = (
             Event.objects.filter(
+                Q(kind=EventKind.SIDE_EFFECT_RESOLUTION)
+                | Q(kind=EventKind.TOOL_RESULT, data__has_key=DUPLICATE_OF),
                 TOOL_CALL_INDEXED,
-                kind=EventKind.SIDE_EFFECT_RESOLUTION,
                 thread_id__in={e.thread_id for e in effects},
                 tool_call_id__in={e.tool_call_id for e in effects},
             )
-            .values_list("thread_id", "seq", "created_at", "data")
+            # The keys, not the whole data: a second result's may be large.
+            .values_list(
+                "thread_id",
+                "seq",
+                "created_at",
+                "kind",
+                "data__call_seq",
+                "data__status",
+                "data__evidence",
+                "data__actor",
+            )
             .order_by()
         )
         # In seq order, sorted here: asked for it, SQLite without table statistics walks an
         # index of seqs instead of probing the ids (docs/design.md §14.1).
-        for thread_id, seq, created_at, data in sorted(rows, key=lambda row: row[1]):
-            resolutions.setdefault((thread_id, data.get("call_seq")), []).append(
+        for thread_id, seq, created_at, kind, call_seq, status, evidence, actor in sorted(
+            rows, key=lambda row: row[1]
+        ):
+            if kind == EventKind.TOOL_RESULT:
+                seconds.setdefault((thread_id, call_seq), []).append({"seq": seq, "status": status})
+                continue
+            resolutions.setdefault((thread_id, call_seq), []).append(
                 {
                     "seq": seq,
-                    "status": data.get("status"),
-                    "evidence": data.get("evidence", ""),
-                    "actor": data.get("actor", ""),
+                    "status": status,
+                    "evidence": evidence or "",
+                    "actor": actor or "",
                     "created_at": created_at,
                 }
             )
@@ -92,6 +119,7 @@ def side_effect_rows(effects: QuerySet[SideEffect] | list[SideEffect]) -> list[d
             "request_id": e.request_id,
             "updated_at": e.updated_at,
             "resolutions": resolutions.get((e.thread_id, e.call_seq), []),
+            "second_results": seconds.get((e.thread_id, e.call_seq), []),
         }
         for e in effects
     ]

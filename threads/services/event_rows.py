@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from threads.domain.canonical import canonical_text
 from threads.domain.events import parse_time
-from threads.domain.ledger import RESULT_STATUS
+from threads.domain.ledger import DUPLICATE_OF, RESULT_STATUS
 from threads.models import (
     ApprovalRequest,
     Event,
@@ -304,7 +304,13 @@ def side_effect_and_approval_statements(
                     call_seq=event.seq,
                 )
             )
-        elif event.kind == EventKind.TOOL_RESULT and event.data["call_seq"] in side_effect_calls:
+        elif (
+            event.kind == EventKind.TOOL_RESULT
+            and event.data["call_seq"] in side_effect_calls
+            and DUPLICATE_OF not in event.data
+        ):
+            # A second result of a call (flagged DUPLICATE_OF) never moves its record: the
+            # record stays the first result's outcome, or a resolution's.
             results.append(event)
         elif event.kind == EventKind.APPROVAL_REQUEST:
             approvals.append(

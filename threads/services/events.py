@@ -29,6 +29,7 @@ from threads.domain.errors import (
     NotFound,
 )
 from threads.domain.events import NewEvent, stored_members
+from threads.domain.ledger import DUPLICATE_OF
 from threads.domain.markers import RETRACTABLE_KINDS, RETRACTION
 from threads.models import (
     TOOL_CALL_INDEXED,
@@ -83,11 +84,22 @@ class Appended:
         return self._event
 
 
-def _open_calls(thread: Thread, tool_call_ids: set[str]) -> tuple[dict[str, list[int]], set[int]]:
-    """Seqs of calls with no result yet, per id, newest last; and which of them have a side
-    effect."""
+@dataclass
+class _Calls:
+    """The calls a batch's results may bind to, read under the thread's lock: per tool_call_id
+    the seqs of calls with no result yet (newest last), which calls have a side effect, and per
+    id the latest call that has one with its first result's seq (what a second result for the
+    call is bound to and flagged with, docs/design.md §2.6)."""
+
+    open: dict[str, list[int]] = field(default_factory=dict)
+    side_effects: set[int] = field(default_factory=set)
+    answered: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+def _open_calls(thread: Thread, tool_call_ids: set[str]) -> _Calls:
+    """The calls of `tool_call_ids` (_Calls)."""
     if not tool_call_ids:
-        return {}, set()
+        return _Calls()
     connection = connections[router.db_for_write(Event)]
     # Only the key columns and the result's call_seq: tool results can be large and are not
     # needed here.
@@ -109,21 +121,22 @@ def _open_calls(thread: Thread, tool_call_ids: set[str]) -> tuple[dict[str, list
     # (and PostgreSQL on a small thread) walks the thread's (thread, seq) index instead of
     # probing the ids.
     rows = sorted(rows, key=lambda row: row[1])
-    calls: dict[str, list[int]] = {}
-    answered: set[int] = set()
+    found = _Calls()
+    answered: dict[int, int] = {}  # call seq -> its first result's seq
     by_seq: dict[int, str] = {}
-    side_effects: set[int] = set()
     for kind, seq, tool_call_id, call_seq, side_effect in rows:
         if kind == EventKind.TOOL_CALL:
             by_seq[seq] = tool_call_id
             if side_effect is True:
-                side_effects.add(seq)
+                found.side_effects.add(seq)
         else:
-            answered.add(call_seq)
+            answered.setdefault(call_seq, seq)
     for seq, call_id in by_seq.items():
         if seq not in answered:
-            calls.setdefault(call_id, []).append(seq)
-    return calls, side_effects - answered
+            found.open.setdefault(call_id, []).append(seq)
+        else:
+            found.answered[call_id] = (seq, answered[seq])
+    return found
 
 
 def _open_call_rows_postgres(
@@ -485,7 +498,9 @@ def _append_locked(
         if client_ids and _may_have_replays(thread)
         else {}
     )
-    open_calls, side_effect_calls = _open_calls(thread, _batch_lookups(new_events, existing))
+    calls = _open_calls(thread, _batch_lookups(new_events, existing))
+    open_calls, side_effect_calls, answered = calls.open, calls.side_effects, calls.answered
+    # Calls of this batch that got a result in it: call seq -> that result's seq.
     # Kinds of the events retractions may name (the log's, then this batch's as they are
     # numbered) and who retracted what already.
     retractions = _retraction_lookups(thread, new_events)
@@ -525,13 +540,21 @@ def _append_locked(
         data, (data_texts, metadata_text) = new.data, new.texts()
         data_text = new.data_text if new.data_text is not None else join_canonical(data_texts)
         if new.kind == "tool_result":
-            calls = open_calls.get(data["tool_call_id"], [])
-            if not calls:
+            waiting = open_calls.get(data["tool_call_id"], [])
+            if waiting:
+                data = {**data, "call_seq": waiting.pop()}
+                answered[data["tool_call_id"]] = (data["call_seq"], seq)
+            elif data["tool_call_id"] in answered:
+                # A second result for a call that has one: stored and flagged, never dropped;
+                # the call's outcome stays its first result's (or a resolution's).
+                call_seq, first = answered[data["tool_call_id"]]
+                data = {**data, "call_seq": call_seq, DUPLICATE_OF: first}
+                data_texts[DUPLICATE_OF] = str(first)
+            else:
                 raise NoOpenToolCall(
-                    f"no open tool call with tool_call_id {data['tool_call_id']!r} in this thread",
-                    fields={where: "tool_call_id has no open call"},
+                    f"no tool call with tool_call_id {data['tool_call_id']!r} in this thread",
+                    fields={where: "tool_call_id has no call"},
                 )
-            data = {**data, "call_seq": calls.pop()}
             data_texts["call_seq"] = str(data["call_seq"])
             data_text = join_canonical(data_texts)
         elif new.kind == "tool_call":
@@ -598,7 +621,11 @@ def _append_locked(
         now,
         texts=[(row.metadata_text, row.data_text) for row in rows],
         then=side_effect_and_approval_statements(thread, rows, side_effect_calls)
-        + events_appended_statements(thread, (row.kind for row in rows)),
+        + events_appended_statements(
+            thread,
+            (row.kind for row in rows),
+            second_results=sum(DUPLICATE_OF in row.data for row in rows),
+        ),
     )
     if with_pks:
         _assign_event_pks(thread, [a.event for a in out if a.created])

@@ -39,6 +39,7 @@ __all__ = [
     "CONTEXT_SECONDS",
     "EVENTS_APPENDED",
     "PREPARED_RECOVERED",
+    "SECOND_RESULTS",
     "VERIFY_RUNS",
     "context_log_prune",
     "context_request_observed",
@@ -54,6 +55,8 @@ VERIFY_RUNS = "verify_runs"
 CONTEXT_REQUESTS = "context_requests"
 CONTEXT_OVERFLOWS = "context_overflows"
 CONTEXT_NEEDS_FOLD = "context_needs_fold"
+# Tool results stored for a call that already had one (flagged `duplicate_of`).
+SECOND_RESULTS = "second_tool_results"
 
 SHARDS = 16
 
@@ -107,11 +110,14 @@ def metric_add(counts: Iterable[tuple[str, str, int]], *, thread_id: Any = None)
             cursor.executemany(sql, params)
 
 
-def events_appended_statements(thread: Thread, kinds: Iterable[str]) -> list[Statement]:
-    """Count appended events by kind, inside the append's transaction (under the thread lock)."""
-    return metric_statements(
-        ((EVENTS_APPENDED, f"kind={kind}", 1) for kind in kinds), thread_id=thread.pk
-    )
+def events_appended_statements(
+    thread: Thread, kinds: Iterable[str], *, second_results: int = 0
+) -> list[Statement]:
+    """Count appended events by kind, and the second results among them, inside the append's
+    transaction (under the thread lock)."""
+    counts = [(EVENTS_APPENDED, f"kind={kind}", 1) for kind in kinds]
+    counts.append((SECOND_RESULTS, "", second_results))
+    return metric_statements(counts, thread_id=thread.pk)
 
 
 @dataclass

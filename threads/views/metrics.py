@@ -84,6 +84,12 @@ class DatabaseCollector(Collector):
             rejections.add_metric([check], n)
         yield rejections
         yield _counter(
+            "second_tool_results",
+            "Tool results stored for a call that already had one (flagged duplicate_of; the "
+            "call's outcome stays its first result's).",
+            total(counted.SECOND_RESULTS),
+        )
+        yield _counter(
             "cas_conflicts",
             "Commits that lost the compare-and-swap on the thread head (candidate discarded).",
             total(counted.CAS_CONFLICTS),

@@ -42,6 +42,7 @@ def integrity(request: HtmxHttpRequest) -> HttpResponse:
         "page": page,
         "rows": rows,
         "unsafe": selectors.unsafe_checkpoints_for_member(user=request.user)[:50],
+        "second_results": selectors.second_results_for_member(user=request.user)[:50],
         "page_query": query_without(request, "page"),
     }
     return region(request, "threads/integrity.html", context, "chains")

@@ -23,11 +23,15 @@ from ctxadmin_client.errors import (  # noqa: E402
     ConnectionFailed,
     CtxadminError,
     NotFoundError,
+    OutcomeUnknown,
     RateLimited,
     ServerError,
+    SideEffectPending,
     UnprocessableError,
     ValidationError,
+    is_outcome_unknown,
 )
+from ctxadmin_client.exactly_once import Outcome  # noqa: E402
 
 __all__ = [
     "ApprovalTimeout",
@@ -40,10 +44,14 @@ __all__ = [
     "ConnectionFailed",
     "CtxadminError",
     "NotFoundError",
+    "Outcome",
+    "OutcomeUnknown",
     "RateLimited",
     "ServerError",
+    "SideEffectPending",
     "Thread",
     "UnprocessableError",
     "ValidationError",
     "__version__",
+    "is_outcome_unknown",
 ]

@@ -107,6 +107,30 @@ def approvals(thread_id: str, status: str | None = None) -> Call:
     return Call("GET", thread_path(thread_id, "approvals"), params={"status": status})
 
 
+def side_effects(thread_id: str, idempotency_key: str | None = None) -> Call:
+    """GET /api/v1/side-effects/ of one thread, narrowed to one key's record when given."""
+    params: dict[str, Any] = {"thread": thread_id}
+    if idempotency_key is not None:
+        params["idempotency_key"] = idempotency_key
+    return Call("GET", f"{API}/side-effects/", params=params)
+
+
+def ledger_entry(
+    thread_id: str, idempotency_key: str
+) -> Operation[tuple[dict[str, Any] | None, dict[str, Any] | None]]:
+    """The ledger's record of a key in the thread (None when there is none) and, when the
+    record has a result, that result's event: what an exactly-once guard needs to decide
+    (docs/clients.md, "Exactly once")."""
+    records = yield side_effects(thread_id, idempotency_key)
+    record = next((r for r in records if r.get("idempotency_key") == idempotency_key), None)
+    if record is None or not record.get("result_seq"):
+        return (None if record is None else dict(record)), None
+    seq = int(record["result_seq"])
+    page = yield events_page(thread_id, seq - 1, 1)
+    event = next((e for e in page["events"] if e.get("seq") == seq), None)
+    return dict(record), event
+
+
 def integrity(thread_id: str) -> Call:
     return Call("GET", thread_path(thread_id, "integrity"))
 

@@ -27,23 +27,28 @@ exactly as it came.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 try:
+    from agents.exceptions import AgentsException
     from agents.items import TResponseInputItem
     from agents.memory import OpenAIResponsesCompactionArgs, SessionSettings
+    from agents.tool import FunctionTool, maybe_invoke_function_tool_failure_error_function
+    from agents.tool_context import ToolContext
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
         'ctxadmin_client.agents needs the OpenAI Agents SDK: pip install "ctxadmin-client[agents]"'
     ) from exc
 
+from ctxadmin_client import exactly_once as once
 from ctxadmin_client.async_client import AsyncClient, AsyncThread
 from ctxadmin_client.client import Client, Thread
-from ctxadmin_client.errors import CtxadminError, chain_check
+from ctxadmin_client.errors import CtxadminError, SideEffectPending, chain_check
 
-__all__ = ["CtxadminSession", "event_to_item", "item_to_event"]
+__all__ = ["CtxadminSession", "HeldAtCall", "event_to_item", "item_to_event"]
 
 T = TypeVar("T")
 
@@ -56,6 +61,22 @@ _STORED_FIELDS = frozenset(
     ("seq", "kind", "created_at", "client_event_id", "metadata", "hash", "token_count")
     + ("call_seq", "replayed")
 )
+
+
+class HeldAtCall(SideEffectPending, AgentsException):
+    """`SideEffectPending` raised by a guarded tool inside the Runner: also an
+    `AgentsException`, so that the Runner lets it through as it is rather than wrapping it in
+    a `UserError`. Catch `SideEffectPending`."""
+
+
+def _held(record: Mapping[str, Any], call_id: str, tool_name: str) -> HeldAtCall:
+    return HeldAtCall(
+        call_id=call_id,
+        tool_name=str(record.get("tool_name") or tool_name),
+        idempotency_key=str(record.get("idempotency_key")),
+        status=str(record.get("status")),
+        side_effect=dict(record),
+    )
 
 
 def _compact_json(value: Any) -> str:
@@ -79,9 +100,13 @@ def _without(item: Mapping[str, Any], *names: str) -> dict[str, Any]:
     return {key: value for key, value in item.items() if key not in names}
 
 
-def item_to_event(item: Mapping[str, Any]) -> dict[str, Any]:
+def item_to_event(
+    item: Mapping[str, Any], *, side_effect_tools: Collection[str] = ()
+) -> dict[str, Any]:
     """The event (docs/api.md §3) that stores one Agents SDK input item; `event_to_item` of
-    the stored event gives the item back, equal to what came in."""
+    the stored event gives the item back, equal to what came in. A `function_call` of a tool
+    in `side_effect_tools` is a side-effecting call (`side_effect: true`), its idempotency key
+    the arguments' own `idempotency_key`, else the call id."""
     kind = item.get("type")
     if kind in (None, "message") and item.get("role") in ROLES and _is_parts(item.get("content")):
         event: dict[str, Any] = {
@@ -107,6 +132,9 @@ def item_to_event(item: Mapping[str, Any]) -> dict[str, Any]:
             "tool_name": item["name"],
             "arguments": arguments,
         }
+        if item["name"] in side_effect_tools:
+            event["side_effect"] = True
+            event["idempotency_key"] = once.idempotency_key_for(item["call_id"], arguments)
         return _with_item(event, "function_call", extra)
     if kind == "function_call_output" and _id_text(item.get("call_id")) and "output" in item:
         event = {
@@ -184,6 +212,10 @@ class CtxadminSession:
         allow_broken_chain: let `get_items` answer a working context that reaches past a
             break in the thread's hash chain (an event changed after it was written, as the
             last integrity check found) instead of raising `ChainBrokenError`. Off by default.
+        side_effect_tools: names of the tools whose calls have a side effect in the world:
+            their `function_call` items are stored as side-effecting calls (`side_effect:
+            true`, idempotency key = the arguments' `idempotency_key`, else the call id), and
+            `exactly_once` guards them (docs/clients.md, "Exactly once").
         **budget: thread settings used when the thread is created (`context_window`,
             `reserved_output`, `reasoning_reserve`, `safety_margin`, `fixed_tokens`,
             `encoding`, ...; docs/api.md §2.1). An existing thread keeps its own.
@@ -204,6 +236,7 @@ class CtxadminSession:
         summary_role: str = "developer",
         compaction_timeout: float = 60.0,
         allow_broken_chain: bool = False,
+        side_effect_tools: Iterable[str] = (),
         **budget: Any,
     ) -> None:
         if summary_role not in ("developer", "system"):
@@ -216,6 +249,17 @@ class CtxadminSession:
         self.allow_broken_chain = allow_broken_chain
         self.budget = dict(budget)
         self.last_context: dict[str, Any] | None = None
+        self.side_effect_tools = frozenset(side_effect_tools)
+        # Calls whose function_call a guard stored before running the tool (the SDK stores
+        # the call with its output, after the tool: add_items leaves it out then).
+        self._stored_calls: set[str] = set()
+        # The result status of an output a guard produced (call id -> tool_result status).
+        self._outcomes: dict[str, str] = {}
+        # The names of the tools exactly_once guards, and their calls that came without their
+        # output and before the guard ran (the SDK stores a call that waits for an approval
+        # at once): stored when the guard runs them, or with their output when it never does.
+        self._guarded: set[str] = set()
+        self._deferred: dict[str, dict[str, Any]] = {}
         self._thread: AsyncThread | Thread | None = None
         self._creating = asyncio.Lock()
 
@@ -267,7 +311,15 @@ class CtxadminSession:
         summary = context.get("summary")
         if summary:
             items.append({"role": self.summary_role, "content": summary["rendered"]})
+        standing = await self._unanswered(context)
         for event in context["events"]:
+            if event.get("kind") == "tool_call" and event.get("seq") in standing:
+                output = standing[event["seq"]]
+                if output is None:
+                    continue  # a read-only call that never answered: the model calls again
+                items.append(cast(dict[str, Any], event_to_item(event)))
+                items.append(output)
+                continue
             item = event_to_item(event)
             if item is not None:
                 items.append(item)
@@ -275,12 +327,170 @@ class CtxadminSession:
             items = items[-limit:] if limit > 0 else []
         return cast(list[TResponseInputItem], items)
 
+    async def _unanswered(self, context: Mapping[str, Any]) -> dict[int, dict[str, Any] | None]:
+        """What stands after each call of the context that has neither a result nor a
+        resolution (`unanswered_calls`, docs/api.md §4), by the call's seq: None for a
+        read-only call (left out of the model's input), the function_call_output of the
+        recorded outcome for a side-effecting call whose key the ledger settled (a retry of an
+        effect that happened). A side-effecting call the ledger does not know the outcome of
+        raises `SideEffectPending`: the agent is held at it until a person resolves it."""
+        standing: dict[int, dict[str, Any] | None] = {}
+        for call in context.get("unanswered_calls") or ():
+            if call["tool_call_id"] in self._stored_calls:
+                continue  # this session's guard is running it: the SDK adds its output
+            if not call.get("side_effect"):
+                standing[call["seq"]] = None
+                continue
+            thread = await self.thread()
+            key = str(call.get("idempotency_key") or call["tool_call_id"])
+            record = await self._io(thread.side_effect, key)
+            if record is None or record.get("status") in once.PENDING_STATUSES:
+                raise once.held(
+                    record or {"idempotency_key": key, "status": "running"},
+                    call["tool_call_id"],
+                    call.get("tool_name") or "",
+                )
+            _, result = once.recorded_outcome(record, record.get("result_event"))
+            standing[call["seq"]] = {
+                "type": "function_call_output",
+                "call_id": call["tool_call_id"],
+                "output": once.output_text(result),
+            }
+        return standing
+
+    def _events(self, items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The events that store items (see add_items)."""
+        answered = {i.get("call_id") for i in items if i.get("type") == "function_call_output"}
+        events: list[dict[str, Any]] = []
+        for item in items:
+            kind, call_id = item.get("type"), item.get("call_id")
+            if kind == "function_call" and isinstance(call_id, str):
+                if call_id in self._stored_calls:
+                    continue  # its guard stored it before the tool ran
+                if item.get("name") in self._guarded and call_id not in answered:
+                    self._deferred[call_id] = dict(item)
+                    continue
+            if kind == "function_call_output" and isinstance(call_id, str):
+                self._stored_calls.discard(call_id)
+                deferred = self._deferred.pop(call_id, None)
+                if deferred is not None:
+                    # Its guard never ran (the SDK answered for it: a rejected approval):
+                    # the call is stored now, and nothing happened.
+                    events.append(item_to_event(deferred, side_effect_tools=self.side_effect_tools))
+                    self._outcomes.setdefault(call_id, "cancelled")
+            event = item_to_event(item, side_effect_tools=self.side_effect_tools)
+            if kind == "function_call_output" and call_id in self._outcomes:
+                event["status"] = self._outcomes.pop(cast(str, call_id))
+            events.append(event)
+        return events
+
     async def add_items(self, items: Sequence[TResponseInputItem]) -> None:
         """Append each item as one event, in one all-or-nothing request (up to 1000 items).
         Every event gets a `client_event_id` before the first attempt, so the client's
-        retries never store an item twice."""
-        if items:
-            await self._append(*(item_to_event(cast(Mapping[str, Any], i)) for i in items))
+        retries never store an item twice.
+
+        Calls of tools `exactly_once` guards: a call its guard stored before the tool ran is
+        not stored again; a call that comes without its output before its guard ran (one
+        waiting for an SDK approval) is stored when the guard runs it, or with its output
+        when the guard never does (a rejected approval: `cancelled`, nothing happened). An
+        output gets the status the guard saw (`failed`, `timeout`, or a recorded
+        outcome's)."""
+        stored = self._events([cast(Mapping[str, Any], i) for i in items])
+        if stored:
+            await self._append(*stored)
+
+    def exactly_once(self, tool: FunctionTool) -> FunctionTool:
+        """The tool, guarded so that a call of it runs at most once per idempotency key, as
+        ctxadmin's side-effect ledger decides (docs/clients.md, "Exactly once"):
+
+            refund = session.exactly_once(refund_tool)  # a FunctionTool (@function_tool)
+            agent = Agent(name="support", tools=[refund, lookup], ...)
+
+        Before the tool runs, the ledger is asked for the call's key (the arguments'
+        `idempotency_key`, else the SDK's call id, `ToolContext.tool_call_id`):
+
+        - a recorded outcome: the tool does not run; its output is the recorded result, or the
+          person's resolution with its evidence;
+        - `running` or `unknown`: the tool does not run; `SideEffectPending` is raised and
+          fails the run, so the agent is held at that call until a person resolves it;
+        - none: the call is stored first (side_effect true), then the tool runs. An exception
+          that leaves the outcome unknown (`OutcomeUnknown`, timeouts, dropped connections:
+          `is_outcome_unknown`) is stored as a `timeout` result, any other as `failed`; the
+          model reads the tool's usual error text. A tool without an error function stores
+          the result at once and raises.
+
+        The tool's name joins `side_effect_tools`."""
+        if not isinstance(tool, FunctionTool):
+            raise TypeError(f"exactly_once guards a FunctionTool, not {type(tool).__name__}")
+        self.side_effect_tools = self.side_effect_tools | {tool.name}
+        self._guarded.add(tool.name)
+        # The SDK wraps the tool's function in its error handler; the guard needs the
+        # function's own exceptions, so it calls inside that wrapper when it can.
+        invoke = getattr(tool.on_invoke_tool, "_invoke_tool_impl", tool.on_invoke_tool)
+        session = self
+
+        async def guarded(ctx: ToolContext[Any], input: str) -> Any:
+            return await session._run_once(tool, invoke, ctx, input)
+
+        copied = copy.copy(tool)
+        copied.on_invoke_tool = guarded
+        return copied
+
+    async def _run_once(
+        self,
+        tool: FunctionTool,
+        invoke: Callable[[ToolContext[Any], str], Awaitable[Any]],
+        ctx: ToolContext[Any],
+        input: str,
+    ) -> Any:
+        call_id, name = ctx.tool_call_id, ctx.tool_name
+        try:
+            arguments = json.loads(input) if input else {}
+        except ValueError:
+            arguments = {}
+        key = once.idempotency_key_for(call_id, arguments)
+        thread = await self.thread()
+        record = await self._io(thread.side_effect, key)
+        if record is not None:
+            if record.get("status") in once.PENDING_STATUSES:
+                raise _held(record, call_id, name)
+            status, result = once.recorded_outcome(record, record.get("result_event"))
+            self._outcomes[call_id] = status
+            return once.output_text(result)
+        deferred = self._deferred.pop(call_id, None)
+        item: dict[str, Any]
+        if deferred is not None:
+            item = deferred  # the SDK's own item, stored when it waited for an approval
+        elif ctx.tool_call is not None:
+            item = ctx.tool_call.model_dump(exclude_unset=True, mode="json")
+        else:
+            item = {"type": "function_call", "call_id": call_id, "name": name, "arguments": input}
+        call = item_to_event(item, side_effect_tools=self.side_effect_tools | {name})
+        call["client_event_id"] = once.once_id(call_id, key, "call")
+        await self._append(call)
+        self._stored_calls.add(call_id)
+        try:
+            output = await invoke(ctx, input)
+        except Exception as exc:
+            status = once.result_status(exc)
+            handled = await maybe_invoke_function_tool_failure_error_function(
+                function_tool=tool, context=ctx, error=exc
+            )
+            if handled is None:
+                # The error fails the run: the SDK will store neither the call nor its
+                # output, so the result is stored now.
+                self._stored_calls.discard(call_id)
+                await self._append(once.result_event(call_id, key, status, once.error_result(exc)))
+                raise
+            self._outcomes[call_id] = status
+            return handled
+        except BaseException:
+            # The run is being stopped inside the tool: the call stays running in the ledger,
+            # and this session holds the agent at it like any other.
+            self._stored_calls.discard(call_id)
+            raise
+        self._outcomes[call_id] = "succeeded"
+        return output
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Take the most recent item out of the working context and return it (None when
@@ -294,7 +504,9 @@ class CtxadminSession:
         for event in reversed(context["events"]):
             item = event_to_item(event)
             if item is not None:
-                await self._append({"kind": "retraction", "retracts": event["seq"]})
+                # A result built from a resolution is no event of its own: its call is.
+                target = event["call_seq"] if event.get("from_resolution") else event["seq"]
+                await self._append({"kind": "retraction", "retracts": target})
                 return cast(TResponseInputItem, item)
         return None
 

@@ -9,7 +9,9 @@ from typing import Any, TypeVar
 import httpx
 
 from ctxadmin_client import _api
+from ctxadmin_client import exactly_once as once
 from ctxadmin_client._http import AsyncHttp
+from ctxadmin_client.exactly_once import Outcome, result_event
 
 T = TypeVar("T")
 
@@ -185,3 +187,45 @@ class AsyncThread:
     async def integrity(self) -> dict[str, Any]:
         """The last chain verification's verdict."""
         return await self._client._call(_api.integrity(self.id))
+
+    async def side_effects(self, status: str | None = None) -> list[dict[str, Any]]:
+        """The thread's side-effect records. See `Thread.side_effects`."""
+        records = await self._client._call(_api.side_effects(self.id))
+        return [r for r in records if status is None or r.get("status") == status]
+
+    async def side_effect(self, idempotency_key: str) -> dict[str, Any] | None:
+        """The ledger's record of a key, None when there is none. See `Thread.side_effect`."""
+        record, event = await self._client._run(_api.ledger_entry(self.id, idempotency_key))
+        return None if record is None else {**record, "result_event": event}
+
+    async def run_once(
+        self,
+        *,
+        tool_call_id: str,
+        tool_name: str,
+        arguments: Mapping[str, Any],
+        run: Callable[[], Awaitable[Any]],
+        idempotency_key: str | None = None,
+    ) -> Outcome:
+        """Run a side-effecting call at most once, as the ledger decides; `run` is a
+        coroutine function. See `Thread.run_once`."""
+        key = idempotency_key or once.idempotency_key_for(tool_call_id, arguments)
+        record, event = await self._client._run(_api.ledger_entry(self.id, key))
+        call = once.call_event(tool_call_id, tool_name, arguments, key)
+        call["client_event_id"] = once.once_id(tool_call_id, key, "call")
+        if record is not None:
+            if record.get("status") in once.PENDING_STATUSES:
+                raise once.held(record, tool_call_id, tool_name)
+            status, result = once.recorded_outcome(record, event)
+            if record.get("tool_call_id") != tool_call_id:
+                await self.append(call, result_event(tool_call_id, key, status, result))
+            return Outcome(status, result, False, key)
+        await self.append(call)
+        try:
+            value = await run()
+        except Exception as exc:
+            failed = once.result_status(exc)
+            await self.append(result_event(tool_call_id, key, failed, once.error_result(exc)))
+            raise
+        await self.append(result_event(tool_call_id, key, "succeeded", value))
+        return Outcome("succeeded", value, True, key)

@@ -9,7 +9,9 @@ from typing import Any, TypeVar
 import httpx
 
 from ctxadmin_client import _api
+from ctxadmin_client import exactly_once as once
 from ctxadmin_client._http import SyncHttp
+from ctxadmin_client.exactly_once import Outcome
 
 T = TypeVar("T")
 
@@ -226,3 +228,60 @@ class Thread:
         """The last chain verification's verdict: `chain_ok`, `first_bad_seq`,
         `verified_until`, `last_safe_checkpoint`, ..."""
         return self._client._call(_api.integrity(self.id))
+
+    def side_effects(self, status: str | None = None) -> list[dict[str, Any]]:
+        """The thread's side-effect records (`GET /api/v1/side-effects/?thread=`, docs/api.md
+        §8.1): `idempotency_key`, `status`, `call_seq`, `result_seq`, `resolutions`,
+        `second_results`, ..., optionally only those with `status`."""
+        records = self._client._call(_api.side_effects(self.id))
+        return [r for r in records if status is None or r.get("status") == status]
+
+    def side_effect(self, idempotency_key: str) -> dict[str, Any] | None:
+        """The ledger's record of `idempotency_key` in this thread, None when there is none.
+        A record with a result carries its event as `result_event`."""
+        record, event = self._client._run(_api.ledger_entry(self.id, idempotency_key))
+        return None if record is None else {**record, "result_event": event}
+
+    def run_once(
+        self,
+        *,
+        tool_call_id: str,
+        tool_name: str,
+        arguments: Mapping[str, Any],
+        run: Callable[[], Any],
+        idempotency_key: str | None = None,
+    ) -> Outcome:
+        """Run a side-effecting call at most once, as the ledger decides (docs/clients.md,
+        "Exactly once"). The key is `idempotency_key`, else the arguments' own
+        `idempotency_key`, else `tool_call_id`.
+
+        - The ledger holds an outcome for the key: `run` is not called; the answer carries
+          the recorded result (or the resolution and its evidence), `executed` False. A new
+          `tool_call_id` is logged as a retry with that result.
+        - The record is `running` or `unknown`: raises `SideEffectPending`; nothing runs.
+        - No record: the call is appended (side_effect true), `run()` is called and its return
+          value appended as the `succeeded` result. An exception is appended as a `timeout`
+          result when its outcome is unknown (`is_outcome_unknown`: timeouts, dropped
+          connections, `OutcomeUnknown`), else as `failed`, and raised again. A
+          `BaseException` (the process being stopped) leaves the call `running`.
+        """
+        key = idempotency_key or once.idempotency_key_for(tool_call_id, arguments)
+        record, event = self._client._run(_api.ledger_entry(self.id, key))
+        call = once.call_event(tool_call_id, tool_name, arguments, key)
+        call["client_event_id"] = once.once_id(tool_call_id, key, "call")
+        if record is not None:
+            if record.get("status") in once.PENDING_STATUSES:
+                raise once.held(record, tool_call_id, tool_name)
+            status, result = once.recorded_outcome(record, event)
+            if record.get("tool_call_id") != tool_call_id:
+                self.append(call, once.result_event(tool_call_id, key, status, result))
+            return Outcome(status, result, False, key)
+        self.append(call)
+        try:
+            value = run()
+        except Exception as exc:
+            failed = once.result_status(exc)
+            self.append(once.result_event(tool_call_id, key, failed, once.error_result(exc)))
+            raise
+        self.append(once.result_event(tool_call_id, key, "succeeded", value))
+        return Outcome("succeeded", value, True, key)

@@ -7,6 +7,7 @@ proxy's HTML page, an empty 502) still becomes a `CtxadminError`, with the code 
 
 from __future__ import annotations
 
+import http.client
 import json
 from typing import Any
 
@@ -20,12 +21,15 @@ __all__ = [
     "ConnectionFailed",
     "CtxadminError",
     "NotFoundError",
+    "OutcomeUnknown",
     "RateLimited",
     "ServerError",
+    "SideEffectPending",
     "UnprocessableError",
     "ValidationError",
     "chain_check",
     "error_from_response",
+    "is_outcome_unknown",
 ]
 
 
@@ -156,6 +160,97 @@ class ApprovalTimeout(TimeoutError):
         self.approval = approval
         self.timeout = timeout
         self.expired = expired
+
+
+class SideEffectPending(Exception):
+    """A side-effecting call the agent is about to run (or resume into) whose outcome the
+    ledger does not know yet: its side effect is `running` (no result: the run that made it
+    died, or is still in it) or `unknown` (a timeout). Running it again could do it twice, so
+    the agent is held at that call until a person resolves it (docs/clients.md, "Exactly
+    once"); the resolution then becomes the call's result.
+
+    Not a `CtxadminError`: the server answered; the ledger says "wait".
+
+    Attributes:
+        call_id: the tool call id the agent was at.
+        tool_name: the tool's name.
+        idempotency_key: the side effect's key (the ledger's record).
+        status: the record's status, `running` or `unknown`.
+        side_effect: the ledger's record as the server answered it (`id`, `call_seq`, ...),
+            or None when it was not read.
+    """
+
+    def __init__(
+        self,
+        *,
+        call_id: str,
+        tool_name: str,
+        idempotency_key: str,
+        status: str,
+        side_effect: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            f"{tool_name} call {call_id!r} (idempotency key {idempotency_key!r}) is {status}: "
+            "its outcome is not known, so it is not run again; resolve it in ctxadmin's "
+            "side-effect queue"
+        )
+        self.call_id = call_id
+        self.tool_name = tool_name
+        self.idempotency_key = idempotency_key
+        self.status = status
+        self.side_effect = side_effect
+
+
+class OutcomeUnknown(Exception):
+    """Raised by a side-effecting tool that cannot tell whether its effect happened (the
+    payment API's answer never came, the connection dropped after the request went out).
+
+    The client stores the call's result as a `timeout` (its side effect `unknown`, never
+    `failed`), and the call is not run again until a person resolves it. The usual timeout
+    and connection-lost exceptions count the same way (`is_outcome_unknown`); raise a plain
+    exception only when the tool knows nothing happened (that result is `failed`).
+    """
+
+
+# Exceptions that say "the request may have gone out; no answer came back", by module and
+# class name, so that neither requests nor httpx needs to be imported to recognise its own.
+_UNKNOWN_NAMES = frozenset(
+    {
+        ("httpx", "ReadTimeout"),
+        ("httpx", "WriteTimeout"),
+        ("httpx", "RemoteProtocolError"),
+        ("httpx", "ReadError"),
+        ("requests.exceptions", "ReadTimeout"),
+        ("requests.exceptions", "ChunkedEncodingError"),
+        ("urllib3.exceptions", "ReadTimeoutError"),
+        ("urllib3.exceptions", "ProtocolError"),
+    }
+)
+
+
+def is_outcome_unknown(exc: BaseException) -> bool:
+    """Whether a side-effecting tool's exception leaves its outcome unknown: `OutcomeUnknown`,
+    `TimeoutError` (so `socket.timeout` and `asyncio.TimeoutError`), `ConnectionResetError`,
+    `ConnectionAbortedError`, `BrokenPipeError`, `http.client.RemoteDisconnected` and
+    `IncompleteRead`, httpx's `ReadTimeout`, `WriteTimeout`, `RemoteProtocolError` and
+    `ReadError`, and requests' `ReadTimeout` and `ChunkedEncodingError` (or a subclass of
+    any). A connect timeout, which fails before the request leaves, is not one of them."""
+    if isinstance(
+        exc,
+        OutcomeUnknown
+        | TimeoutError
+        | ConnectionResetError
+        | ConnectionAbortedError
+        | BrokenPipeError
+        | http.client.RemoteDisconnected
+        | http.client.IncompleteRead,
+    ):
+        return True
+    return any(
+        (klass.__module__, klass.__name__) in _UNKNOWN_NAMES
+        or (klass.__module__.split(".")[0], klass.__name__) in _UNKNOWN_NAMES
+        for klass in type(exc).__mro__
+    )
 
 
 _BY_STATUS: dict[int, type[CtxadminError]] = {
