@@ -39,6 +39,7 @@ from threads.selectors.langgraph import (
     lg_tuple,
     lg_tuples,
 )
+from threads.selectors.langgraph_ledger import lg_ledger
 from threads.services.langgraph import (
     PRUNE_STRATEGIES,
     InterruptIn,
@@ -178,6 +179,13 @@ class TupleOutputSerializer(serializers.Serializer):
     writes = WriteOutputSerializer(many=True)
     cursor = serializers.IntegerField(help_text="the last mirrored seq it stands on")
     ctxadmin_checkpoint = serializers.IntegerField(help_text="its ctxadmin checkpoint's id")
+    ledger = serializers.DictField(
+        required=False,
+        allow_null=True,
+        help_text="one checkpoint's read only: the side-effect ledger's word on the calls of "
+        "side-effecting tools its messages leave unanswered (`calls`: status, recorded result, "
+        "resolution) and `templates` of the tool node's task; null when there are none",
+    )
 
 
 def _tuple_json(found: LanggraphTuple) -> dict[str, Any]:
@@ -408,7 +416,8 @@ class ThreadLanggraphCheckpointApi(APIView):
         )
         if row is None:
             raise NotFound("checkpoint not found")
-        return Response(_tuple_json(lg_tuple(row)))
+        found = lg_tuple(row)
+        return Response({**_tuple_json(found), "ledger": lg_ledger(found)})
 
 
 class InterruptSerializer(StrictInputSerializer):

@@ -15,6 +15,11 @@ import httpx
 __all__ = [
     "ApprovalTimeout",
     "AuthError",
+    "MirrorConflict",
+    "OutcomeUnknown",
+    "SideEffectHeld",
+    "SideEffectPending",
+    "SideEffectRecorded",
     "ConflictError",
     "ConnectionFailed",
     "CtxadminError",
@@ -119,6 +124,57 @@ class ApprovalTimeout(TimeoutError):
         self.approval = approval
         self.timeout = timeout
         self.expired = expired
+
+
+# --- side effects: exactly once (docs/clients.md, "Exactly once with LangGraph") -------------
+
+
+class OutcomeUnknown(Exception):  # noqa: N818 (a statement about the world, not a failure)
+    """A tool raises this when it cannot know whether its side effect happened (a timeout after
+    the request was sent, a connection lost before the answer). ctxadmin records the call's
+    result as `timeout` and its side effect as `unknown` (never `failed`): a person or the
+    tool's status check resolves it, and nothing runs it again meanwhile.
+
+        try:
+            payments.refund(order_id, idempotency_key=key, timeout=10)
+        except httpx.ReadTimeout as exc:
+            raise OutcomeUnknown(f"refund {order_id}: no answer in 10s") from exc
+    """
+
+
+class SideEffectHeld(Exception):  # noqa: N818
+    """The agent would resume into a call of a side-effecting tool that ctxadmin's ledger
+    already holds, and the saver will not run it again. `call` is the ledger's record (tool,
+    arguments, status, result, resolution); `tool_call_id`, `tool_name`, `idempotency_key`
+    and `status` name it."""
+
+    def __init__(self, message: str, call: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.call = call
+        self.tool_call_id = str(call.get("tool_call_id") or "")
+        self.tool_name = str(call.get("tool_name") or "")
+        self.idempotency_key = str(call.get("idempotency_key") or "")
+        self.status = str(call.get("status") or "")
+
+
+class SideEffectPending(SideEffectHeld):
+    """The call's outcome is not known (`running` after its tool raised, or `unknown` after a
+    timeout): the agent is held at the call. The side-effect queue shows it; once a person
+    resolves it (or the tool's status check does), the next run goes on with the resolution
+    as the call's result."""
+
+
+class SideEffectRecorded(SideEffectHeld):
+    """The call's outcome is recorded, but the saver cannot hand it to the graph as the tool
+    node's result (no stored task of the tool node to derive the task from, or the same AI
+    message also asks for calls that must still run). Nothing was run; the caller decides."""
+
+
+class MirrorConflict(CtxadminError):
+    """The server refused to mirror the agent's messages into the thread's log and named why
+    (`code` `messages_not_mirrored`, `fields` the conflict). The saver raises it rather than
+    storing the messages where the log cannot see them: the log never silently parts from the
+    agent."""
 
 
 _BY_STATUS: dict[int, type[CtxadminError]] = {

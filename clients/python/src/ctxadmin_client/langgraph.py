@@ -56,9 +56,10 @@ from langgraph.types import Command, Interrupt
 from ctxadmin_client import _api
 from ctxadmin_client._api import Sleep
 from ctxadmin_client._http import NODELAY, Call
+from ctxadmin_client._langgraph_ledger import ledger_apply
 from ctxadmin_client.async_client import AsyncClient
 from ctxadmin_client.client import Client
-from ctxadmin_client.errors import CtxadminError, NotFoundError
+from ctxadmin_client.errors import CtxadminError, MirrorConflict, NotFoundError
 
 __all__ = ["CtxadminSaver"]
 
@@ -122,11 +123,12 @@ def _mirrorable(
     calls: frozenset[str] | None = frozenset(),
     answered: frozenset[str] = frozenset(),
 ) -> tuple[list[Entry], frozenset[str], frozenset[str]] | None:
-    """(id, digest, JSON form) of each message, and the tool calls made and answered so far,
-    when `value` is a list of LangChain messages the log can hold (each with an id, every tool
-    message answering an earlier call once: `calls` and `answered` are those of the messages
-    before it, None to leave that check to the server); None otherwise, and the channel is
-    stored as bytes."""
+    """(id, digest, JSON form) of each message, and the tool calls made and answered so far
+    (`calls` and `answered`: those of the messages before it), when `value` is a list of
+    LangChain messages the log can hold (each with an id and an event form); None otherwise,
+    and the channel is stored as bytes. Whether each tool message answers a call is the
+    server's to say: it mirrors a result it can bind, and names the conflict when it cannot
+    (MirrorConflict), so that the log never silently stops following the agent."""
     if not isinstance(value, list):
         return None
     entries = []
@@ -139,11 +141,8 @@ def _mirrorable(
             return None
         if message.type in ("ai", "AIMessageChunk"):
             made.update(str(call.get("id")) for call in getattr(message, "tool_calls", []))
-        elif message.type == "tool" and calls is not None:
-            call_id = str(getattr(message, "tool_call_id", ""))
-            if call_id not in made or call_id in done:
-                return None
-            done.add(call_id)
+        elif message.type == "tool":
+            done.add(str(getattr(message, "tool_call_id", "")))
         form = message_to_dict(message)
         try:
             entries.append((str(message.id), _digest(form), form))
@@ -189,17 +188,14 @@ def repair_note(checkpoint_id: str, side_effects: Sequence[Mapping[str, Any]]) -
 
 
 def _note_position(messages: Sequence[Any]) -> int:
-    """Where a note goes in a list of messages: at its end, unless the list ends with an AI
-    message's tool calls (and the results of some of them), which the note must not separate
-    from their results — then before that AI message, so that the list still ends with the
-    calls (LangGraph's `tools_condition` routes to the tools, and a model API gets every call
-    followed by its results)."""
-    position = len(messages)
-    while position > 0 and getattr(messages[position - 1], "type", None) == "tool":
-        position -= 1
-    if position > 0 and getattr(messages[position - 1], "tool_calls", None):
-        return position - 1
-    return len(messages)
+    """Where a note goes in a list of messages: first, after any leading system messages. Every
+    provider's request shape accepts a system message there (Anthropic's Messages API takes
+    only leading ones, as its `system`), and a note there never separates a call from its
+    results."""
+    position = 0
+    while position < len(messages) and getattr(messages[position], "type", None) == "system":
+        position += 1
+    return position
 
 
 def _repair_note_add(
@@ -212,6 +208,15 @@ def _repair_note_add(
     if not any(getattr(m, "id", None) == note.id for m in messages):
         position = _note_position(messages)
         values[MESSAGES_CHANNEL] = [*messages[:position], note, *messages[position:]]
+
+
+def _mirror_conflict(exc: CtxadminError) -> MirrorConflict:
+    return MirrorConflict(
+        exc.code,
+        exc.status,
+        f"ctxadmin refused to mirror the agent's messages into the thread's log: {exc.message}",
+        exc.fields,
+    )
 
 
 def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
@@ -446,8 +451,7 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
                     everything = True
                     continue
                 if exc.code == "messages_not_mirrored":
-                    as_bytes = True
-                    continue
+                    raise _mirror_conflict(exc) from exc
                 raise
             break
         with self._lock:
@@ -590,7 +594,11 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
             try:
                 yield Call("POST", _api.thread_path(thread_id, "langgraph", "writes"), json=body)
             except CtxadminError as exc:
-                if not as_bytes and exc.code in ("messages_not_mirrored", "messages_unordered"):
+                if not as_bytes and exc.code == "messages_not_mirrored":
+                    raise _mirror_conflict(exc) from exc
+                if not as_bytes and exc.code == "messages_unordered":
+                    # Not yet in the conversation's order (the checkpoint it follows is still
+                    # on its way): the next put mirrors these messages with the list.
                     as_bytes = True
                     continue
                 raise
@@ -630,7 +638,8 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
                 self._heads[str(answer["thread_id"])] = head
         with self._lock:
             self._stored_add(str(answer["thread_id"]), str(answer["checkpoint_id"]))
-        return found
+        # Exactly once: a call the ledger already holds is not run again (docs/design.md §15).
+        return ledger_apply(found, answer, self.serde, _note_position)
 
     def _page(
         self,
