@@ -334,3 +334,28 @@ def test_an_agent_that_means_to_refund_again_uses_a_new_key(server: Server) -> N
     assert keys == [KEY, f"{KEY}-retry-1"]
     _in_the_log(runner)
     runner.close()
+
+
+@pytest.mark.parametrize("status", ["succeeded", "failed"])
+def test_a_resolution_of_a_timed_out_call_reaches_the_idle_agent_on_its_next_run(
+    server: Server, status: str
+) -> None:
+    """The refund timed out (its result says so, the side effect is unknown) and the agent went
+    on; an operator resolves it while the agent is idle: the agent's next model input names
+    the resolution, once, and the refund is not run again."""
+    world = World(raises=TimeoutError("read timed out"))
+    runner = Runner(server, world, mode="sync", durability="sync")
+    runner.run({"messages": [HumanMessage(ASK)]}, handle_tool_errors=True)
+    world.raises = None
+    _resolve(runner, status)
+    runner.run({"messages": [HumanMessage(LATER)]}, handle_tool_errors=True)
+    told = [m for m in world.inputs[-1] if m.type == "system"]
+    assert len(told) == 1 and status in str(told[0].content) and KEY in str(told[0].content)
+    assert "the payment system says" in str(told[0].content)
+    runner.run({"messages": [HumanMessage("Thanks")]}, handle_tool_errors=True)
+    assert [m.id for m in world.inputs[-1] if m.type == "system"] == [told[0].id]
+    assert world.refunds == ["42"]
+    for model_input in world.inputs:
+        assert_provider_shapes(model_input)
+    _in_the_log(runner)
+    runner.close()

@@ -25,6 +25,8 @@ MESSAGES_CHANNEL = "messages"
 ERROR_CHANNEL = "__error__"  # LangGraph's channel of a task's exception
 TEMPLATE_SCAN = 200  # the newest checkpoints of the namespace looked at for a template
 TEMPLATES_KEPT = 4
+RESOLVED_WINDOW = 50  # the last tool messages of a state looked at for a resolution since
+FINAL = ("succeeded", "failed", "cancelled")
 
 
 def pending_calls(forms: Sequence[Mapping[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -49,11 +51,87 @@ def lg_ledger(found: LanggraphTuple) -> dict[str, Any] | None:
     call_seq, ai_message_id, the recorded `result` — the tool_result's status and the tool
     message's JSON form —, the latest `resolution`, and `raised`: a task raised in a stored
     state that holds the call, so its tool may have run), and `templates` of the tool node's
-    task, newest first."""
+    task, newest first; and `resolved`: calls the state answers with a timeout that a person
+    resolved since (tool_call_id, tool_name, idempotency_key, arguments, status, call_seq,
+    resolution)."""
     row = found.row
     forms = found.messages.get(MESSAGES_CHANNEL)
     if row.checkpoint_ns != "" or not forms:
         return None
+    resolved = _resolved_since(row.thread, forms)
+    calls = _pending_calls(found, forms)
+    if calls is None and not resolved:
+        return None
+    answer = calls or {"calls": [], "templates": []}
+    return {**answer, "resolved": resolved}
+
+
+def _resolved_since(thread: Thread, forms: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Side-effect calls the recent tool messages of `forms` answer with a timeout, which a
+    person (or a status check) resolved since: the agent has not heard of the resolution."""
+    answered = [
+        str((form.get("data") or {}).get("tool_call_id"))
+        for form in forms
+        if form.get("type") == "tool"
+    ][-RESOLVED_WINDOW:]
+    if not answered:
+        return []
+    effects = {
+        effect.call_seq: effect
+        for effect in SideEffect.objects.filter(
+            thread=thread, idempotency_key__in=answered, status__in=FINAL
+        ).select_related("call_event")
+        if effect.tool_call_id in answered
+    }
+    if not effects:
+        return []
+    resolutions: dict[int, dict[str, Any]] = {}
+    for seq, data in (
+        Event.objects.filter(
+            thread=thread,
+            kind=EventKind.SIDE_EFFECT_RESOLUTION,
+            data__call_seq__in=list(effects),
+        )
+        .order_by("seq")
+        .values_list("seq", "data")
+    ):
+        if isinstance(data.get("call_seq"), int):
+            resolutions[data["call_seq"]] = {
+                "seq": seq,
+                "status": data.get("status"),
+                "evidence": data.get("evidence", ""),
+                "actor": data.get("actor", ""),
+            }
+    if not resolutions:
+        return []
+    timed_out = set(
+        Event.objects.filter(
+            thread=thread,
+            kind=EventKind.TOOL_RESULT,
+            seq__in=[e.result_seq for s, e in effects.items() if s in resolutions],
+            data__status="timeout",
+        ).values_list("seq", flat=True)
+    )
+    return [
+        {
+            "tool_call_id": effect.tool_call_id,
+            "tool_name": effect.tool_name,
+            "idempotency_key": effect.idempotency_key,
+            "arguments": effect.call_event.data.get("arguments"),
+            "status": effect.status,
+            "call_seq": call_seq,
+            "resolution": resolutions[call_seq],
+        }
+        for call_seq, effect in sorted(effects.items())
+        if call_seq in resolutions and effect.result_seq in timed_out
+    ]
+
+
+def _pending_calls(
+    found: LanggraphTuple, forms: Sequence[Mapping[str, Any]]
+) -> dict[str, Any] | None:
+    """`calls` and `templates` (see lg_ledger), or None when no call is pending."""
+    row = found.row
     pending = pending_calls(forms)
     if not pending:
         return None

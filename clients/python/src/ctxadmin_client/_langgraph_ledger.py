@@ -161,7 +161,10 @@ def ledger_apply(
     """`found` as the graph must resume from it given the ledger in `answer` (see the module's
     docstring). Raises SideEffectPending, SideEffectRecorded."""
     ledger = answer.get("ledger")
-    if not isinstance(ledger, dict) or not ledger.get("calls") or answer["checkpoint_ns"] != "":
+    if not isinstance(ledger, dict) or answer["checkpoint_ns"] != "":
+        return found
+    found = _resolutions_told(found, ledger, note_position)
+    if not ledger.get("calls"):
         return found
     values = found.checkpoint["channel_values"]
     messages = values.get(MESSAGES_CHANNEL)
@@ -233,6 +236,28 @@ def ledger_apply(
     ]
     checkpoint: Any = {**found.checkpoint, "channel_values": {**values, MESSAGES_CHANNEL: restored}}
     return found._replace(checkpoint=checkpoint, pending_writes=writes)
+
+
+def _resolutions_told(
+    found: CheckpointTuple, ledger: Mapping[str, Any], note_position: Any
+) -> CheckpointTuple:
+    """`found` with a note (stable id: added once, mirrored once) for each call its messages
+    answer with a timeout that a person has resolved since: the agent's next run hears of it."""
+    values = found.checkpoint["channel_values"]
+    messages = values.get(MESSAGES_CHANNEL)
+    resolved = [c for c in ledger.get("resolved") or [] if isinstance(c, dict)]
+    if not resolved or not isinstance(messages, list):
+        return found
+    restored = list(messages)
+    for call in resolved:
+        note = _resolution_note(call)
+        if not any(getattr(m, "id", None) == note.id for m in restored):
+            position = note_position(restored)
+            restored = [*restored[:position], note, *restored[position:]]
+    if len(restored) == len(messages):
+        return found
+    checkpoint: Any = {**found.checkpoint, "channel_values": {**values, MESSAGES_CHANNEL: restored}}
+    return found._replace(checkpoint=checkpoint)
 
 
 def _task_for(
