@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from ctxadmin_client import Client, OutcomeUnknown, SideEffectPending
+from ctxadmin_client import Client, OutcomeUnknown, SideEffectPending, SideEffectRecorded
 from ctxadmin_client.langgraph import CtxadminSaver
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -34,6 +34,8 @@ from threads.services.side_effects import side_effect_resolve
 KEY = "call_refund_42"
 ASK = "Look order 42 up and refund it"
 LATER = "Is order 42 refunded?"
+ASK_DIRECTLY = "Refund order 42 now"
+ASK_BOTH = "Refund order 42 and look it up"
 
 
 @dataclass
@@ -65,6 +67,19 @@ class PolicyModel:
         )
         if last.type == "human" and last.content == ASK:
             return _calls("lookup", "call_lookup_42")
+        if last.type == "human" and last.content == ASK_DIRECTLY:
+            return _calls("refund", KEY)
+        if last.type == "human" and last.content == ASK_BOTH:
+            both = _calls("refund", KEY)
+            both.tool_calls.append(
+                {
+                    "name": "lookup",
+                    "args": {"order_id": "42"},
+                    "id": "call_lookup_42",
+                    "type": "tool_call",
+                }
+            )
+            return both
         if last.type == "tool" and getattr(last, "tool_call_id", "") == "call_lookup_42":
             if told:
                 return AIMessage("Order 42 was refunded already; I will not refund it again.")
@@ -358,4 +373,44 @@ def test_a_resolution_of_a_timed_out_call_reaches_the_idle_agent_on_its_next_run
     for model_input in world.inputs:
         assert_provider_shapes(model_input)
     _in_the_log(runner)
+    runner.close()
+
+
+def test_a_resolved_call_of_a_tool_node_that_never_finished_is_answered_and_the_run_stops(
+    server: Server,
+) -> None:
+    """The refund was the first call the tool node ever ran, and it raised: no stored task of
+    the node tells where it routes. Resolved, the call gets the resolution as its result and
+    the run ends there; the next user message goes to the model with a valid conversation."""
+    world = World(raises=RuntimeError("the payment system dropped the line"))
+    runner = Runner(server, world, mode="sync", durability="sync")
+    with pytest.raises(RuntimeError):
+        runner.run({"messages": [HumanMessage(ASK_DIRECTLY)]})
+    world.raises = None
+    _resolve(runner, "succeeded")
+    asked = len(world.inputs)
+    runner.run(None)
+    assert len(world.inputs) == asked  # the run stopped after the result
+    assert isinstance(runner.state()[-1], ToolMessage)
+    runner.run({"messages": [HumanMessage(LATER)]})
+    assert world.refunds == ["42"]
+    for model_input in world.inputs:
+        assert_provider_shapes(model_input)
+    _in_the_log(runner)
+    runner.close()
+
+
+def test_a_recorded_call_beside_calls_that_never_ran_is_refused_not_run(server: Server) -> None:
+    """One AI message asks for the refund and a lookup; both ran, then a rollback to that
+    message: a ToolNode runs every call of it, so the saver refuses to resume rather than run
+    the refund again."""
+    world = World()
+    runner = Runner(server, world, mode="sync", durability="sync")
+    runner.run({"messages": [HumanMessage(ASK_BOTH)]})
+    assert world.refunds == ["42"]
+    _rollback(runner, 1)
+    with pytest.raises(SideEffectRecorded) as refused:
+        runner.run(None)
+    assert refused.value.idempotency_key == KEY and refused.value.status == "succeeded"
+    assert world.refunds == ["42"]
     runner.close()
