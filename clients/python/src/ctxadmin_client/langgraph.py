@@ -238,7 +238,10 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
             it; the sync ones a `Client` made with the same URL and key).
         serde: LangGraph's serializer for channel values and writes (its default when None).
         side_effect_tools: names of the tools whose calls are side effects: their `tool_call`
-            events say so (with the tool call id as idempotency key), so a rollback lists them.
+            events say so (with the tool call id as idempotency key), so a rollback lists them,
+            and the side-effect ledger drives resume: a call it holds is never run again
+            (`get_tuple` hands back its recorded result, or raises `SideEffectPending` while
+            its outcome is unknown; docs/clients.md "Exactly once with LangGraph").
 
     An `interrupt()` opens an approval request in ctxadmin; `resume_command(config)` gives the
     `Command(resume=...)` a reviewer's decision makes. A checkpoint a rollback wrote carries the
