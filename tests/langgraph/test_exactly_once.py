@@ -21,8 +21,9 @@ from ctxadmin_client.langgraph import CtxadminSaver
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
-from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import Command, interrupt
 
 from tests import factories
 from tests.langgraph.conftest import Server
@@ -414,3 +415,91 @@ def test_a_recorded_call_beside_calls_that_never_ran_is_refused_not_run(server: 
     assert refused.value.idempotency_key == KEY and refused.value.status == "succeeded"
     assert world.refunds == ["42"]
     runner.close()
+
+
+def reviewed_refund_agent(saver: CtxadminSaver, world: World) -> Any:
+    """agent → approve (an `interrupt()` before the refund runs) → tools → agent."""
+
+    @tool
+    def lookup(order_id: str) -> str:
+        """Look an order up (no side effect)."""
+        return f"order {order_id}: $120, paid"
+
+    @tool
+    def refund(order_id: str) -> str:
+        """Refund an order (a side effect: money moves)."""
+        world.refunds.append(order_id)
+        return f"refunded order {order_id}"
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [PolicyModel(world).invoke(state["messages"])]}
+
+    def approve(state: MessagesState) -> dict[str, Any]:
+        calls = getattr(state["messages"][-1], "tool_calls", [])
+        if any(call["name"] == "refund" for call in calls):
+            interrupt({"question": "approve refund?", "calls": [c["id"] for c in calls]})
+        return {}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("approve", approve)
+    guarded = ToolNode(
+        [lookup, refund],
+        wrap_tool_call=saver.tool_call_guard,
+        awrap_tool_call=saver.atool_call_guard,
+    )
+    graph.add_node("tools", guarded)
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition, {"tools": "approve", END: END})
+    graph.add_edge("approve", "tools")
+    graph.add_edge("tools", "agent")
+    return graph.compile(checkpointer=saver)
+
+
+@pytest.mark.parametrize("durability", ["sync", "async"])
+def test_a_reviewed_refund_resumed_with_a_command_after_a_rollback_runs_once(
+    server: Server, durability: str
+) -> None:
+    """An approval (`interrupt()`) before the refund; resumed with the reviewer's
+    `Command(resume=...)` the refund runs. Rolled back to the pause before it, asked again
+    and resumed with a Command again: the tool node runs in the same run as the approval, so
+    its tool-call guard (`saver.tool_call_guard`) answers the refund from the ledger."""
+    world = World()
+    saver = CtxadminSaver.from_url(server.url, server.api_key, side_effect_tools={"refund"})
+    app = reviewed_refund_agent(saver, world)
+    config: RunnableConfig = {"configurable": {"thread_id": "reviewed-" + uuid.uuid4().hex}}
+    app.invoke({"messages": [HumanMessage(ASK)]}, config, durability=durability)
+    assert app.get_state(config).next == ("approve",)
+    app.invoke(Command(resume={"approved": True}), config, durability=durability)
+    assert world.refunds == ["42"]
+    thread = Thread.objects.get(
+        workspace=server.workspace, external_id=config["configurable"]["thread_id"]
+    )
+    # The pause before the refund: the loop checkpoint whose next node is `approve` and whose
+    # state ends with the refund's call.
+    chosen = next(
+        snapshot
+        for snapshot in app.get_state_history(config)
+        if snapshot.next == ("approve",)
+        and getattr(snapshot.values["messages"][-1], "tool_calls", None)
+        and snapshot.values["messages"][-1].tool_calls[0]["name"] == "refund"
+    )
+    row = LanggraphCheckpoint.objects.get(
+        thread=thread,
+        checkpoint_ns="",
+        checkpoint_id=chosen.config["configurable"]["checkpoint_id"],
+    )
+    admin = factories.make_person(server.workspace, "ada", "admin")
+    checkpoint_rollback(
+        thread=thread, checkpoint=row.ctxadmin_checkpoint, actor=admin, reason="again"
+    )
+    app.invoke(None, config, durability=durability)  # asks again
+    assert app.get_state(config).next == ("approve",)
+    app.invoke(Command(resume={"approved": True}), config, durability=durability)
+    assert world.refunds == ["42"]
+    for model_input in world.inputs:
+        assert_provider_shapes(model_input)
+    state = app.get_state(config).values["messages"]
+    assert [m for m in state if isinstance(m, ToolMessage) and m.tool_call_id == KEY]
+    assert isinstance(state[-1], AIMessage) and not state[-1].tool_calls
+    saver.close()

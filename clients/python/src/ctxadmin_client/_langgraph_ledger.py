@@ -145,11 +145,13 @@ def _resolution_note(call: Mapping[str, Any]) -> SystemMessage:
 
 
 def _triggered(checkpoint: Mapping[str, Any], node: str, triggers: Sequence[str]) -> bool:
-    """Whether LangGraph prepares a task of `node` from the checkpoint (a trigger channel
-    updated since the node last saw it)."""
+    """Whether LangGraph prepares a task of `node` from the checkpoint, as its `_triggers`
+    decides: a trigger channel that holds a value (a consumed one is empty, so absent from
+    the channel values) and was updated since the node last saw it."""
+    values = checkpoint.get("channel_values") or {}
     versions = checkpoint.get("channel_versions") or {}
     seen = (checkpoint.get("versions_seen") or {}).get(node) or {}
-    return any(t in versions and seen.get(t) != versions[t] for t in triggers)
+    return any(t in values and t in versions and seen.get(t) != versions[t] for t in triggers)
 
 
 def ledger_apply(
@@ -313,3 +315,21 @@ def _template_writes(
                 for w in sorted(template.get("writes") or [], key=lambda w: int(w["idx"]))
             ]
     return []
+
+
+def guard_decision(call: Mapping[str, Any] | None) -> BaseMessage | None:
+    """What a tool-call guard does with a side-effecting call, given the ledger's record of it
+    (None: the ledger holds nothing of it): None to run it; the recorded result to return
+    instead. Raises SideEffectPending while its outcome is unknown."""
+    if call is None:
+        return None
+    outcome = _outcome(call, False)
+    if outcome == "pending":
+        raise SideEffectPending(
+            f"the agent is held at {_describe(call)}: its outcome is {call.get('status')} "
+            "(unknown); ctxadmin will not run it again until a person resolves it",
+            dict(call),
+        )
+    if outcome == "recorded":
+        return _result_message(call)
+    return None

@@ -56,7 +56,7 @@ from langgraph.types import Command, Interrupt
 from ctxadmin_client import _api
 from ctxadmin_client._api import Sleep
 from ctxadmin_client._http import NODELAY, Call
-from ctxadmin_client._langgraph_ledger import ledger_apply
+from ctxadmin_client._langgraph_ledger import guard_decision, ledger_apply
 from ctxadmin_client.async_client import AsyncClient
 from ctxadmin_client.client import Client
 from ctxadmin_client.errors import CtxadminError, MirrorConflict, NotFoundError
@@ -791,6 +791,50 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
     @staticmethod
     def _delete_thread(thread_id: str) -> Call:
         return Call("DELETE", _api.thread_path(str(thread_id), "langgraph"))
+
+    # --- exactly once inside a run: a ToolNode's tool-call guard ------------------------------
+
+    def _ledger_call(self, request: Any) -> Operation[dict[str, Any] | None]:
+        """The ledger's record of the request's call, as the thread's latest checkpoint read
+        answers it (None when it holds nothing of it)."""
+        config = getattr(getattr(request, "runtime", None), "config", None) or {}
+        thread_id = (config.get("configurable") or {}).get("thread_id")
+        if thread_id is None:
+            return None
+        try:
+            answer = yield Call(
+                "GET",
+                _api.thread_path(str(thread_id), "langgraph", "checkpoints", "latest"),
+                params={"checkpoint_ns": ""},
+            )
+        except NotFoundError:
+            return None
+        ledger = answer.get("ledger") or {}
+        call_id = str(request.tool_call.get("id"))
+        return next(
+            (c for c in ledger.get("calls") or [] if str(c.get("tool_call_id")) == call_id), None
+        )
+
+    def tool_call_guard(self, request: Any, execute: Any) -> Any:
+        """A `ToolNode(wrap_tool_call=...)` guard: a call of a side-effecting tool that the
+        ledger already holds is not run again inside a run either (e.g. after a rollback, a
+        node between the restored state and the tool node): its recorded result is returned
+        instead, and an unknown outcome raises `SideEffectPending`.
+
+            ToolNode(tools, wrap_tool_call=saver.tool_call_guard,
+                     awrap_tool_call=saver.atool_call_guard)
+        """
+        if request.tool_call.get("name") not in self.side_effect_tools:
+            return execute(request)
+        recorded = guard_decision(self._run(self._ledger_call(request)))
+        return execute(request) if recorded is None else recorded
+
+    async def atool_call_guard(self, request: Any, execute: Any) -> Any:
+        """`tool_call_guard` for `ToolNode(awrap_tool_call=...)`."""
+        if request.tool_call.get("name") not in self.side_effect_tools:
+            return await execute(request)
+        recorded = guard_decision(await self._arun(self._ledger_call(request)))
+        return await execute(request) if recorded is None else recorded
 
     # --- BaseCheckpointSaver, sync -----------------------------------------------------------
 
