@@ -53,6 +53,10 @@ UNKNOWN_OUTCOME_ERRORS = (
     "BrokenPipeError",
     "RemoteDisconnected",
     "IncompleteRead",
+    "ReadError",  # httpx: the connection broke while reading the answer
+    "ChunkedEncodingError",  # requests: the same
+    "ReadTimeoutError",  # urllib3
+    "ProtocolError",  # urllib3: the connection was aborted
     "OutcomeUnknown",
 )
 

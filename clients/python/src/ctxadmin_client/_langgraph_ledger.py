@@ -87,6 +87,28 @@ def verified_triggers(template: Mapping[str, Any], version: int) -> tuple[str, .
     return None
 
 
+def _pending(call: Mapping[str, Any]) -> SideEffectPending:
+    """The agent is held at the call (it waits in the side-effect queue for a resolution)."""
+    return SideEffectPending(
+        call_id=str(call.get("tool_call_id")),
+        tool_name=str(call.get("tool_name")),
+        idempotency_key=str(call.get("idempotency_key")),
+        status=str(call.get("status")),
+        side_effect=dict(call),
+    )
+
+
+def _recorded(call: Mapping[str, Any], reason: str) -> SideEffectRecorded:
+    return SideEffectRecorded(
+        call_id=str(call.get("tool_call_id")),
+        tool_name=str(call.get("tool_name")),
+        idempotency_key=str(call.get("idempotency_key")),
+        status=str(call.get("status")),
+        reason=reason,
+        side_effect=dict(call),
+    )
+
+
 def _outcome(call: Mapping[str, Any], raised_here: bool) -> str:
     """ "recorded" (a result or a resolution settles it), "pending" (its outcome is unknown:
     hold the agent), or "fresh" (it never ran: the graph runs it now)."""
@@ -197,23 +219,16 @@ def ledger_apply(
     outcomes = {str(c["tool_call_id"]): _outcome(c, bool(errors)) for c in held}
     for call in held:
         if outcomes[str(call["tool_call_id"])] == "pending":
-            raise SideEffectPending(
-                f"the agent is held at {_describe(call)}: its outcome is "
-                f"{call.get('status')} (unknown). ctxadmin will not run it again; it waits in "
-                "the side-effect queue until a person (or the tool's status check) resolves "
-                "it, and the next run goes on with that resolution as the call's result",
-                dict(call),
-            )
+            raise _pending(call)
     recorded = [c for c in held if outcomes[str(c["tool_call_id"])] == "recorded"]
     if not recorded:
         return found  # nothing of it ran: the graph runs the calls now
     if len(recorded) < len(waiting):
         call = recorded[0]
-        raise SideEffectRecorded(
-            f"{_describe(call)} is recorded as {call.get('status')}, and the same AI message "
-            "asks for calls that have not run: a tool node runs them all, so ctxadmin cannot "
-            "skip only this one",
-            dict(call),
+        raise _recorded(
+            call,
+            "the same AI message asks for calls that have not run: a tool node runs them all, "
+            "so ctxadmin cannot skip only this one",
         )
     version = int(found.checkpoint.get("v", 1) or 1)
     task_id, node, triggers = _task_for(found, ledger, errors, version, recorded[0])
@@ -295,12 +310,11 @@ def _task_for(
             break
         checkpoint_id = str(found.config["configurable"]["checkpoint_id"])
         return pull_task_id(checkpoint_id, version, step + 1, node, triggers), node, triggers
-    raise SideEffectRecorded(
-        f"{_describe(call)} is recorded as {call.get('status')}, but ctxadmin cannot derive "
-        "the task of the tool node that would run it again (no stored task of that node whose "
-        "id LangGraph's derivation gives exactly): it was not run. Resume from a state past "
-        "the call, or answer it yourself with `update_state`",
-        dict(call),
+    raise _recorded(
+        call,
+        "ctxadmin cannot derive the task of the tool node that would run it (no stored task of "
+        "that node whose id LangGraph's derivation gives exactly): resume from a state past "
+        "the call, or answer it with `update_state`",
     )
 
 
@@ -325,11 +339,7 @@ def guard_decision(call: Mapping[str, Any] | None) -> BaseMessage | None:
         return None
     outcome = _outcome(call, False)
     if outcome == "pending":
-        raise SideEffectPending(
-            f"the agent is held at {_describe(call)}: its outcome is {call.get('status')} "
-            "(unknown); ctxadmin will not run it again until a person resolves it",
-            dict(call),
-        )
+        raise _pending(call)
     if outcome == "recorded":
         return _result_message(call)
     return None

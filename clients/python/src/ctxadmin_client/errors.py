@@ -17,7 +17,6 @@ __all__ = [
     "AuthError",
     "MirrorConflict",
     "OutcomeUnknown",
-    "SideEffectHeld",
     "SideEffectPending",
     "SideEffectRecorded",
     "ConflictError",
@@ -126,48 +125,86 @@ class ApprovalTimeout(TimeoutError):
         self.expired = expired
 
 
-# --- side effects: exactly once (docs/clients.md, "Exactly once with LangGraph") -------------
+class SideEffectPending(Exception):
+    """A side-effecting call the agent is about to run (or resume into) whose outcome the
+    ledger does not know yet: its side effect is `running` (no result: the run that made it
+    died, or is still in it) or `unknown` (a timeout). Running it again could do it twice, so
+    the agent is held at that call until a person resolves it (docs/clients.md, "Exactly
+    once"); the resolution then becomes the call's result.
+
+    Not a `CtxadminError`: the server answered; the ledger says "wait".
+
+    Attributes:
+        call_id: the tool call id the agent was at.
+        tool_name: the tool's name.
+        idempotency_key: the side effect's key (the ledger's record).
+        status: the record's status, `running` or `unknown`.
+        side_effect: the ledger's record as the server answered it (`id`, `call_seq`, ...),
+            or None when it was not read.
+    """
+
+    def __init__(
+        self,
+        *,
+        call_id: str,
+        tool_name: str,
+        idempotency_key: str,
+        status: str,
+        side_effect: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            f"{tool_name} call {call_id!r} (idempotency key {idempotency_key!r}) is {status}: "
+            "its outcome is not known, so it is not run again; resolve it in ctxadmin's "
+            "side-effect queue"
+        )
+        self.call_id = call_id
+        self.tool_name = tool_name
+        self.idempotency_key = idempotency_key
+        self.status = status
+        self.side_effect = side_effect
 
 
-class OutcomeUnknown(Exception):  # noqa: N818 (a statement about the world, not a failure)
-    """A tool raises this when it cannot know whether its side effect happened (a timeout after
-    the request was sent, a connection lost before the answer). ctxadmin records the call's
-    result as `timeout` and its side effect as `unknown` (never `failed`): a person or the
-    tool's status check resolves it, and nothing runs it again meanwhile.
+class OutcomeUnknown(Exception):
+    """Raised by a side-effecting tool that cannot tell whether its effect happened (the
+    payment API's answer never came, the connection dropped after the request went out).
 
-        try:
-            payments.refund(order_id, idempotency_key=key, timeout=10)
-        except httpx.ReadTimeout as exc:
-            raise OutcomeUnknown(f"refund {order_id}: no answer in 10s") from exc
+    The client stores the call's result as a `timeout` (its side effect `unknown`, never
+    `failed`), and the call is not run again until a person resolves it. The usual timeout
+    and connection-lost exceptions count the same way (`is_outcome_unknown`); raise a plain
+    exception only when the tool knows nothing happened (that result is `failed`).
     """
 
 
-class SideEffectHeld(Exception):  # noqa: N818
-    """The agent would resume into a call of a side-effecting tool that ctxadmin's ledger
-    already holds, and the saver will not run it again. `call` is the ledger's record (tool,
-    arguments, status, result, resolution); `tool_call_id`, `tool_name`, `idempotency_key`
-    and `status` name it."""
+class SideEffectRecorded(Exception):  # noqa: N818 (a statement about the ledger)
+    """The LangGraph saver would resume into a side-effecting call whose outcome the ledger
+    holds (`status` succeeded, failed or cancelled), but cannot hand that outcome to the graph
+    as the tool node's result (no finished task of the tool node to derive the task from, or
+    the same AI message also asks for calls that have not run: a ToolNode runs them all).
+    Nothing was run; the caller decides (docs/clients.md, "Exactly once with LangGraph").
 
-    def __init__(self, message: str, call: dict[str, Any]) -> None:
-        super().__init__(message)
-        self.call = call
-        self.tool_call_id = str(call.get("tool_call_id") or "")
-        self.tool_name = str(call.get("tool_name") or "")
-        self.idempotency_key = str(call.get("idempotency_key") or "")
-        self.status = str(call.get("status") or "")
+    Attributes: as `SideEffectPending`'s, and `reason`.
+    """
 
-
-class SideEffectPending(SideEffectHeld):
-    """The call's outcome is not known (`running` after its tool raised, or `unknown` after a
-    timeout): the agent is held at the call. The side-effect queue shows it; once a person
-    resolves it (or the tool's status check does), the next run goes on with the resolution
-    as the call's result."""
-
-
-class SideEffectRecorded(SideEffectHeld):
-    """The call's outcome is recorded, but the saver cannot hand it to the graph as the tool
-    node's result (no stored task of the tool node to derive the task from, or the same AI
-    message also asks for calls that must still run). Nothing was run; the caller decides."""
+    def __init__(
+        self,
+        *,
+        call_id: str,
+        tool_name: str,
+        idempotency_key: str,
+        status: str,
+        reason: str,
+        side_effect: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            f"{tool_name} call {call_id!r} (idempotency key {idempotency_key!r}) is {status}: "
+            f"it is not run again, and {reason}"
+        )
+        self.call_id = call_id
+        self.tool_name = tool_name
+        self.idempotency_key = idempotency_key
+        self.status = status
+        self.reason = reason
+        self.side_effect = side_effect
 
 
 class MirrorConflict(CtxadminError):
