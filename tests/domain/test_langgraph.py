@@ -94,3 +94,58 @@ def test_the_digest_ignores_key_order_and_sees_every_change() -> None:
     assert message_digest(form) == message_digest(reordered)
     edited = message_to_dict(AIMessage("Edited.", id="a1"))
     assert message_digest(edited) != message_digest(form)
+
+
+def _error(exc: BaseException, name: str = "refund") -> ToolMessage:
+    """The message ToolNode(handle_tool_errors=True) makes of a tool's exception."""
+    return ToolMessage(
+        f"Error: {exc!r}\n Please fix your mistakes.",
+        tool_call_id="c1",
+        name=name,
+        status="error",
+        id="t-err",
+    )
+
+
+class OutcomeUnknown(Exception):  # noqa: N818 (the client's name, matched by name)
+    pass
+
+
+class ReadTimeout(Exception):  # noqa: N818 (httpx's and requests' name)
+    pass
+
+
+@pytest.mark.parametrize(
+    ("message", "status"),
+    [
+        (_error(TimeoutError("read timed out")), "timeout"),
+        (_error(ReadTimeout("read timed out")), "timeout"),
+        (_error(ConnectionResetError(104, "reset")), "timeout"),
+        (_error(BrokenPipeError()), "timeout"),
+        (_error(OutcomeUnknown("no answer")), "timeout"),
+        # failed only when the tool knows nothing happened
+        (_error(ValueError("order 7 is not refundable")), "failed"),
+        # a read-only tool's timeout changed nothing in the world
+        (_error(TimeoutError("read timed out"), name="lookup"), "failed"),
+        # the tool states the outcome itself
+        (
+            ToolMessage(
+                "no answer",
+                tool_call_id="c1",
+                name="lookup",
+                id="t-m",
+                additional_kwargs={"ctxadmin_outcome": "unknown"},
+            ),
+            "timeout",
+        ),
+        (ToolMessage("refunded", tool_call_id="c1", name="refund", id="t-ok"), "succeeded"),
+    ],
+)
+def test_a_side_effecting_tools_timeout_is_unknown_never_failed(
+    message: ToolMessage, status: str
+) -> None:
+    [body] = message_event_bodies(message_to_dict(message), "k", side_effect_tools={"refund"})
+    assert body["status"] == status
+    # and the message still comes back exactly from its event
+    event = normalize_event(body, max_bytes=1 << 20)
+    assert message_from_event(event.kind, event.data, event.metadata) == message_to_dict(message)

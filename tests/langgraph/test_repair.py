@@ -10,7 +10,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from ctxadmin_client import Client
+import pytest
+from ctxadmin_client import Client, MirrorConflict
 from ctxadmin_client._http import Call
 from ctxadmin_client.langgraph import CtxadminSaver
 from django.test import Client as DjangoClient
@@ -30,6 +31,7 @@ from langgraph.types import interrupt
 from tests import factories
 from tests.langgraph.conftest import Server
 from tests.langgraph.graphs import ToolFakeChatModel, tool_loop_graph
+from threads.domain import ledger
 from threads.models import (
     ApprovalRequest,
     AuditEntry,
@@ -45,6 +47,9 @@ from threads.services.folding import fold_run
 from threads.services.rollback import checkpoint_rollback
 
 REFUNDS: list[str] = []
+# Whether the server stores a second result for a call that has one (flagged `duplicate_of`)
+# rather than refusing it: the saver then mirrors it like any message.
+SECOND_RESULTS_STORED = hasattr(ledger, "DUPLICATE_OF")
 
 
 @tool
@@ -139,8 +144,9 @@ def test_a_rollback_resumes_the_agent_from_the_restored_state_with_the_later_sid
     assert head.metadata["step"] == old_head.metadata["step"] + 1
     assert head.checkpoint["channel_versions"] == before_refund.checkpoint["channel_versions"]
     restored = head.checkpoint["channel_values"]["messages"]
-    assert [m.content for m in restored[:2]] == ["Hi", "Hello! How can I help?"]
-    [note] = restored[2:]
+    # The note goes first (a leading system message: every provider's shape accepts it there).
+    note, *rest = restored
+    assert [m.content for m in rest] == ["Hi", "Hello! How can I help?"]
     assert isinstance(note, SystemMessage) and note.id == f"ctxadmin-repair-{new_id}"
     # Reading it again adds nothing twice.
     again = saver.get_tuple(config)
@@ -152,7 +158,7 @@ def test_a_rollback_resumes_the_agent_from_the_restored_state_with_the_later_sid
 
     app.invoke({"messages": [HumanMessage("Is order 42 refunded?")]}, config)
     model_input = inputs[-1]
-    assert [m.content for m in model_input[:2]] == ["Hi", "Hello! How can I help?"]
+    assert [m.content for m in model_input[1:3]] == ["Hi", "Hello! How can I help?"]
     assert "Refund order 42" not in [m.content for m in model_input]
     notes = [m for m in model_input if isinstance(m, SystemMessage)]
     assert len(notes) == 1
@@ -411,12 +417,13 @@ def _openai_valid(messages: Sequence[BaseMessage]) -> bool:
     return True
 
 
-def test_a_rollback_to_a_pending_tool_call_keeps_the_call_last_and_runs_it_next(
+def test_a_rollback_to_a_pending_read_only_call_keeps_the_call_last_and_runs_it_next(
     server: Server,
 ) -> None:
-    """The chosen state ends with an AI message's tool calls: the repair note goes before that
-    message, so the calls still end the list — `tools_condition` routes to the tools, the
-    model's input is a valid conversation — and the resumed graph runs them."""
+    """The chosen state ends with an AI message's call of a read-only tool: the repair note
+    goes first, so the calls still end the list — `tools_condition` routes to the tools, the
+    model's input is a valid conversation — and the resumed graph runs them (a side-effecting
+    call the ledger holds is not run again: tests/langgraph/test_exactly_once.py)."""
     saver = CtxadminSaver.from_url(server.url, server.api_key, side_effect_tools={"refund"})
     inputs: list[list[BaseMessage]] = []
     model = ToolFakeChatModel(
@@ -455,24 +462,37 @@ def test_a_rollback_to_a_pending_tool_call_keeps_the_call_last_and_runs_it_next(
 
     state = app.get_state(config)
     restored = state.values["messages"]
-    assert [type(m).__name__ for m in restored] == ["HumanMessage", "SystemMessage", "AIMessage"]
-    assert restored[1].id.startswith("ctxadmin-repair-")
-    assert "refund" in str(restored[1].content)
+    assert [type(m).__name__ for m in restored] == ["SystemMessage", "HumanMessage", "AIMessage"]
+    assert restored[0].id.startswith("ctxadmin-repair-")
+    assert "refund" in str(restored[0].content)
     assert tools_condition(state.values) == "tools"
     assert _openai_valid(restored)
     assert state.next == ("tools",)
 
-    app.invoke(None, config)  # resumes: the pending lookup runs, then the model answers
+    # Resumes: the pending lookup runs again — a second result for call_l, which the log holds
+    # (stored and flagged) or refuses by name; it never silently stops following the agent.
+    if not SECOND_RESULTS_STORED:
+        with pytest.raises(MirrorConflict) as refused:
+            app.invoke(None, config)
+        assert "call_l" in refused.value.message
+        assert REFUNDS == ["42"]
+        saver.close()
+        return
+    app.invoke(None, config)
     assert _openai_valid(inputs[-1])
     assert [type(m).__name__ for m in inputs[-1]] == [
-        "HumanMessage",
         "SystemMessage",
+        "HumanMessage",
         "AIMessage",
         "ToolMessage",
     ]
     assert getattr(inputs[-1][3], "tool_call_id", None) == "call_l"
     assert app.get_state(config).values["messages"][-1].content.startswith("Order 42 costs")
     assert REFUNDS == ["42"]
+    # Every message of the agent's state is in the log, the second lookup result flagged.
+    logged = set(thread.events.values_list("client_event_id", flat=True))
+    assert all(m.id in logged for m in app.get_state(config).values["messages"])
+    assert thread.events.filter(kind="tool_result", data__tool_call_id="call_l").count() == 2
     saver.close()
 
 

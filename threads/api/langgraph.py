@@ -41,6 +41,7 @@ from threads.selectors.langgraph import (
     lg_tuple,
     lg_tuples,
 )
+from threads.selectors.langgraph_ledger import lg_ledger
 from threads.services.langgraph import (
     PRUNE_STRATEGIES,
     InterruptIn,
@@ -183,6 +184,13 @@ class TupleOutputSerializer(serializers.Serializer):
     integrity = ReadIntegritySerializer(
         help_text="the thread's chain verdict; `reaches_break`: this checkpoint's messages "
         "(its own or its pending writes') reach the first bad seq"
+    )
+    ledger = serializers.DictField(
+        required=False,
+        allow_null=True,
+        help_text="one checkpoint's read only: the side-effect ledger's word on the calls of "
+        "side-effecting tools its messages leave unanswered (`calls`: status, recorded result, "
+        "resolution) and `templates` of the tool node's task; null when there are none",
     )
 
 
@@ -422,7 +430,8 @@ class ThreadLanggraphCheckpointApi(APIView):
         )
         if row is None:
             raise NotFound("checkpoint not found")
-        return Response(_tuple_json(lg_tuple(row)))
+        found = lg_tuple(row)
+        return Response({**_tuple_json(found), "ledger": lg_ledger(found)})
 
 
 class InterruptSerializer(StrictInputSerializer):

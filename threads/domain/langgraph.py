@@ -27,6 +27,59 @@ ROLE_OF_TYPE = {
     "AIMessageChunk": "assistant",
 }
 CHAT_ROLES = ("system", "developer", "user", "assistant")
+# A tool message may state its call's outcome itself (`additional_kwargs`), which then wins over
+# its `status`: "unknown" (or "timeout") when the tool cannot know whether it took effect.
+OUTCOME_KEY = "ctxadmin_outcome"
+OUTCOMES = {
+    "unknown": "timeout",
+    "timeout": "timeout",
+    "succeeded": "succeeded",
+    "failed": "failed",
+    "cancelled": "cancelled",
+}
+# Exceptions after which a side effect may or may not have happened: a timeout or a connection
+# lost once the request could have been sent (Python's own, httpx's, requests', http.client's,
+# and the client's `OutcomeUnknown`). LangGraph's ToolNode turns a tool's exception into an
+# error ToolMessage whose content starts with "Error: <repr(exception)>".
+UNKNOWN_OUTCOME_ERRORS = (
+    "TimeoutError",
+    "timeout",  # socket.timeout before Python 3.10
+    "CancelledError",
+    "ReadTimeout",
+    "WriteTimeout",
+    "RemoteProtocolError",
+    "ConnectionResetError",
+    "ConnectionAbortedError",
+    "BrokenPipeError",
+    "RemoteDisconnected",
+    "IncompleteRead",
+    "ReadError",  # httpx: the connection broke while reading the answer
+    "ChunkedEncodingError",  # requests: the same
+    "ReadTimeoutError",  # urllib3
+    "ProtocolError",  # urllib3: the connection was aborted
+    "OutcomeUnknown",
+)
+
+
+def tool_result_status(data: dict[str, Any], side_effect_tools: Collection[str] = ()) -> str:
+    """The tool_result status of a LangChain tool message (its JSON form's `data`): the outcome
+    the message states (`additional_kwargs["ctxadmin_outcome"]`) when it does; for an error
+    message of a side-effecting tool (`name` in `side_effect_tools`) whose content names an
+    exception of UNKNOWN_OUTCOME_ERRORS, `timeout` (the call's side effect is then `unknown`,
+    never `failed`); `failed` for any other error; else `succeeded`."""
+    extra = data.get("additional_kwargs")
+    stated = extra.get(OUTCOME_KEY) if isinstance(extra, dict) else None
+    if isinstance(stated, str) and stated in OUTCOMES:
+        return OUTCOMES[stated]
+    if data.get("status") != "error":
+        return "succeeded"
+    content = data.get("content")
+    if data.get("name") in side_effect_tools and isinstance(content, str):
+        text = content.removeprefix("Error: ").lstrip()
+        for name in UNKNOWN_OUTCOME_ERRORS:
+            if text.startswith((f"{name}(", f"{name}:")) or text == name:
+                return "timeout"
+    return "failed"
 
 
 def message_digest(message: dict[str, Any]) -> str:
@@ -53,8 +106,8 @@ def message_event_bodies(
 ) -> list[dict[str, Any]]:
     """The events (bodies as an agent submits them) that record `message`; `key` is the
     carrying event's client_event_id. A call of a tool in `side_effect_tools` is a side effect
-    (docs/design.md §7.1) whose idempotency key is its tool call id. Raises InvalidEvent for a
-    message with no event form."""
+    (docs/design.md §7.1) whose idempotency key is its tool call id; a tool message's result
+    status is `tool_result_status`'s. Raises InvalidEvent for a message with no event form."""
     kind, data = message.get("type"), message.get("data")
     if not isinstance(data, dict) or not isinstance(kind, str):
         raise InvalidEvent("a message is {type, data}", fields={"message": "not a message"})
@@ -67,7 +120,7 @@ def message_event_bodies(
                 "kind": "tool_result",
                 "client_event_id": key,
                 "tool_call_id": data.get("tool_call_id"),
-                "status": "failed" if data.get("status") == "error" else "succeeded",
+                "status": tool_result_status(data, side_effect_tools),
                 "result": content,
                 "metadata": metadata,
             }

@@ -20,11 +20,13 @@ __all__ = [
     "ConflictError",
     "ConnectionFailed",
     "CtxadminError",
+    "MirrorConflict",
     "NotFoundError",
     "OutcomeUnknown",
     "RateLimited",
     "ServerError",
     "SideEffectPending",
+    "SideEffectRecorded",
     "UnprocessableError",
     "ValidationError",
     "chain_check",
@@ -251,6 +253,43 @@ def is_outcome_unknown(exc: BaseException) -> bool:
         or (klass.__module__.split(".")[0], klass.__name__) in _UNKNOWN_NAMES
         for klass in type(exc).__mro__
     )
+class SideEffectRecorded(Exception):  # noqa: N818 (a statement about the ledger)
+    """The LangGraph saver would resume into a side-effecting call whose outcome the ledger
+    holds (`status` succeeded, failed or cancelled), but cannot hand that outcome to the graph
+    as the tool node's result (no finished task of the tool node to derive the task from, or
+    the same AI message also asks for calls that have not run: a ToolNode runs them all).
+    Nothing was run; the caller decides (docs/clients.md, "Exactly once with LangGraph").
+
+    Attributes: as `SideEffectPending`'s, and `reason`.
+    """
+
+    def __init__(
+        self,
+        *,
+        call_id: str,
+        tool_name: str,
+        idempotency_key: str,
+        status: str,
+        reason: str,
+        side_effect: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            f"{tool_name} call {call_id!r} (idempotency key {idempotency_key!r}) is {status}: "
+            f"it is not run again, and {reason}"
+        )
+        self.call_id = call_id
+        self.tool_name = tool_name
+        self.idempotency_key = idempotency_key
+        self.status = status
+        self.reason = reason
+        self.side_effect = side_effect
+
+
+class MirrorConflict(CtxadminError):
+    """The server refused to mirror the agent's messages into the thread's log and named why
+    (`code` `messages_not_mirrored`, `fields` the conflict). The saver raises it rather than
+    storing the messages where the log cannot see them: the log never silently parts from the
+    agent."""
 
 
 _BY_STATUS: dict[int, type[CtxadminError]] = {

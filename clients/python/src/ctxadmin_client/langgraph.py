@@ -56,9 +56,10 @@ from langgraph.types import Command, Interrupt
 from ctxadmin_client import _api
 from ctxadmin_client._api import Sleep
 from ctxadmin_client._http import NODELAY, Call
+from ctxadmin_client._langgraph_ledger import guard_decision, ledger_apply
 from ctxadmin_client.async_client import AsyncClient
 from ctxadmin_client.client import Client
-from ctxadmin_client.errors import CtxadminError, NotFoundError, chain_check
+from ctxadmin_client.errors import CtxadminError, MirrorConflict, NotFoundError, chain_check
 
 __all__ = ["CtxadminSaver"]
 
@@ -122,11 +123,12 @@ def _mirrorable(
     calls: frozenset[str] | None = frozenset(),
     answered: frozenset[str] = frozenset(),
 ) -> tuple[list[Entry], frozenset[str], frozenset[str]] | None:
-    """(id, digest, JSON form) of each message, and the tool calls made and answered so far,
-    when `value` is a list of LangChain messages the log can hold (each with an id, every tool
-    message answering an earlier call once: `calls` and `answered` are those of the messages
-    before it, None to leave that check to the server); None otherwise, and the channel is
-    stored as bytes."""
+    """(id, digest, JSON form) of each message, and the tool calls made and answered so far
+    (`calls` and `answered`: those of the messages before it), when `value` is a list of
+    LangChain messages the log can hold (each with an id and an event form); None otherwise,
+    and the channel is stored as bytes. Whether each tool message answers a call is the
+    server's to say: it mirrors a result it can bind, and names the conflict when it cannot
+    (MirrorConflict), so that the log never silently stops following the agent."""
     if not isinstance(value, list):
         return None
     entries = []
@@ -139,11 +141,8 @@ def _mirrorable(
             return None
         if message.type in ("ai", "AIMessageChunk"):
             made.update(str(call.get("id")) for call in getattr(message, "tool_calls", []))
-        elif message.type == "tool" and calls is not None:
-            call_id = str(getattr(message, "tool_call_id", ""))
-            if call_id not in made or call_id in done:
-                return None
-            done.add(call_id)
+        elif message.type == "tool":
+            done.add(str(getattr(message, "tool_call_id", "")))
         form = message_to_dict(message)
         try:
             entries.append((str(message.id), _digest(form), form))
@@ -189,17 +188,14 @@ def repair_note(checkpoint_id: str, side_effects: Sequence[Mapping[str, Any]]) -
 
 
 def _note_position(messages: Sequence[Any]) -> int:
-    """Where a note goes in a list of messages: at its end, unless the list ends with an AI
-    message's tool calls (and the results of some of them), which the note must not separate
-    from their results — then before that AI message, so that the list still ends with the
-    calls (LangGraph's `tools_condition` routes to the tools, and a model API gets every call
-    followed by its results)."""
-    position = len(messages)
-    while position > 0 and getattr(messages[position - 1], "type", None) == "tool":
-        position -= 1
-    if position > 0 and getattr(messages[position - 1], "tool_calls", None):
-        return position - 1
-    return len(messages)
+    """Where a note goes in a list of messages: first, after any leading system messages. Every
+    provider's request shape accepts a system message there (Anthropic's Messages API takes
+    only leading ones, as its `system`), and a note there never separates a call from its
+    results."""
+    position = 0
+    while position < len(messages) and getattr(messages[position], "type", None) == "system":
+        position += 1
+    return position
 
 
 def _repair_note_add(
@@ -212,6 +208,15 @@ def _repair_note_add(
     if not any(getattr(m, "id", None) == note.id for m in messages):
         position = _note_position(messages)
         values[MESSAGES_CHANNEL] = [*messages[:position], note, *messages[position:]]
+
+
+def _mirror_conflict(exc: CtxadminError) -> MirrorConflict:
+    return MirrorConflict(
+        exc.code,
+        exc.status,
+        f"ctxadmin refused to mirror the agent's messages into the thread's log: {exc.message}",
+        exc.fields,
+    )
 
 
 def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
@@ -233,7 +238,10 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
             it; the sync ones a `Client` made with the same URL and key).
         serde: LangGraph's serializer for channel values and writes (its default when None).
         side_effect_tools: names of the tools whose calls are side effects: their `tool_call`
-            events say so (with the tool call id as idempotency key), so a rollback lists them.
+            events say so (with the tool call id as idempotency key), so a rollback lists them,
+            and the side-effect ledger drives resume: a call it holds is never run again
+            (`get_tuple` hands back its recorded result, or raises `SideEffectPending` while
+            its outcome is unknown; docs/clients.md "Exactly once with LangGraph").
         allow_broken_chain: read a checkpoint whose messages reach past a break in the thread's
             hash chain (an event changed after it was written, as the last integrity check
             found) instead of raising `ChainBrokenError`. Off by default: an agent never
@@ -456,8 +464,7 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
                     everything = True
                     continue
                 if exc.code == "messages_not_mirrored":
-                    as_bytes = True
-                    continue
+                    raise _mirror_conflict(exc) from exc
                 raise
             break
         with self._lock:
@@ -600,7 +607,11 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
             try:
                 yield Call("POST", _api.thread_path(thread_id, "langgraph", "writes"), json=body)
             except CtxadminError as exc:
-                if not as_bytes and exc.code in ("messages_not_mirrored", "messages_unordered"):
+                if not as_bytes and exc.code == "messages_not_mirrored":
+                    raise _mirror_conflict(exc) from exc
+                if not as_bytes and exc.code == "messages_unordered":
+                    # Not yet in the conversation's order (the checkpoint it follows is still
+                    # on its way): the next put mirrors these messages with the list.
                     as_bytes = True
                     continue
                 raise
@@ -642,7 +653,8 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
                 self._heads[str(answer["thread_id"])] = head
         with self._lock:
             self._stored_add(str(answer["thread_id"]), str(answer["checkpoint_id"]))
-        return found
+        # Exactly once: a call the ledger already holds is not run again (docs/design.md §15).
+        return ledger_apply(found, answer, self.serde, _note_position)
 
     def _page(
         self,
@@ -791,6 +803,50 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
     @staticmethod
     def _delete_thread(thread_id: str) -> Call:
         return Call("DELETE", _api.thread_path(str(thread_id), "langgraph"))
+
+    # --- exactly once inside a run: a ToolNode's tool-call guard ------------------------------
+
+    def _ledger_call(self, request: Any) -> Operation[dict[str, Any] | None]:
+        """The ledger's record of the request's call, as the thread's latest checkpoint read
+        answers it (None when it holds nothing of it)."""
+        config = getattr(getattr(request, "runtime", None), "config", None) or {}
+        thread_id = (config.get("configurable") or {}).get("thread_id")
+        if thread_id is None:
+            return None
+        try:
+            answer = yield Call(
+                "GET",
+                _api.thread_path(str(thread_id), "langgraph", "checkpoints", "latest"),
+                params={"checkpoint_ns": ""},
+            )
+        except NotFoundError:
+            return None
+        ledger = answer.get("ledger") or {}
+        call_id = str(request.tool_call.get("id"))
+        return next(
+            (c for c in ledger.get("calls") or [] if str(c.get("tool_call_id")) == call_id), None
+        )
+
+    def tool_call_guard(self, request: Any, execute: Any) -> Any:
+        """A `ToolNode(wrap_tool_call=...)` guard: a call of a side-effecting tool that the
+        ledger already holds is not run again inside a run either (e.g. after a rollback, a
+        node between the restored state and the tool node): its recorded result is returned
+        instead, and an unknown outcome raises `SideEffectPending`.
+
+            ToolNode(tools, wrap_tool_call=saver.tool_call_guard,
+                     awrap_tool_call=saver.atool_call_guard)
+        """
+        if request.tool_call.get("name") not in self.side_effect_tools:
+            return execute(request)
+        recorded = guard_decision(self._run(self._ledger_call(request)))
+        return execute(request) if recorded is None else recorded
+
+    async def atool_call_guard(self, request: Any, execute: Any) -> Any:
+        """`tool_call_guard` for `ToolNode(awrap_tool_call=...)`."""
+        if request.tool_call.get("name") not in self.side_effect_tools:
+            return await execute(request)
+        recorded = guard_decision(await self._arun(self._ledger_call(request)))
+        return await execute(request) if recorded is None else recorded
 
     # --- BaseCheckpointSaver, sync -----------------------------------------------------------
 
