@@ -33,8 +33,8 @@ def fast_password_hashing() -> None:
     from django.contrib.auth import hashers
 
     django_settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    hashers.get_hashers.cache_clear()
-    hashers.get_hashers_by_algorithm.cache_clear()
+    hashers.get_hashers.cache_clear()  # type: ignore[attr-defined]
+    hashers.get_hashers_by_algorithm.cache_clear()  # type: ignore[attr-defined]
 
 
 @pytest.fixture(autouse=True)

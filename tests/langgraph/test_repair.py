@@ -10,8 +10,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-import pytest
-from ctxadmin_client import Client, MirrorConflict
+from ctxadmin_client import Client
 from ctxadmin_client._http import Call
 from ctxadmin_client.langgraph import CtxadminSaver
 from django.test import Client as DjangoClient
@@ -31,7 +30,6 @@ from langgraph.types import interrupt
 from tests import factories
 from tests.langgraph.conftest import Server
 from tests.langgraph.graphs import ToolFakeChatModel, tool_loop_graph
-from threads.domain import ledger
 from threads.models import (
     ApprovalRequest,
     AuditEntry,
@@ -47,9 +45,6 @@ from threads.services.folding import fold_run
 from threads.services.rollback import checkpoint_rollback
 
 REFUNDS: list[str] = []
-# Whether the server stores a second result for a call that has one (flagged `duplicate_of`)
-# rather than refusing it: the saver then mirrors it like any message.
-SECOND_RESULTS_STORED = hasattr(ledger, "DUPLICATE_OF")
 
 
 @tool
@@ -469,15 +464,8 @@ def test_a_rollback_to_a_pending_read_only_call_keeps_the_call_last_and_runs_it_
     assert _openai_valid(restored)
     assert state.next == ("tools",)
 
-    # Resumes: the pending lookup runs again — a second result for call_l, which the log holds
-    # (stored and flagged) or refuses by name; it never silently stops following the agent.
-    if not SECOND_RESULTS_STORED:
-        with pytest.raises(MirrorConflict) as refused:
-            app.invoke(None, config)
-        assert "call_l" in refused.value.message
-        assert REFUNDS == ["42"]
-        saver.close()
-        return
+    # Resumes: the pending lookup runs again — a second result for call_l, which the log
+    # stores and flags; it never silently stops following the agent.
     app.invoke(None, config)
     assert _openai_valid(inputs[-1])
     assert [type(m).__name__ for m in inputs[-1]] == [

@@ -253,6 +253,8 @@ def is_outcome_unknown(exc: BaseException) -> bool:
         or (klass.__module__.split(".")[0], klass.__name__) in _UNKNOWN_NAMES
         for klass in type(exc).__mro__
     )
+
+
 class SideEffectRecorded(Exception):  # noqa: N818 (a statement about the ledger)
     """The LangGraph saver would resume into a side-effecting call whose outcome the ledger
     holds (`status` succeeded, failed or cancelled), but cannot hand that outcome to the graph
