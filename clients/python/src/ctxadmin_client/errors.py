@@ -164,7 +164,28 @@ class ApprovalTimeout(TimeoutError):
         self.expired = expired
 
 
-class SideEffectPending(Exception):
+class _LedgerStop(Exception):
+    """What the ledger errors share: the side-effecting call they stop at."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        call_id: str,
+        tool_name: str,
+        idempotency_key: str,
+        status: str,
+        side_effect: dict[str, Any] | None,
+    ) -> None:
+        super().__init__(message)
+        self.call_id = call_id
+        self.tool_name = tool_name
+        self.idempotency_key = idempotency_key
+        self.status = status
+        self.side_effect = side_effect
+
+
+class SideEffectPending(_LedgerStop):
     """A side-effecting call the agent is about to run (or resume into) whose outcome the
     ledger does not know yet: its side effect is `running` (no result: the run that made it
     died, or is still in it) or `unknown` (a timeout). Running it again could do it twice, so
@@ -194,13 +215,13 @@ class SideEffectPending(Exception):
         super().__init__(
             f"{tool_name} call {call_id!r} (idempotency key {idempotency_key!r}) is {status}: "
             "its outcome is not known, so it is not run again; resolve it in ctxadmin's "
-            "side-effect queue"
+            "side-effect queue",
+            call_id=call_id,
+            tool_name=tool_name,
+            idempotency_key=idempotency_key,
+            status=status,
+            side_effect=side_effect,
         )
-        self.call_id = call_id
-        self.tool_name = tool_name
-        self.idempotency_key = idempotency_key
-        self.status = status
-        self.side_effect = side_effect
 
 
 class OutcomeUnknown(Exception):
@@ -255,7 +276,7 @@ def is_outcome_unknown(exc: BaseException) -> bool:
     )
 
 
-class SideEffectRecorded(Exception):  # noqa: N818 (a statement about the ledger)
+class SideEffectRecorded(_LedgerStop):  # noqa: N818 (a statement about the ledger)
     """The LangGraph saver would resume into a side-effecting call whose outcome the ledger
     holds (`status` succeeded, failed or cancelled), but cannot hand that outcome to the graph
     as the tool node's result (no finished task of the tool node to derive the task from, or
@@ -277,14 +298,14 @@ class SideEffectRecorded(Exception):  # noqa: N818 (a statement about the ledger
     ) -> None:
         super().__init__(
             f"{tool_name} call {call_id!r} (idempotency key {idempotency_key!r}) is {status}: "
-            f"it is not run again, and {reason}"
+            f"it is not run again, and {reason}",
+            call_id=call_id,
+            tool_name=tool_name,
+            idempotency_key=idempotency_key,
+            status=status,
+            side_effect=side_effect,
         )
-        self.call_id = call_id
-        self.tool_name = tool_name
-        self.idempotency_key = idempotency_key
-        self.status = status
         self.reason = reason
-        self.side_effect = side_effect
 
 
 class MirrorConflict(CtxadminError):
