@@ -130,7 +130,7 @@ def reject_a_candidate(story: Thread) -> SummaryVersion:
     candidate = folding.fold_prepare(thread_id=story.pk, trigger={"kind": "manual"})
     assert candidate is not None
     SummaryVersion.objects.filter(pk=candidate.pk).update(
-        content={**candidate.content, "narrative": "the customer was paid"}
+        content={**candidate.content, "narrative": "edited after it was prepared"}
     )
     candidate.refresh_from_db()
     assert folding.summary_decide(version=candidate) == folding.Outcome.REJECTED

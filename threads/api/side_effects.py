@@ -70,7 +70,7 @@ class SideEffectListApi(APIView):
 
         status = serializers.ChoiceField(choices=SideEffectStatus.values, required=False)
         thread = serializers.CharField(required=False)
-        idempotency_key = serializers.CharField(required=False, max_length=200)
+        idempotency_key = serializers.CharField(required=False, allow_blank=True, max_length=200)
 
     @extend_schema(
         parameters=[
@@ -78,9 +78,9 @@ class SideEffectListApi(APIView):
             OpenApiParameter("thread", str, description="a thread's UUID or external_id"),
             OpenApiParameter(
                 "idempotency_key",
-                str,
+                {"type": "string", "maxLength": 200},
                 description="the record of this key (with `thread`: the ledger's answer for "
-                "one call an agent is about to make)",
+                "one call an agent is about to make); empty: any key",
             ),
         ],
         responses={200: SideEffectOutputSerializer(many=True), **ERRORS},
