@@ -126,6 +126,11 @@ def test_the_unknown_filter_is_read_off_its_partial_index_in_order(
         .values_list("pk", flat=True)[:10]
     )
     assert Thread.objects.get(pk=threads[0].pk).unknown_side_effects == 2
+    if connection.vendor == "postgresql":
+        # The planner weighs the partial index by the table's statistics; the whole suite's
+        # earlier tests leave others behind (autovacuum), so take this test's own.
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE threads_thread")
     assert_read_in_order(sql[-1], "thread_list_unknown")
     assert threads_in(workspace_ids=member_workspace_ids(operator), unknown=True).count() == 12
     assert threads_in(workspace_ids=member_workspace_ids(operator), unknown=False).count() == 18
