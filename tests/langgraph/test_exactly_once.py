@@ -267,6 +267,43 @@ def test_a_side_effect_runs_once_per_key_through_every_repair_and_resume(
     runner.close()
 
 
+@pytest.mark.parametrize("status", ["succeeded", "failed"])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_with_durability_exit_a_died_call_a_person_resolved_runs_once(
+    server: Server, mode: str, status: str
+) -> None:
+    """Durability "exit" stores only what the run leaves at its end (no step in between to roll
+    back to): a refund whose tool raised holds the agent until a person resolves it, and the
+    resolution is the call's result. The thread holds no finished task of the tool node to
+    derive routing from, so `invoke(None)` ends right after the result (docs/clients.md); the
+    next user message has the model read it. The refund ran once throughout."""
+    world = World()
+    runner = Runner(server, world, mode=mode, durability="exit")
+    world.raises = RuntimeError("the payment system dropped the line")
+    with pytest.raises(RuntimeError):
+        runner.run({"messages": [HumanMessage(ASK)]})
+    world.raises = None
+    for held_with in (None, {"messages": [HumanMessage(LATER)]}):
+        with pytest.raises(SideEffectPending):
+            runner.run(held_with)
+    _resolve(runner, status)
+
+    runner.run(None)
+    state = runner.state()
+    assert isinstance(state[-1], ToolMessage) and state[-1].tool_call_id == KEY
+    assert "the payment system says" in str(state[-1].content)
+    runner.run({"messages": [HumanMessage(LATER)]})
+
+    assert world.refunds == ["42"], "the refund ran again"
+    for model_input in world.inputs:
+        assert_provider_shapes(model_input)
+    assert any(getattr(m, "tool_call_id", None) == KEY for m in world.inputs[-1])
+    state = runner.state()
+    assert isinstance(state[-1], AIMessage) and not state[-1].tool_calls
+    _in_the_log(runner)
+    runner.close()
+
+
 @pytest.mark.parametrize(
     ("raised", "result_status", "effect_status"),
     [
