@@ -28,7 +28,8 @@ from langgraph.types import Command, interrupt
 from tests import factories
 from tests.langgraph.conftest import Server
 from tests.provider_shapes import assert_provider_shapes
-from threads.models import LanggraphCheckpoint, SideEffect, Thread
+from threads.models import ApprovalRequest, LanggraphCheckpoint, SideEffect, Thread
+from threads.services.approvals import approval_decide
 from threads.services.rollback import checkpoint_rollback
 from threads.services.side_effects import side_effect_resolve
 
@@ -539,4 +540,94 @@ def test_a_reviewed_refund_resumed_with_a_command_after_a_rollback_runs_once(
     state = app.get_state(config).values["messages"]
     assert [m for m in state if isinstance(m, ToolMessage) and m.tool_call_id == KEY]
     assert isinstance(state[-1], AIMessage) and not state[-1].tool_calls
+    saver.close()
+
+
+def decided_refund_agent(saver: CtxadminSaver, world: World) -> Any:
+    """agent → approve → tools → agent, where `approve` asks a reviewer (`interrupt()`, an
+    approval request in ctxadmin) and a rejection answers the refund's call itself, so the
+    tool never runs and the model reads why."""
+
+    @tool
+    def lookup(order_id: str) -> str:
+        """Look an order up (no side effect)."""
+        return f"order {order_id}: $120, paid"
+
+    @tool
+    def refund(order_id: str) -> str:
+        """Refund an order (a side effect: money moves)."""
+        world.refunds.append(order_id)
+        return f"refunded order {order_id}"
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [PolicyModel(world).invoke(state["messages"])]}
+
+    def approve(state: MessagesState) -> Command[Any]:
+        calls = getattr(state["messages"][-1], "tool_calls", [])
+        if not any(call["name"] == "refund" for call in calls):
+            return Command(goto="tools")
+        decision = interrupt({"question": "approve refund?", "calls": [c["id"] for c in calls]})
+        if decision["approved"]:
+            return Command(goto="tools")
+        answers = [
+            ToolMessage(
+                f"rejected by {decision['decided_by']}: {decision['reason']}", tool_call_id=c["id"]
+            )
+            for c in calls
+        ]
+        return Command(goto="agent", update={"messages": answers})
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("approve", approve, destinations=("tools", "agent"))
+    graph.add_node("tools", ToolNode([lookup, refund]))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition, {"tools": "approve", END: END})
+    graph.add_edge("tools", "agent")
+    return graph.compile(checkpointer=saver)
+
+
+@pytest.mark.parametrize("decision", ["approve", "reject"])
+def test_a_refund_a_reviewer_decided_in_ctxadmin_runs_as_decided_once(
+    server: Server, decision: str
+) -> None:
+    """The reviewer decides in ctxadmin's approval queue; `resume_command` reads the decision
+    back. Approved: the refund runs once, and a later run with no input or a new message
+    does not run it again. Rejected: it never runs, and the model reads the rejection."""
+    world = World()
+    saver = CtxadminSaver.from_url(server.url, server.api_key, side_effect_tools={"refund"})
+    app = decided_refund_agent(saver, world)
+    config: RunnableConfig = {"configurable": {"thread_id": "decided-" + uuid.uuid4().hex}}
+    app.invoke({"messages": [HumanMessage(ASK)]}, config)
+    assert app.get_state(config).next == ("approve",)
+    thread = Thread.objects.get(
+        workspace=server.workspace, external_id=config["configurable"]["thread_id"]
+    )
+    reviewer = factories.make_person(server.workspace, "rita", "reviewer")
+    approval_decide(
+        approval=ApprovalRequest.objects.select_related("thread", "thread__workspace").get(
+            thread=thread, status="pending"
+        ),
+        actor=reviewer,
+        decision=decision,
+        reason="checked with the customer",
+    )
+    command = saver.resume_command(config, timeout=5)
+    assert command is not None
+    app.invoke(command, config)
+    app.invoke(None, config)
+    app.invoke({"messages": [HumanMessage(LATER)]}, config)
+
+    assert world.refunds == (["42"] if decision == "approve" else [])
+    for model_input in world.inputs:
+        assert_provider_shapes(model_input)
+    state = app.get_state(config).values["messages"]
+    [result] = [m for m in state if isinstance(m, ToolMessage) and m.tool_call_id == KEY]
+    if decision == "reject":
+        assert "rejected by rita" in str(result.content)
+    assert isinstance(state[-1], AIMessage) and not state[-1].tool_calls
+    with Client(server.url, server.api_key) as client:
+        events = list(client.thread(thread.external_id).events())
+    logged = {str(e.get("client_event_id")).split("#")[0] for e in events}
+    assert all(m.id in logged for m in state)
     saver.close()
