@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import OuterRef, Q, Subquery
 
 from threads.domain.claims import event_text
 from threads.models import ApprovalRequest, Event, EventKind, SideEffect, SideEffectStatus
@@ -112,24 +112,44 @@ def approval_recent_messages(
     approvals: Iterable[ApprovalRequest], *, limit: int = RECENT_MESSAGES
 ) -> dict[int, list[dict[str, Any]]]:
     """Per approval id: the last `limit` messages before its request, oldest first, each
-    `seq`, `role` and `text` (cut to MESSAGE_CHARS). One query per approval, each reading
-    only `limit` rows by the (thread, seq) index."""
-    out: dict[int, list[dict[str, Any]]] = {}
-    for a in approvals:
-        rows = list(
-            Event.objects.filter(
-                thread_id=a.thread_id, kind=EventKind.MESSAGE, seq__lt=a.request_event.seq
+    `seq`, `role` and `text` (cut to MESSAGE_CHARS). Two queries whatever the number of
+    approvals: the seq of each request's `limit`-th message back, then the messages of each
+    range."""
+    approvals = list(approvals)
+    out: dict[int, list[dict[str, Any]]] = {a.pk: [] for a in approvals}
+    if not approvals:
+        return out
+    messages = Event.objects.filter(kind=EventKind.MESSAGE)
+    floors = dict(
+        ApprovalRequest.objects.filter(pk__in=[a.pk for a in approvals])
+        .annotate(
+            floor=Subquery(
+                messages.filter(
+                    thread_id=OuterRef("thread_id"), seq__lt=OuterRef("request_event__seq")
+                )
+                .order_by("-seq")
+                .values("seq")[limit - 1 : limit]
             )
-            .order_by("-seq")
-            .values_list("seq", "data")[:limit]
         )
-        messages = []
-        for seq, data in reversed(rows):
+        .values_list("pk", "floor")
+    )
+    ranges = {a.pk: (a.thread_id, floors.get(a.pk) or 0, a.request_event.seq) for a in approvals}
+    condition = Q(pk__in=[])
+    for thread_id, low, high in ranges.values():
+        condition |= Q(thread_id=thread_id, seq__gte=low, seq__lt=high)
+    rows = list(
+        messages.filter(condition)
+        .order_by("thread_id", "seq")
+        .values_list("thread_id", "seq", "data")
+    )
+    for pk, (thread_id, low, high) in ranges.items():
+        for row_thread, seq, data in rows:
+            if row_thread != thread_id or not low <= seq < high:
+                continue
             text = event_text({"kind": "message", **(data or {})})
             if len(text) > MESSAGE_CHARS:
                 text = text[: MESSAGE_CHARS - 1] + "…"
-            messages.append({"seq": seq, "role": (data or {}).get("role", ""), "text": text})
-        out[a.pk] = messages
+            out[pk].append({"seq": seq, "role": (data or {}).get("role", ""), "text": text})
     return out
 
 
