@@ -115,3 +115,14 @@ def test_a_langgraph_interrupt_reads_as_the_call_it_asks_about(
     arguments, folded = rest.split("<details", 1)
     assert "5521" in arguments and "1f0-ckpt" not in arguments and "int-77" not in arguments
     assert "1f0-ckpt" in folded and "int-77" in folded
+
+
+def test_the_timeline_approval_card_names_the_unknown_refund(
+    reviewer: Client, refund_thread: Thread
+) -> None:
+    approval = retry_after_timeout(refund_thread)
+    page = reviewer.get(f"/threads/{refund_thread.pk}/").content.decode()
+    card = page.split(f'id="seq-{approval.request_event.seq}"', 1)[1].split("</article>", 1)[0]
+    assert "Related side effects" in card
+    assert "refund_payment #2" in card and KEY in card and "unknown" in card
+    assert "Approving may do this twice" in card
