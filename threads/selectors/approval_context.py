@@ -34,7 +34,9 @@ def approval_subject(approval: ApprovalRequest) -> dict[str, Any]:
     if not isinstance(tool_arguments, Mapping):
         tool_arguments = arguments
     key = tool_arguments.get("idempotency_key") or arguments.get("idempotency_key") or ""
+    call_id = arguments.get("tool_call_id")
     return {
+        "tool_call_id": call_id if isinstance(call_id, str) else "",
         "tool_name": tool_name,
         "tool_arguments": dict(tool_arguments),
         "idempotency_key": key if isinstance(key, str) else str(key),
@@ -46,8 +48,8 @@ def approval_related_side_effects(
 ) -> dict[int, list[dict[str, Any]]]:
     """Per approval id: the side effects related to its action, by call, each with `status`
     and `match` (`idempotency_key` when it carries the key the request's arguments name, in
-    any thread of the workspace; `tool` when it is a call of the same tool in the thread).
-    One query whatever the number of approvals."""
+    any thread of the workspace; `tool` when it is a call of the same tool in the thread),
+    but the call the request itself asks about (its `tool_call_id`). One query whatever the number of approvals."""
     approvals = list(approvals)
     subjects = {a.pk: approval_subject(a) for a in approvals}
     condition = Q(pk__in=[])
@@ -71,6 +73,14 @@ def approval_related_side_effects(
     for a in approvals:
         subject = subjects[a.pk]
         for effect in effects:
+            if (
+                subject["tool_call_id"]
+                and effect.thread_id == a.thread_id
+                and effect.tool_call_id == subject["tool_call_id"]
+            ):
+                # The call the request asks about (a LangGraph interrupt's pending call, stored
+                # `running` before it runs): what is being decided, not something beside it.
+                continue
             if (
                 subject["idempotency_key"]
                 and effect.idempotency_key == subject["idempotency_key"]
