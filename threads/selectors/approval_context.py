@@ -49,7 +49,8 @@ def approval_related_side_effects(
     """Per approval id: the side effects related to its action, by call, each with `status`
     and `match` (`idempotency_key` when it carries the key the request's arguments name, in
     any thread of the workspace; `tool` when it is a call of the same tool in the thread),
-    but the call the request itself asks about (its `tool_call_id`). One query whatever the number of approvals."""
+    but the call the request itself asks about (its `tool_call_id`). One query whatever the
+    number of approvals."""
     approvals = list(approvals)
     subjects = {a.pk: approval_subject(a) for a in approvals}
     condition = Q(pk__in=[])
