@@ -202,3 +202,36 @@ def test_an_unrelated_tool_does_not_block(thread: Thread, workspace: Any) -> Non
     )
     assert answer.status_code == 200
     assert answer.json()["related_side_effects"] == []
+
+
+def test_the_call_an_interrupt_asks_about_does_not_block_its_own_approval(
+    thread: Thread, workspace: Any, agent: APIClient
+) -> None:
+    """A LangGraph interrupt before a tool runs: the pending call is stored (`running`) and the
+    request names it by `tool_call_id`; approving it is what lets it run."""
+    f.append(
+        thread,
+        f.call("call_9", "refund", {"order_id": "5521"}, side_effect_key="refund-5521"),
+        {
+            "kind": "approval_request",
+            "action": "langgraph.interrupt",
+            "tool_name": "refund",
+            "arguments": {
+                "interrupt_id": "int-1",
+                "checkpoint_ns": "",
+                "checkpoint_id": "ck-1",
+                "tool_name": "refund",
+                "tool_call_id": "call_9",
+                "tool_arguments": {"order_id": "5521", "idempotency_key": "refund-5521"},
+            },
+        },
+    )
+    approval = ApprovalRequest.objects.get(thread=thread)
+    answer = post(
+        person(workspace, "reviewer"),
+        f"/api/v1/approvals/{approval.pk}/decide/",
+        {"decision": "approve", "reason": "go"},
+    )
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["related_side_effects"] == []
+    assert decisions_read_back(agent, thread) == ["approve"]
