@@ -165,7 +165,8 @@ def approval_presented(approval: Any) -> dict[str, Any]:
         return {"title": approval.action, "arguments": approval.arguments, "interrupt": None}
     subject = selectors.approval_subject(approval)
     if subject["tool_name"]:
-        shown = ", ".join(f"{k}={v}" for k, v in subject["tool_arguments"].items())
+        # By name: the database may keep a JSON object's keys in its own order.
+        shown = ", ".join(f"{k}={v}" for k, v in sorted(subject["tool_arguments"].items()))
         title = f"{subject['tool_name']}({shown})"
         if len(title) > 160:
             title = title[:159] + "…"
