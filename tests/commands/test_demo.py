@@ -25,6 +25,7 @@ from threads.models import (
     SummaryVersion,
     Thread,
 )
+from threads.selectors import active_constraints
 
 SCENARIOS = ("order-10086", "refund-4471", "email-board-q3", "review-pr-482")
 
@@ -76,6 +77,9 @@ def test_demo_twice_is_idempotent_and_creates_the_scenarios() -> None:
     refund = threads["refund-4471"]
     assert SideEffect.objects.get(thread=refund).status == "unknown"
     assert ApprovalRequest.objects.get(thread=refund).status == "pending"
+    assert [c["text"] for c in active_constraints(thread_ids={refund.pk})[refund.pk]] == [
+        "Never refund the same order twice."
+    ]
 
     email = threads["email-board-q3"]
     constraint = Event.objects.get(thread=email, kind="annotation")

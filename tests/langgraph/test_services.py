@@ -472,7 +472,15 @@ def test_a_puts_pending_work_is_what_the_whole_log_replayed_gives() -> None:
     approval = ApprovalRequest.objects.select_related("thread", "thread__workspace").get(
         thread__external_id="agent-2"
     )
-    approval_decide(approval=approval, actor=reviewer, decision="approve", reason="ok")
+    # refund-3 (the same tool) is still running: approving beside it needs an acknowledgement.
+    approval_decide(
+        approval=approval,
+        actor=reviewer,
+        decision="approve",
+        reason="ok",
+        acknowledge_unknown=True,
+        acknowledge_reason="refund-3 is another order's refund",
+    )
     write(2, [result("refund-2"), result("refund-3")])
     put(3, [result("refund-2"), result("refund-3")], 6)
     put(4, [message_to_dict(AIMessage("all refunded", id="a4"))], 8)

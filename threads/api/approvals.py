@@ -3,12 +3,16 @@
 - `GET /api/v1/approvals/?status=pending`: agents (their workspace) and people (theirs).
 - `POST /api/v1/approvals/{id}/decide/` `{"decision": "approve|reject", "reason"}` (reviewer+,
   people only): appends an `approval_decision` event; a second decision is 409
-  `already_decided`, a request past its `expires_at` 409 `approval_expired`.
+  `already_decided`, a request past its `expires_at` 409 `approval_expired`; approving beside
+  a related side effect that is `unknown` or `running` is 409 `related_side_effect_unknown`
+  unless the body says `"acknowledge_unknown": true` with an `acknowledge_reason`.
 - `GET /api/v1/threads/{id}/approvals/`: one thread's requests and decisions, which the agent
   polls to read a decision back.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -21,10 +25,34 @@ from threads.api.permissions import IsPerson, workspace_ids_for_request
 from threads.api.serializers import ErrorSerializer, StrictCharField, StrictInputSerializer
 from threads.models import ApprovalStatus
 from threads.selectors import approval_get_in, approval_rows, approvals_in, approvals_of_thread
+from threads.selectors.approval_context import approval_contexts
 from threads.services.approvals import DECISIONS, approval_decide
 
 ERRORS = {400: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer, 409: ErrorSerializer}
 MAX_LIST = 1000
+
+
+class RelatedSideEffectSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    thread = serializers.CharField()
+    thread_external_id = serializers.CharField()
+    call_seq = serializers.IntegerField()
+    tool_name = serializers.CharField()
+    tool_call_id = serializers.CharField()
+    idempotency_key = serializers.CharField(allow_blank=True)
+    status = serializers.CharField()
+    match = serializers.ChoiceField(choices=["idempotency_key", "tool"])
+
+
+class RecentMessageSerializer(serializers.Serializer):
+    seq = serializers.IntegerField()
+    role = serializers.CharField(allow_blank=True)
+    text = serializers.CharField(allow_blank=True)
+
+
+class ConstraintSerializer(serializers.Serializer):
+    text = serializers.CharField(allow_blank=True)
+    sources = serializers.ListField(child=serializers.IntegerField())
 
 
 class ApprovalOutputSerializer(serializers.Serializer):
@@ -48,6 +76,29 @@ class ApprovalOutputSerializer(serializers.Serializer):
         help_text="still pending and past expires_at: it can no longer be decided"
     )
     created_at = serializers.DateTimeField()
+    related_side_effects = RelatedSideEffectSerializer(
+        many=True,
+        help_text="side effects with the idempotency key the arguments name (any thread of the "
+        "workspace) or of the same tool in the thread; approving beside one `unknown` or "
+        "`running` is 409 related_side_effect_unknown unless acknowledged",
+    )
+    recent_messages = RecentMessageSerializer(
+        many=True, help_text="the last messages before the request, oldest first"
+    )
+    active_constraints = ConstraintSerializer(
+        many=True,
+        help_text="the thread's active constraints (head summary and annotations after it)",
+    )
+
+
+def approval_answers(approvals: Any) -> list[dict[str, Any]]:
+    """Approval rows with what bears on each (selectors.approval_contexts)."""
+    approvals = list(approvals)
+    contexts = approval_contexts(approvals)
+    rows = approval_rows(approvals)
+    for row, approval in zip(rows, approvals, strict=True):
+        row.update(contexts[approval.pk])
+    return rows
 
 
 class StatusFilterSerializer(serializers.Serializer):
@@ -78,7 +129,7 @@ class ApprovalListApi(APIView):
             expired=filters.validated_data["expired"],
         )
         return Response(
-            ApprovalOutputSerializer(approval_rows(approvals[:MAX_LIST]), many=True).data
+            ApprovalOutputSerializer(approval_answers(approvals[:MAX_LIST]), many=True).data
         )
 
 
@@ -91,6 +142,14 @@ class ApprovalDecideApi(APIView):
 
         decision = serializers.ChoiceField(choices=list(DECISIONS))
         reason = StrictCharField(max_length=2000)
+        acknowledge_unknown = serializers.BooleanField(
+            required=False,
+            default=False,
+            help_text="approve although a related side effect is unknown or running",
+        )
+        acknowledge_reason = StrictCharField(
+            max_length=2000, required=False, default="", allow_blank=True
+        )
 
     @extend_schema(
         request=InputSerializer,
@@ -107,9 +166,11 @@ class ApprovalDecideApi(APIView):
             actor=request.user,  # type: ignore[arg-type]
             decision=body.validated_data["decision"],
             reason=body.validated_data["reason"],
+            acknowledge_unknown=body.validated_data["acknowledge_unknown"],
+            acknowledge_reason=body.validated_data["acknowledge_reason"],
         )
         decided = approval_get_in(workspace_ids=workspace_ids, id=id)
-        return Response(ApprovalOutputSerializer(approval_rows([decided])[0]).data)
+        return Response(ApprovalOutputSerializer(approval_answers([decided])[0]).data)
 
 
 class ThreadApprovalsApi(APIView):
@@ -127,4 +188,4 @@ class ThreadApprovalsApi(APIView):
             status=filters.validated_data.get("status", ""),
             expired=filters.validated_data["expired"],
         )
-        return Response(ApprovalOutputSerializer(approval_rows(approvals), many=True).data)
+        return Response(ApprovalOutputSerializer(approval_answers(approvals), many=True).data)

@@ -182,6 +182,14 @@ def refund_timeout() -> Scenario:
         "refund_payment; never refund the same order twice.",
         after=0,
     )
+    # The rule as a constraint the summary keeps (and the approvals card shows): the system
+    # message alone is no constraint of the fold.
+    log.note(
+        "constraint",
+        "operator",
+        {"text": "Never refund the same order twice."},
+        refers_to=[1],
+    )
     log.say(
         "user",
         "I sent back the headphones from order 4471 two weeks ago and I still "

@@ -8,6 +8,12 @@ from threads.selectors.api_keys import (
     api_key_get_in,
     api_keys_for_workspaces,
 )
+from threads.selectors.approval_context import (
+    approval_contexts,
+    approval_open_side_effects,
+    approval_related_side_effects,
+    approval_subject,
+)
 from threads.selectors.audit import (
     audit_facets_for_member,
     audit_for_member,
@@ -112,7 +118,11 @@ __all__ = [
     "api_key_get_active",
     "api_key_get_in",
     "api_keys_for_workspaces",
+    "approval_contexts",
     "approval_expired",
+    "approval_open_side_effects",
+    "approval_related_side_effects",
+    "approval_subject",
     "approval_get_in",
     "fork_copied_from",
     "approval_rows",

@@ -8,6 +8,7 @@ once, also when two reviewers press the button at the same moment.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -16,7 +17,8 @@ from django.utils import timezone
 from threads.access import require_role
 from threads.domain.errors import Conflict, InvalidEvent
 from threads.models import ApprovalRequest, ApprovalStatus, Event, EventKind, Role, Thread
-from threads.services.audit import audit_record, reason_clean
+from threads.selectors.approval_context import approval_open_side_effects
+from threads.services.audit import MAX_REASON, audit_record, reason_clean, required_text_clean
 from threads.services.events import announce_after_commit, server_event_append
 from threads.services.threads import thread_lock
 
@@ -31,10 +33,29 @@ class ApprovalExpired(Conflict):
     code = "approval_expired"
 
 
+class RelatedSideEffectUnknown(Conflict):
+    """Approving beside a related side effect whose outcome is `unknown` or `running`,
+    without the reviewer acknowledging it (docs/design.md §7.3)."""
+
+    code = "related_side_effect_unknown"
+
+
 def approval_decide(
-    *, approval: ApprovalRequest, actor: AbstractBaseUser, decision: str, reason: str
+    *,
+    approval: ApprovalRequest,
+    actor: AbstractBaseUser,
+    decision: str,
+    reason: str,
+    acknowledge_unknown: bool = False,
+    acknowledge_reason: str = "",
 ) -> Event:
     """Approve or reject a pending request (reviewer or higher) and append the decision event.
+
+    Approving while a related side effect (same idempotency key, or same tool in the thread;
+    selectors.approval_open_side_effects) is `unknown` or `running` raises
+    RelatedSideEffectUnknown (409) naming them, unless the reviewer acknowledges them
+    (`acknowledge_unknown` with an `acknowledge_reason`); the audit entry then names the
+    side effects acknowledged. Rejecting is never refused.
 
     Locks the thread row (select_for_update) before appending. The status moves by a
     conditional `UPDATE ... WHERE status = 'pending'` inside that transaction: of two
@@ -46,11 +67,32 @@ def approval_decide(
             "invalid decision", fields={"decision": f"must be one of {', '.join(DECISIONS)}"}
         )
     reason = reason_clean(reason)
+    if acknowledge_unknown:
+        acknowledge_reason = required_text_clean(
+            acknowledge_reason,
+            field="acknowledge_reason",
+            limit=MAX_REASON,
+            missing="acknowledging a related side effect needs a reason",
+            hint=f"must be at most {MAX_REASON} characters",
+        )
     thread = approval.thread
     require_role(actor, thread.workspace, Role.REVIEWER)
+    acknowledged: list[dict[str, Any]] = []
     with transaction.atomic(durable=True):
         locked = thread_lock(thread)
         now = timezone.now()
+        if decision == "approve":
+            open_effects = approval_open_side_effects(approval)
+            if open_effects and not acknowledge_unknown:
+                named = ", ".join(
+                    f"{e['tool_name']} #{e['call_seq']} ({e['status']})" for e in open_effects
+                )
+                raise RelatedSideEffectUnknown(
+                    f"a related side effect's outcome is not known: {named}; resolve it, or "
+                    "approve with acknowledge_unknown and an acknowledge_reason",
+                    fields={"related_side_effects": open_effects},
+                )
+            acknowledged = open_effects
         if approval.expires_at is not None and approval.expires_at <= now:
             current = ApprovalRequest.objects.get(pk=approval.pk)
             if current.status == ApprovalStatus.PENDING:
@@ -82,6 +124,14 @@ def approval_decide(
                 "decision": decision,
                 "reason": reason,
                 "seq": event.seq,
+                **(
+                    {
+                        "acknowledged_side_effects": acknowledged,
+                        "acknowledge_reason": acknowledge_reason,
+                    }
+                    if acknowledged
+                    else {}
+                ),
             },
         )
     approval.status = DECISIONS[decision]

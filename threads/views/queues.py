@@ -15,7 +15,9 @@ from django.views.decorators.http import require_GET, require_POST
 from threads import selectors
 from threads.domain.errors import DomainError, InvalidEvent
 from threads.models import ApprovalStatus, Role, SideEffectStatus
+from threads.selectors.approval_context import OPEN_STATUSES
 from threads.services.approvals import approval_decide
+from threads.services.langgraph import INTERRUPT_ACTION
 from threads.services.side_effects import side_effect_check_request, side_effect_resolve
 from threads.views.common import (
     HtmxHttpRequest,
@@ -149,18 +151,51 @@ def _unknown_status(
     return problem(request, exc, reverse(page))
 
 
+# The ids a LangGraph interrupt's arguments carry beside the call it asks about: folded away
+# under the action (docs/design.md §7.3).
+INTERRUPT_IDS = ("interrupt_id", "checkpoint_ns", "checkpoint_id", "tool_call_id", "value")
+
+
+def approval_presented(approval: Any) -> dict[str, Any]:
+    """How a card reads an approval: the action asked about first. A LangGraph interrupt's
+    title is its pending call (tool name and arguments), its arguments that call's, and its
+    ids (`interrupt_details`) are shown folded away."""
+    arguments = approval.arguments if isinstance(approval.arguments, dict) else {}
+    if approval.action != INTERRUPT_ACTION:
+        return {"title": approval.action, "arguments": approval.arguments, "interrupt": None}
+    subject = selectors.approval_subject(approval)
+    if subject["tool_name"]:
+        # By name: the database may keep a JSON object's keys in its own order.
+        shown = ", ".join(f"{k}={v}" for k, v in sorted(subject["tool_arguments"].items()))
+        title = f"{subject['tool_name']}({shown})"
+        if len(title) > 160:
+            title = title[:159] + "…"
+        shown_arguments: Any = subject["tool_arguments"]
+    else:
+        title = "LangGraph interrupt"
+        shown_arguments = arguments.get("value", {})
+    details = {k: arguments[k] for k in INTERRUPT_IDS if k in arguments}
+    return {"title": title, "arguments": shown_arguments, "interrupt": details}
+
+
 def _approval_cards(request: HtmxHttpRequest, approvals: list[Any]) -> list[dict[str, Any]]:
-    constraints = selectors.active_constraints(thread_ids={a.thread_id for a in approvals})
+    contexts = selectors.approval_contexts(approvals)
     now = timezone.now()
     cards = []
     for a in approvals:
         expired = selectors.approval_expired(a, now)
+        context = contexts[a.pk]
+        related = context["related_side_effects"]
         cards.append(
             {
                 "approval": a,
+                **approval_presented(a),
                 "expired": expired,
                 "shown_status": EXPIRED if expired else a.status,
-                "constraints": constraints.get(a.thread_id, []),
+                "constraints": context["active_constraints"],
+                "related": related,
+                "open_related": [r for r in related if r["status"] in OPEN_STATUSES],
+                "recent_messages": context["recent_messages"],
                 "copied_from": selectors.fork_copied_from(a.thread, a.request_event.seq),
                 "can_decide": a.status == ApprovalStatus.PENDING
                 and not expired
@@ -207,10 +242,14 @@ def approval_decide_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             actor=request.user,
             decision=request.POST.get("decision", ""),
             reason=request.POST.get("reason", ""),
+            acknowledge_unknown=request.POST.get("acknowledge_unknown") == "on",
+            acknowledge_reason=request.POST.get("acknowledge_reason", ""),
         )
     except DomainError as exc:
         refreshed = ""
-        if exc.status == 409:  # decided meanwhile, or expired: the card as it stands now
+        # Decided meanwhile, expired, or beside a related side effect not acknowledged: the
+        # card as it stands now (it shows that side effect and the box to acknowledge it).
+        if exc.status == 409:
             approval = selectors.approval_get_in(workspace_ids=workspace_ids, id=pk)
             context = {"card": _approval_cards(request, [approval])[0], "oob": True}
             refreshed = render_to_string(

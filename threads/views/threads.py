@@ -17,6 +17,7 @@ from threads.domain.markers import RETRACTABLE_KINDS
 from threads.domain.search import MAX_QUERY_TERMS, too_many_terms
 from threads.domain.units import split_units
 from threads.models import Role, SummarizerBackend, Thread
+from threads.selectors.approval_context import OPEN_STATUSES
 from threads.views.common import (
     HtmxHttpRequest,
     can,
@@ -27,6 +28,7 @@ from threads.views.common import (
     thread_for,
 )
 from threads.views.present import event_body, page_prefix_chars, present
+from threads.views.queues import approval_presented
 
 TIMELINE_PAGE = 200
 THREADS_PER_PAGE = 50
@@ -168,6 +170,8 @@ def thread_timeline(request: HtmxHttpRequest, id: str) -> HttpResponse:
     approvals = selectors.approvals_for_requests(
         thread=thread, seqs=[e.seq for e in rows if e.kind == "approval_request"]
     )
+    # What bears on each request (docs/design.md §7.3): its related side effects.
+    related = selectors.approval_related_side_effects(approvals.values())
     # Retractions of the window's events, wherever they are (docs/design.md §2.1).
     retracted_by = selectors.retractions_by_target(
         thread=thread, targets={e.seq for e in rows if e.kind in RETRACTABLE_KINDS}
@@ -188,6 +192,12 @@ def thread_timeline(request: HtmxHttpRequest, id: str) -> HttpResponse:
         item["effect"] = effects.get(event.seq)
         item["approval"] = approval = approvals.get(event.seq)
         item["approval_expired"] = approval is not None and selectors.approval_expired(approval)
+        if approval is not None:
+            item["headline"] = approval_presented(approval)["title"]
+            item["approval_related"] = related.get(approval.pk, [])
+            item["approval_open_related"] = [
+                r for r in item["approval_related"] if r["status"] in OPEN_STATUSES
+            ]
         shown[event.seq] = item
     units = []
     split = split_units(
