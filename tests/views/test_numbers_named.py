@@ -5,7 +5,6 @@ log tokens beside its working context's share of the budget."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pytest
 from django.test import Client
