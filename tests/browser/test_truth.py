@@ -36,3 +36,23 @@ def test_the_header_follows_a_fold_started_on_the_summaries_tab(
     cells = row.locator("td.mono").all_inner_texts()
     assert cells[1] == f"1–{last}" and cells[0].endswith(f"–{last}")
     page.context.close()
+
+
+def test_operations_charts_say_no_data_yet_then_draw_in_the_badges_colours(
+    browser: Any,  # noqa: F811
+    site: dict[str, Any],  # noqa: F811
+) -> None:
+    """On a fresh site the context request charts have nothing to draw and say so; the
+    backlog chart draws the unknown side effect in the amber of its badge."""
+    page = _page(browser, site, "operator")
+    page.goto(f"{site['url']}/operations/")
+    for chart in ("overflow-chart", "p95-chart"):  # no agent has read a context yet
+        note = page.locator(f"#{chart}-empty")
+        assert note.is_visible() and "No data yet" in note.inner_text(), chart
+    page.goto(f"{site['url']}/side-effects/")
+    badge = page.locator("article.card .badge", has_text="unknown").first
+    amber = badge.evaluate("el => getComputedStyle(el).color")
+    page.goto(f"{site['url']}/operations/")
+    line = page.locator("#backlog-chart-title + desc ~ g", has_text="unknown side effects")
+    dot = line.locator("circle").first
+    assert dot.evaluate("el => getComputedStyle(el).fill") == amber
