@@ -96,9 +96,9 @@ def import_upload(request: HtmxHttpRequest) -> HttpResponse:
     """Store the upload and queue its import; htmx gets the import's region (progress, then
     the report), a plain form post a 303 to the import's page. A GET (a link, a reload of the
     form's address) goes to the page that holds the form."""
+    admin_of = _admin_workspace_ids(request)
     if request.method == "GET":
         return redirect(reverse("import-list") + "#import-form", permanent=False)
-    admin_of = _admin_workspace_ids(request)
     back = reverse("import-list")
     limit = settings.CTXADMIN_MAX_IMPORT_BYTES
     try:
