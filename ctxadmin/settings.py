@@ -54,6 +54,8 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "threads.middleware.MethodNotAllowedPageMiddleware",
+    # DEBUG on (the demo): the product's 404 page, not Django's URLconf listing.
+    "threads.middleware.ProductNotFoundPageMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
     # Innermost, so it sees a view's exception first: a database that refuses writes is a 503.

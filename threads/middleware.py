@@ -7,6 +7,10 @@
 - MethodNotAllowedPageMiddleware gives a dashboard route's empty 405 (`require_POST`: the
   address of a form's target reloaded, bookmarked or typed in) a page that says so, with a
   way back. The status stays 405; the API answers its own JSON 405.
+- ProductNotFoundPageMiddleware shows the product's own 404 page with DEBUG on (the demo,
+  a development server) as it is shown with DEBUG off, instead of Django's debug page that
+  lists the URLconf: an address no route takes, and a view's Http404. /api/ keeps its JSON
+  404 (its own catch-all route and error handling); with DEBUG off it does nothing.
 - PrivateCacheMiddleware marks API answers and a signed-in person's pages (a request with the
   session cookie) `private, no-cache`: they hold one caller's workspace data, which no shared
   cache may keep and no browser may show again unchecked (after a sign-out, say). An answer
@@ -19,13 +23,15 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.urls import Resolver404, resolve
 from django.utils.cache import patch_cache_control
 
 from threads.api.errors import (
     DATABASE_UNAVAILABLE_MESSAGE,
     error_body,
+    handler404,
     is_metrics,
     plain_text_error,
 )
@@ -88,3 +94,28 @@ class PrivateCacheMiddleware:
         if request.path.startswith("/api/") or settings.SESSION_COOKIE_NAME in request.COOKIES:
             patch_cache_control(response, private=True, no_cache=True)
         return response
+
+
+class ProductNotFoundPageMiddleware:
+    """With DEBUG on, the product's 404 page where Django would show its technical one. Inside
+    CommonMiddleware, whose APPEND_SLASH still turns a 404 for `/threads` into a redirect."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    @staticmethod
+    def _applies(request: HttpRequest) -> bool:
+        return bool(settings.DEBUG) and not request.path.startswith("/api/")
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if self._applies(request):
+            try:
+                resolve(request.path_info, getattr(request, "urlconf", None))
+            except Resolver404 as exc:
+                return handler404(request, exc)  # type: ignore[no-any-return]
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> Any:
+        if isinstance(exception, Http404) and self._applies(request):
+            return handler404(request, exception)
+        return None

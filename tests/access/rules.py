@@ -39,6 +39,9 @@ class Rule:
     kind: str
     methods: dict[str, Access] = field(default_factory=dict)
     object: bool = False
+    # Methods of an `object` route that name no object (a GET that only leads to a form):
+    # a member of another workspace gets what a member of this one does.
+    unscoped: tuple[str, ...] = ()
     # The body sent with unsafe methods, so the role check is reached rather than a body
     # check: a form for HTML, JSON (or "multipart") for the API. Values may name the seeded
     # objects: "{workspace}", "{workspace_name}", "{checkpoint}".
@@ -186,9 +189,11 @@ RULES: dict[str, Rule] = {
     "operations/": html({"GET": OP}),
     "workspace/": html({"POST": OP}, object=True, body={"workspace": "{workspace}"}),
     "imports/": html({"GET": ADM}),
+    # GET: the upload's address reached by a link or a reload leads to the form (/imports/).
     "imports/new/": html(
-        {"POST": ADM},
+        {"GET": ADM, "POST": ADM},
         object=True,
+        unscoped=("GET",),
         body={"workspace": "{workspace}", "format": "jsonl"},
         multipart=True,
     ),

@@ -46,7 +46,8 @@ def expected(rule: Rule, method: str, principal: str) -> str:
         return "login" if rule.kind == "html" else "401"
     access: Access | None = rule.methods.get(method)
     is_agent = "agent" in principal
-    foreign = principal in FOREIGN and rule.object
+    scoped = rule.object and method not in rule.unscoped
+    foreign = principal in FOREIGN and scoped
     if access is None:
         # DRF checks a view's permission (people only) before the method.
         return "405" if not is_agent else "403|405"
@@ -60,7 +61,7 @@ def expected(rule: Rule, method: str, principal: str) -> str:
     if access.person is None:
         return "403"
     if principal in FOREIGN:
-        return "404" if rule.object else "ok"
+        return "404" if scoped else "ok"
     return "ok" if has_role(principal, access.person) else "403"
 
 

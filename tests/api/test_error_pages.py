@@ -155,3 +155,22 @@ def test_metrics_500_and_405_are_plain_text(monkeypatch: Any) -> None:
     answer = client.post("/metrics")
     assert answer.status_code == 405
     assert answer["Content-Type"].startswith("text/plain")
+
+
+@pytest.mark.parametrize("debug", [True, False])
+def test_a_page_not_found_is_the_products_page_with_or_without_debug(
+    workspace: Any, settings: Any, debug: bool
+) -> None:
+    """The demo runs with DEBUG on: its 404 must not be Django's page listing the URLconf."""
+    settings.DEBUG = debug
+    client = Client()
+    client.force_login(f.make_person(workspace, "ops", "operator"))
+    for path in ("/no-such-page/", "/threads/00000000-0000-0000-0000-000000000000/"):
+        answer = client.get(path)
+        assert answer.status_code == 404, path
+        page = answer.content.decode()
+        assert "Nothing here in your workspaces" in page, path
+        assert "URLconf" not in page and "Using the URLconf" not in page
+    _assert_json_404(client.get("/api/v1/nope/"))
+    # APPEND_SLASH still redirects an address missing its slash.
+    assert client.get("/threads")["Location"] == "/threads/"

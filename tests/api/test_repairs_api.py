@@ -209,6 +209,24 @@ def test_approvals_queue_decide_and_read_back(
     assert other_agent.get(f"/api/v1/threads/{thread.pk}/approvals/").status_code == 404
 
 
+@pytest.mark.parametrize("any_status", ["any", ""])
+def test_approvals_by_any_status_are_every_one(
+    thread: Thread, workspace: Any, agent: APIClient, any_status: str
+) -> None:
+    approval = approval_request(thread)
+    f.append(thread, {"kind": "approval_request", "action": "second", "arguments": {}})
+    post(
+        person(workspace, "reviewer"),
+        f"/api/v1/approvals/{approval.pk}/decide/",
+        {"decision": "reject", "reason": "no"},
+    )
+    for url in ("/api/v1/approvals/", f"/api/v1/threads/{thread.pk}/approvals/"):
+        every = agent.get(f"{url}?status={any_status}")
+        assert every.status_code == 200
+        assert sorted(a["status"] for a in every.json()) == ["pending", "rejected"]
+    assert agent.get("/api/v1/approvals/?status=bogus").status_code == 400
+
+
 def test_decide_needs_a_reason(thread: Thread, workspace: Any) -> None:
     approval = approval_request(thread)
     answer = post(

@@ -191,9 +191,13 @@ def test_operator_browses_every_tab_and_resolves_a_side_effect(
     page.locator("#thread-table").get_by_text("arrived-later").wait_for(timeout=15000)
     assert page.evaluate("window.__same_document === true")
     page.get_by_label("Search threads").fill("10086")
-    page.wait_for_function("() => document.querySelectorAll('#thread-table tbody tr').length === 1")
+    # The threads' rows (the search's event hits, listed above them, are another table).
+    page.wait_for_function(
+        "() => document.querySelectorAll('#thread-table > .table-wrap tbody tr').length === 1"
+    )
+    assert page.locator("#search-hits tr.search-hit").count() >= 1  # words in events found
     assert page.locator("#thread-table").get_by_text("unknown side effect").is_visible()
-    page.get_by_role("link", name="order-10086").click()
+    page.locator("#thread-table > .table-wrap").get_by_role("link", name="order-10086").click()
     page.wait_for_url(re.compile(rf"/threads/{thread.pk}/"))
     # Agent content is text, never markup: the hostile message shows as written.
     assert page.get_by_text(HOSTILE).first.is_visible()

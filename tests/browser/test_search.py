@@ -46,7 +46,7 @@ def test_search_box_highlights_a_hit_and_opens_it_on_the_timeline(
         dialog.dismiss()
 
     page.on("dialog", refuse)
-    page.get_by_label("also search events").check()
+    assert not page.get_by_label("names and titles only").is_checked()  # events by default
     page.locator("#q").fill("rotterdam")
     hits = page.locator("#search-hits tr.search-hit")
     hits.first.wait_for()

@@ -70,12 +70,20 @@ def test_agent_markup_in_a_hit_stays_text(operator: Client, thread_with_text: Th
     assert re.findall(r"<(\w+)", row.split('class="snippet"')[1]) == ["mark"]
 
 
-def test_without_the_checkbox_or_a_match_there_are_no_hits(
-    operator: Client, thread_with_text: Thread
-) -> None:
+def test_a_plain_search_finds_words_in_events(operator: Client, thread_with_text: Thread) -> None:
+    """No box to tick: a word the agent wrote finds its event and its thread."""
     page = operator.get("/threads/?q=rotterdam").content.decode()
+    assert len(hit_rows(page)) == 2 and "No threads match." not in page
+    assert f'href="/threads/{thread_with_text.pk}/"' in page
+
+
+@pytest.mark.parametrize("opt_out", ["names_only=1", "content=0"])
+def test_names_only_or_no_match_shows_no_hits(
+    operator: Client, thread_with_text: Thread, opt_out: str
+) -> None:
+    page = operator.get(f"/threads/?q=rotterdam&{opt_out}").content.decode()
     assert "search-hits" not in page and "No threads match." in page
-    none = operator.get("/threads/?q=zeppelin&content=1").content.decode()
+    none = operator.get("/threads/?q=zeppelin").content.decode()
     assert "No event holds these words." in none and hit_rows(none) == []
 
 

@@ -160,3 +160,66 @@ def test_the_list_page_does_not_grow_with_imports(admin: Client, workspace: Any)
     few = queries()
     add(6)
     assert queries() == few
+
+
+def test_the_upload_address_answers_a_get_with_the_form(admin: Client, operator: Client) -> None:
+    """A link to /imports/new/ (or a reload of the form's address) reaches the form, not a 405."""
+    answer = admin.get("/imports/new/", follow=True)
+    assert answer.status_code == 200
+    assert answer.redirect_chain[-1][0].startswith("/imports/")
+    assert 'name="file"' in answer.content.decode()
+    assert operator.get("/imports/new/", follow=True).status_code == 403
+
+
+def test_the_form_names_no_benchmark_tools(admin: Client) -> None:
+    page = admin.get("/imports/").content.decode()
+    assert "reservation" not in page and "send_certificate" not in page
+
+
+BOOKING = json.dumps(
+    [
+        {
+            "id": "agent-run-1",
+            "messages": [
+                {"role": "system", "content": "You are a booking agent."},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "t1",
+                            "type": "function",
+                            "function": {"name": "cancel_reservation", "arguments": "{}"},
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "t1", "content": "cancelled"},
+            ],
+        },
+        {
+            "id": "agent-run-2",
+            "messages": [{"role": "user", "content": "  Please   move my flight to Friday  "}],
+        },
+    ]
+).encode()
+
+
+@pytest.mark.parametrize(("tools", "effects"), [("", 0), ("cancel_reservation", 1)])
+def test_an_upload_marks_only_the_tools_it_names_and_titles_every_thread(
+    admin: Client,
+    workspace: Any,
+    eager: None,
+    django_capture_on_commit_callbacks: Any,
+    tools: str,
+    effects: int,
+) -> None:
+    from threads.models import SideEffect, Thread
+
+    with django_capture_on_commit_callbacks(execute=True):
+        post_upload(admin, workspace, BOOKING, data={"side_effect_tools": tools})
+    assert SideEffect.objects.filter(thread__workspace=workspace).count() == effects
+    titles = dict(Thread.objects.filter(workspace=workspace).values_list("external_id", "title"))
+    assert titles == {
+        "agent-run-1": "chats.json #1",
+        "agent-run-2": "Please move my flight to Friday",
+    }

@@ -99,3 +99,31 @@ def test_a_sound_chain_shows_no_banner(operator: Client, thread: Thread) -> None
     f.append(thread, f.user("hello"))
     integrity_check(thread=thread)
     assert "chain-broken" not in operator.get(f"/threads/{thread.pk}/").content.decode()
+
+
+def _problem_styled(body: str, words: str) -> bool:
+    """Whether `words` sit in a badge or an alert (what reads as a problem)."""
+    import re
+
+    return bool(re.search(r'class="[^"]*(badge|alert)[^"]*"[^>]*>[^<]*' + words, body))
+
+
+def test_a_chain_not_checked_yet_reads_as_no_problem(operator: Client, thread: Thread) -> None:
+    """A fresh thread (no sweep yet): its header says so in plain words, its list row shows no
+    problem, the Integrity page neither; only a broken chain is styled as a problem."""
+    f.append(thread, f.user("hello"))
+    header = operator.get(f"/threads/{thread.pk}/").content.decode()
+    assert "not checked yet" in header and not _problem_styled(header, "not checked yet")
+    assert "not verified yet" not in header
+    listing = operator.get("/threads/").content.decode()
+    assert "chain" not in listing.split(thread.external_id, 1)[1].split("</tr>", 1)[0]
+    integrity = operator.get("/integrity/").content.decode()
+    assert "not checked yet" in integrity and not _problem_styled(integrity, "not checked yet")
+
+
+def test_a_broken_chain_is_a_problem_in_the_header_and_the_list(
+    operator: Client, broken: Thread
+) -> None:
+    header = operator.get(f"/threads/{broken.pk}/").content.decode()
+    assert _problem_styled(header, "broken at 6")
+    assert _problem_styled(operator.get("/threads/").content.decode(), "chain broken @6")

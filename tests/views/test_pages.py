@@ -360,7 +360,7 @@ def test_pages_load_htmx_without_the_debug_script(
 
 @pytest.mark.parametrize(
     ("url", "known"),
-    [("/approvals/?status=any", "pending"), ("/side-effects/?status=bogus", "unknown")],
+    [("/approvals/?status=bogus", "pending"), ("/side-effects/?status=bogus", "unknown")],
 )
 def test_a_queue_by_a_status_it_has_not_is_400(
     operator: Client, story: Thread, url: str, known: str
@@ -370,3 +370,34 @@ def test_a_queue_by_a_status_it_has_not_is_400(
     assert answer.status_code == 400
     assert "no status" in answer.content.decode() and known in answer.content.decode()
     assert operator.get(url.split("?")[0] + f"?status={known}").status_code == 200
+
+
+@pytest.mark.parametrize("any_status", ["", "any"])
+def test_both_queues_filtered_by_any_show_every_status(
+    operator: Client, reviewer: Client, story: Thread, any_status: str
+) -> None:
+    """The filter's "any" (an empty choice, or the word): the decided and the pending, the
+    resolved and the unknown, not a 400."""
+    from threads.models import ApprovalRequest, SideEffect
+
+    f.append(
+        story,
+        {"kind": "approval_request", "action": "reopen_ticket_4471", "arguments": {}},
+    )
+    first = ApprovalRequest.objects.get(thread=story, action="issue_store_credit")
+    reviewer.post(f"/approvals/{first.pk}/decide/", {"decision": "approve", "reason": "fine"})
+    effect = SideEffect.objects.get(thread=story)
+    operator.post(
+        f"/side-effects/{effect.pk}/resolve/", {"status": "failed", "evidence": "none in PSP"}
+    )
+
+    approvals = operator.get(f"/approvals/?status={any_status}")
+    assert approvals.status_code == 200
+    page = approvals.content.decode()
+    assert "issue_store_credit" in page and "reopen_ticket_4471" in page
+    pending = operator.get("/approvals/").content.decode()
+    assert "reopen_ticket_4471" in pending and "issue_store_credit" not in pending
+
+    effects = operator.get(f"/side-effects/?status={any_status}")
+    assert effects.status_code == 200 and "refund-10086" in effects.content.decode()
+    assert "refund-10086" not in operator.get("/side-effects/").content.decode()

@@ -25,7 +25,7 @@ def sorted_headers(page: str) -> list[str]:
     [
         ("external_id", "Thread", "ascending"),
         ("-events", "Events", "descending"),
-        ("tokens", "Tokens", "ascending"),
+        ("tokens", "Log tokens", "ascending"),
         ("", "Updated", "descending"),  # the default sort is newest first
     ],
 )
@@ -65,7 +65,7 @@ def test_a_sort_header_reverses_the_current_sort_and_starts_each_column_its_own_
     page = operator.get("/threads/?sort=-events&q=a").content.decode()
     assert 'href="?q=a&amp;sort=events">Events ↓</a>' in page  # the sorted column reverses
     assert 'href="?q=a&amp;sort=external_id">Thread</a>' in page  # names: A to Z first
-    assert 'href="?q=a&amp;sort=-tokens">Tokens</a>' in page  # numbers: largest first
+    assert 'href="?q=a&amp;sort=-tokens">Log tokens</a>' in page  # numbers: largest first
     plain = operator.get("/threads/").content.decode()
     assert 'href="?sort=external_id">Thread</a>' in plain and 'href="?&amp;' not in plain
 

@@ -101,12 +101,25 @@ def approval_answers(approvals: Any) -> list[dict[str, Any]]:
     return rows
 
 
+ANY = "any"
+
+
 class StatusFilterSerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=ApprovalStatus.values, required=False)
+    status = serializers.ChoiceField(
+        choices=[*ApprovalStatus.values, ANY], required=False, allow_blank=True
+    )
     expired = serializers.BooleanField(required=False, default=None)
 
+    def validate_status(self, value: str) -> str:
+        return "" if value == ANY else value
 
-STATUS_PARAMETER = OpenApiParameter("status", str, enum=ApprovalStatus.values)
+
+STATUS_PARAMETER = OpenApiParameter(
+    "status",
+    str,
+    enum=[*ApprovalStatus.values, ANY],
+    description="any (or empty, or left out): every status",
+)
 EXPIRED_PARAMETER = OpenApiParameter(
     "expired",
     bool,

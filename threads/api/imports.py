@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 from threads.api.auth import agent_of
 from threads.api.serializers import ErrorSerializer
 from threads.domain.errors import PayloadTooLarge
-from threads.importers import FILE_FORMATS, side_effect_tools_option
+from threads.importers import FILE_FORMATS, upload_side_effect_tools
 from threads.models import ImportOutcome, ImportState, TaskState
 from threads.selectors.imports import (
     import_workspace_for_member,
@@ -100,7 +100,7 @@ class ImportCreateApi(APIView):
             fmt=data["format"],
             file_name=upload.name or "",
             content=upload.read(),
-            side_effect_tools=side_effect_tools_option(data.get("side_effect_tools")),
+            side_effect_tools=upload_side_effect_tools(data.get("side_effect_tools")),
         )
         answer = {
             "task_id": trace_import.task_run_id,

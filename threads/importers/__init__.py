@@ -55,12 +55,14 @@ __all__ = [
     "FILE_FORMATS",
     "FORMATS",
     "ImportFormatError",
+    "TITLE_LENGTH",
     "PreparedConversation",
     "conversation_events",
     "conversation_value",
     "read_conversations",
     "read_uploaded_conversations",
     "side_effect_tools_option",
+    "upload_side_effect_tools",
 ]
 
 
@@ -83,6 +85,14 @@ def side_effect_tools_option(value: str | None) -> frozenset[str] | None:
     if value.strip().lower() == "none":
         return frozenset()
     return frozenset(t.strip() for t in value.split(",") if t.strip())
+
+
+def upload_side_effect_tools(value: str | None) -> frozenset[str]:
+    """An upload's `side_effect_tools` field (the dashboard's form and `POST /api/v1/imports/`):
+    a file of any agent, so absent or empty marks no tool (not tau-bench's, the command's
+    default); `a,b` → those tools; `none` → no tool."""
+    tools = side_effect_tools_option(value)
+    return frozenset() if tools is None else tools
 
 
 def _check_format(fmt: str) -> None:

@@ -32,6 +32,7 @@ from threads.importers import (
     DEFAULT_SIDE_EFFECT_TOOLS,
     FILE_FORMATS,
     FORMATS,
+    TITLE_LENGTH,
     Conversation,
     ImportFormatError,
     conversation_events,
@@ -132,15 +133,19 @@ def conversation_import(
     fmt: str,
     side_effect_tools: Collection[str] = DEFAULT_SIDE_EFFECT_TOOLS,
     actor_label: str = "import_trace",
+    title: str = "",
 ) -> ImportResult:
     """Store one conversation as a thread (found or created by its external_id), appending
     the events it does not hold yet, and audit the import when it appended any.
 
     Every event is validated before the thread is created, so a conversation with a bad event
-    leaves nothing behind. Each batch locks the thread (event_append_batch)."""
+    leaves nothing behind. Each batch locks the thread (event_append_batch). A conversation
+    with no user words to name its thread is titled `title` (the file and its position)."""
     prepared = conversation_events(
         conversation=conversation, fmt=fmt, side_effect_tools=side_effect_tools
     )
+    if not prepared.thread_settings.get("title") and title:
+        prepared.thread_settings["title"] = title[:TITLE_LENGTH]
     events = prepared.events
     max_bytes = settings.CTXADMIN_MAX_EVENT_BYTES
     normalized: list[NewEvent] = []
@@ -240,6 +245,7 @@ def conversations_import(
     report: Callable[[ConversationReport], None] | None = None,
     start: int = 0,
     actor_label: str = "import_trace",
+    file_name: str = "",
 ) -> list[ImportResult]:
     """Import conversations in order, one thread each; `progress(done, total)` after each.
 
@@ -262,6 +268,7 @@ def conversations_import(
                 fmt=fmt,
                 side_effect_tools=side_effect_tools,
                 actor_label=actor_label,
+                title=f"{file_name} #{number + 1}" if file_name else "",
             )
         except CONVERSATION_ERRORS as exc:
             if report is None:
@@ -490,6 +497,7 @@ def import_run(
             report=recorder,
             start=len(recorder.report),
             actor_label=trace_import.actor_label,
+            file_name=trace_import.file_name,
         )
     except Exception as exc:
         # Not one conversation's fault (the database, a time limit): keep what was recorded.

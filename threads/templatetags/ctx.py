@@ -116,9 +116,14 @@ def status_badge(subject: str, status: Any, label: Any = "", prefix: Any = "") -
 
 @register.simple_tag
 def chain_badge(thread: Any, detail: bool = False) -> str:
-    """A thread's chain verdict; with detail, how far it verified or where it broke."""
+    """A thread's chain verdict; with detail, how far it verified or where it broke. Before the
+    first sweep reached it nothing is known to be wrong: plain words, no badge (a badge, even a
+    grey one, reads as a problem on every fresh thread); only a broken chain is a problem."""
     if thread.chain_ok and not thread.verified_at:
-        return _badge("muted", "not verified yet")
+        return format_html(
+            '<span class="chain-unchecked muted" title="{}">not checked yet</span>',
+            "The integrity sweep has not reached this thread yet; nothing is known to be wrong.",
+        )
     if thread.chain_ok:
         return _badge("ok", f"ok to #{thread.verified_until}" if detail else "ok")
     return _badge("bad", f"broken at {thread.first_bad_seq}" if detail else "broken")

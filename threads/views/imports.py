@@ -16,16 +16,15 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import trigger_client_event
 
 from threads import selectors
 from threads.domain.errors import DomainError, InvalidEvent, NotFound, PayloadTooLarge
 from threads.importers import (
-    DEFAULT_SIDE_EFFECT_TOOLS,
     FILE_FORMATS,
     FORMATS,
-    side_effect_tools_option,
+    upload_side_effect_tools,
 )
 from threads.models import ImportOutcome, ImportState, Role, TraceImport
 from threads.selectors.imports import trace_import_get_for_member, trace_imports_for_member
@@ -86,18 +85,20 @@ def import_list(request: HtmxHttpRequest) -> HttpResponse:
         "workspaces": workspaces,
         "formats": FILE_FORMATS,
         "other_formats": [name for name in FORMATS if name not in FILE_FORMATS],
-        "default_tools": ", ".join(sorted(DEFAULT_SIDE_EFFECT_TOOLS)),
         "max_bytes": settings.CTXADMIN_MAX_IMPORT_BYTES,
     }
     return region(request, "threads/import_list.html", context, "imports")
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def import_upload(request: HtmxHttpRequest) -> HttpResponse:
     """Store the upload and queue its import; htmx gets the import's region (progress, then
-    the report), a plain form post a 303 to the import's page."""
+    the report), a plain form post a 303 to the import's page. A GET (a link, a reload of the
+    form's address) goes to the page that holds the form."""
     admin_of = _admin_workspace_ids(request)
+    if request.method == "GET":
+        return redirect(reverse("import-list") + "#import-form", permanent=False)
     back = reverse("import-list")
     limit = settings.CTXADMIN_MAX_IMPORT_BYTES
     try:
@@ -129,7 +130,7 @@ def import_upload(request: HtmxHttpRequest) -> HttpResponse:
             fmt=request.POST.get("format", ""),
             file_name=upload.name or "",
             content=upload.read(),
-            side_effect_tools=side_effect_tools_option(request.POST.get("side_effect_tools")),
+            side_effect_tools=upload_side_effect_tools(request.POST.get("side_effect_tools")),
         )
     except DomainError as exc:
         return problem(request, exc, back)

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET
 from threads.domain.timeseries import Buckets, counts, levels, percentile, ratio
 from threads.models import Role
 from threads.selectors import metrics as figures
-from threads.views.charts import Series, line_chart
+from threads.views.charts import Series, bar_chart, line_chart, starting_at_first
 from threads.views.common import HtmxHttpRequest, can, roles
 
 DEFAULT_HOURS, MAX_HOURS = 24, 7 * 24
@@ -63,10 +63,17 @@ def operations_figures(*, workspace_ids: Any, buckets: Buckets) -> dict[str, Any
         i = buckets.index(row[0])
         if i is not None:
             per_bucket[i].append(row)
-    unknown = levels(
-        buckets, figures.unknown_side_effect_spans(workspace_ids=workspace_ids, since=since)
-    )
-    pending = levels(buckets, figures.approval_spans(workspace_ids=workspace_ids, since=since))
+    unknown_spans = figures.unknown_side_effect_spans(workspace_ids=workspace_ids, since=since)
+    pending_spans = figures.approval_spans(workspace_ids=workspace_ids, since=since)
+    unknown = levels(buckets, unknown_spans)
+    pending = levels(buckets, pending_spans)
+    ends = buckets.ends()
+    began = {
+        # Whether anything the level counts had begun by each bucket's end: the chart's line
+        # starts there (starting_at_first), the table keeps its zeros.
+        name: [any(b < end for b, _ in spans) for end in ends]
+        for name, spans in (("unknown", unknown_spans), ("pending", pending_spans))
+    }
     rows = []
     for i, start in enumerate(buckets.starts()):
         done = decided["committed"][i] + decided["rejected"][i] + decided["discarded"][i]
@@ -92,7 +99,7 @@ def operations_figures(*, workspace_ids: Any, buckets: Buckets) -> dict[str, Any
                 "pending": pending[i],
             }
         )
-    return {"rows": rows, "checks": checks}
+    return {"rows": rows, "checks": checks, "began": began}
 
 
 def _charts(starts: list[Any], data: dict[str, Any]) -> dict[str, Any]:
@@ -101,19 +108,22 @@ def _charts(starts: list[Any], data: dict[str, Any]) -> dict[str, Any]:
     def col(key: str) -> list[Any]:
         return [r[key] for r in rows]
 
+    # Counts per hour are bars, rates and levels lines; colours are the badges' (charts.py).
+    began = data["began"]
     return {
-        "folds": line_chart(
+        "folds": bar_chart(
             starts=starts,
-            series=[Series(k, col(k)) for k in ("committed", "rejected", "discarded")],
+            series=[
+                Series(k, col(k), tone)
+                for k, tone in (("committed", "ok"), ("rejected", "bad"), ("discarded", "muted"))
+            ],
         ),
         "rejections": line_chart(
             starts=starts,
-            series=[
-                Series("rejection rate", col("rejection_rate")),
-            ],
+            series=[Series("rejection rate", col("rejection_rate"), "bad")],
             percent=True,
         ),
-        "checks": line_chart(
+        "checks": bar_chart(
             starts=starts,
             series=[
                 Series(check, [r["checks"][k] for r in rows])
@@ -122,14 +132,22 @@ def _charts(starts: list[Any], data: dict[str, Any]) -> dict[str, Any]:
             legend=True,
         ),
         "overflow": line_chart(
-            starts=starts, series=[Series("overflow rate", col("overflow_rate"))], percent=True
+            starts=starts,
+            series=[Series("overflow rate", col("overflow_rate"), "warn")],
+            percent=True,
         ),
         "p95": line_chart(starts=starts, series=[Series("p95", col("p95_ms"))], unit=" ms"),
         "backlog": line_chart(
             starts=starts,
             series=[
-                Series("unknown side effects", col("unknown")),
-                Series("pending approvals", col("pending")),
+                Series(
+                    "unknown side effects",
+                    starting_at_first(col("unknown"), began["unknown"]),
+                    "warn",
+                ),
+                Series(
+                    "pending approvals", starting_at_first(col("pending"), began["pending"]), "info"
+                ),
             ],
         ),
     }

@@ -34,6 +34,8 @@ from threads.views.common import (
 )
 
 RESOLUTIONS = ("succeeded", "failed", "cancelled")
+# Both queues' "any" (the filter's empty choice, or the word itself): no status filter.
+ANY = "any"
 
 
 def _effect_rows(request: HtmxHttpRequest, effects: list[Any]) -> list[dict[str, Any]]:
@@ -53,6 +55,8 @@ def _effect_rows(request: HtmxHttpRequest, effects: list[Any]) -> list[dict[str,
 @require_GET
 def side_effect_list(request: HtmxHttpRequest) -> HttpResponse:
     status = request.GET.get("status", SideEffectStatus.UNKNOWN)
+    if status == ANY:
+        status = ""
     if status and status not in SideEffectStatus.values:
         return _unknown_status(request, status, SideEffectStatus.values, "side-effect-list")
     thread = request.GET.get("thread", "").strip()
@@ -209,13 +213,15 @@ def _approval_cards(request: HtmxHttpRequest, approvals: list[Any]) -> list[dict
 @require_GET
 def approval_list(request: HtmxHttpRequest) -> HttpResponse:
     status = request.GET.get("status", ApprovalStatus.PENDING)
-    if status not in QUEUE_FILTERS:
+    if status == ANY:
+        status = ""
+    if status and status not in QUEUE_FILTERS:
         return _unknown_status(request, status, list(QUEUE_FILTERS), "approval-list")
     thread = request.GET.get("thread", "").strip()
     approvals = selectors.approvals_in(
         workspace_ids=selectors.member_workspace_ids(request.user),
         thread=thread,
-        **QUEUE_FILTERS.get(status, {"status": status}),
+        **QUEUE_FILTERS.get(status, {}),
     )
     page = page_of(approvals, request, 25)
     context = {
