@@ -185,7 +185,8 @@ def thread_problems(*, thread: Thread) -> list[Problem]:
         found.append(
             problem(
                 kind=PINNED,
-                text=f"Folds are paused: pinned by {flagged.pinned_by}: {flagged.pin_reason}",
+                text=f"Pinned by {flagged.pinned_by}: {flagged.pin_reason}. No fold runs "
+                "until the pin is released.",
                 action="See the pin",
                 target="#thread-repair",
             )
