@@ -44,11 +44,10 @@ def test_admin_pins_a_rollback_changes_settings_and_releases_it(
     page.get_by_text("Summariser and fold settings").click()
     page.get_by_label("Context window").fill("2400")
     page.get_by_role("button", name="Save settings").click()
-    # A function, not an expression: Playwright evaluates an expression with eval, which the
-    # dashboard's CSP refuses.
-    page.wait_for_function(
-        "() => document.querySelector('#ts-context_window') && "
-        "!document.querySelector('details.thread-settings').open"
+    # A selector wait, not wait_for_function: polling a string predicate evals it, which the
+    # page's CSP refuses whenever the first check finds the swap not done yet.
+    page.locator("details.thread-settings:not([open]) #ts-context_window").wait_for(
+        state="attached"
     )
     stored = Thread.objects.get(pk=thread.pk)
     assert stored.context_window == 2400 and stored.pinned_at is not None

@@ -15,7 +15,9 @@ from threads.services.tools import thread_tools_set
 
 pytestmark = pytest.mark.django_db
 
-QUERIES = 11
+# 11 for the page, 3 for the problem banner (the thread's flags, its open side effects, its
+# second results: threads/selectors/problems.py)
+QUERIES = 14
 
 TOOLS = [
     {"name": "refund", "description": "Refund", "input_schema": {}},
@@ -119,7 +121,7 @@ def test_the_context_page_costs_a_fixed_number_of_queries(
     _page(operator, thread)  # warm the session
     # session, user, the thread, the caller's roles, the working context (its head, its
     # events), the versions, the repeats, the chart's buckets, the tools, the top bar's
-    # workspaces
+    # workspaces, the banner's three
     with django_assert_num_queries(QUERIES):
         _page(operator, thread)
     thread_tools_set(thread=thread, tools=[*TOOLS, *({"name": f"t{n}"} for n in range(30))])

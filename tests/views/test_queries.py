@@ -21,6 +21,7 @@ LIST_PAGES = [
     "/threads/",
     "/threads/?unknown=1&pending=1&over_budget=1&sort=-history",
     "/threads/?q=order&content=1",
+    "/threads/?sort=-severity",
     "/side-effects/",
     "/approvals/",
     "/integrity/",

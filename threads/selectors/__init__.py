@@ -63,6 +63,12 @@ from threads.selectors.integrity import (
     threads_integrity_for_member,
     unsafe_checkpoints_for_member,
 )
+from threads.selectors.problems import (
+    OPEN_EFFECT_STATUSES,
+    approval_target,
+    side_effect_target,
+    thread_problems,
+)
 from threads.selectors.queues import (
     approval_expired,
     approval_get_in,
@@ -98,6 +104,7 @@ from threads.selectors.threads import (
     thread_get_for_workspace,
     thread_list_page,
     thread_with_flags,
+    thread_with_flags_and_budget,
     threads_in,
     workspace_current_for_member,
     workspaces_for_user,
@@ -109,6 +116,7 @@ from threads.selectors.tools import (
 )
 
 __all__ = [
+    "OPEN_EFFECT_STATUSES",
     "CONTEXT_OVERRIDES",
     "MAX_HITS",
     "SearchHit",
@@ -126,6 +134,7 @@ __all__ = [
     "approval_get_in",
     "fork_copied_from",
     "approval_rows",
+    "approval_target",
     "approvals_for_requests",
     "approvals_in",
     "approvals_of_thread",
@@ -160,6 +169,7 @@ __all__ = [
     "second_results_for_member",
     "side_effect_get_in",
     "side_effect_rows",
+    "side_effect_target",
     "side_effects_for_calls",
     "side_effects_in",
     "stored_events",
@@ -179,7 +189,9 @@ __all__ = [
     "threads_due_full_verify",
     "thread_list_page",
     "thread_tools",
+    "thread_problems",
     "thread_with_flags",
+    "thread_with_flags_and_budget",
     "threads_in",
     "threads_integrity_for_member",
     "unsafe_checkpoints_for_member",

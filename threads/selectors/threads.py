@@ -13,11 +13,13 @@ from django.db.models import (
     ExpressionWrapper,
     F,
     FloatField,
+    IntegerField,
     OuterRef,
     Q,
     QuerySet,
     Subquery,
     Sum,
+    Value,
     When,
 )
 from django.db.models.functions import Cast, Coalesce
@@ -25,6 +27,15 @@ from django.utils import timezone
 
 from threads.domain.errors import NotFound
 from threads.domain.external_ids import text_storable
+from threads.domain.problems import (
+    APPROVAL_PENDING,
+    CHAIN_BROKEN,
+    FOLD_REJECTED,
+    OVER_BUDGET,
+    PINNED,
+    SIDE_EFFECT_UNKNOWN,
+    severity_weight,
+)
 from threads.models import (
     ApprovalRequest,
     ApprovalStatus,
@@ -167,6 +178,7 @@ THREAD_SORTS = {
     "events": "last_seq",
     "tokens": "token_total",
     "history": "history_tokens",
+    "severity": "severity",
 }
 
 
@@ -194,7 +206,7 @@ def threads_in(
       chain is broken;
     - over_budget: history above the high watermark;
     - sort: a THREAD_SORTS key, "-" first for descending; most recently active first by
-      default.
+      default; "-severity": the most severe problems first (threads.domain.problems).
     Budget use is computed only when a filter or the sort needs it (thread_list_page adds it
     to a page's rows).
 
@@ -208,8 +220,10 @@ def threads_in(
         Thread.objects.select_related("workspace").filter(workspace_id__in=workspace_ids)
     )
     field = THREAD_SORTS.get(sort.lstrip("-"), "updated_at")
-    if over_budget or field == "history_tokens":
+    if over_budget or field in ("history_tokens", "severity"):
         threads = _with_budget_use(threads)
+    if field == "severity":
+        threads = _with_severity(threads)
     if q and not text_storable(q):
         # No external_id or title holds a NUL (none can be stored): an empty search.
         return threads.none()
@@ -256,11 +270,14 @@ def thread_list_page(page_rows: QuerySet[Thread]) -> QuerySet[Thread]:
     stores whole result rows; PostgreSQL computes the rows an OFFSET skips): at 10k threads
     ~100 ms on SQLite for any page, ~370 ms on PostgreSQL for page 150 (bench/pages.py).
     """
-    return _with_budget_use(
+    rows = _with_budget_use(
         _thread_flags(
             Thread.objects.select_related("workspace").filter(pk__in=page_rows.values("pk"))
         )
-    ).order_by(*page_rows.query.order_by)
+    )
+    if any(str(key).lstrip("-") == "severity" for key in page_rows.query.order_by):
+        rows = _with_severity(rows)
+    return rows.order_by(*page_rows.query.order_by)
 
 
 def active_constraints(*, thread_ids: set[Any]) -> dict[Any, list[dict[str, Any]]]:
@@ -323,6 +340,34 @@ def _thread_flags(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
 def thread_with_flags(thread: Thread) -> Thread:
     """The same thread re-read with its problem flags (for the detail answer)."""
     return _thread_flags(Thread.objects.filter(pk=thread.pk)).get()
+
+
+def thread_with_flags_and_budget(thread: Thread) -> Thread:
+    """The same thread re-read with the list's problem flags and budget use (the banner's,
+    threads/selectors/problems.py): one query."""
+    return _with_budget_use(_thread_flags(Thread.objects.filter(pk=thread.pk))).get()
+
+
+def _with_severity(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
+    """The list's severity sort key: the sum of the weights of the problems its flags show
+    (threads.domain.problems.severity_weight), so the thread with the most severe problem
+    comes first. Needs the flags and the budget use."""
+    weighed = [
+        (Q(chain_ok=False), CHAIN_BROKEN),
+        (Q(has_unknown=True), SIDE_EFFECT_UNKNOWN),
+        (Q(has_pending=True), APPROVAL_PENDING),
+        (Q(has_rejected=True), FOLD_REJECTED),
+        (Q(history_tokens__gt=F("high_tokens")), OVER_BUDGET),
+        (Q(pinned_at__isnull=False), PINNED),
+    ]
+    total: Any = Value(0)
+    for condition, kind in weighed:
+        total = total + Case(
+            When(condition, then=Value(severity_weight(kind))),
+            default=Value(0),
+            output_field=IntegerField(),
+        )
+    return queryset.annotate(severity=ExpressionWrapper(total, output_field=IntegerField()))
 
 
 def memberships_for_user(*, user: Any) -> list[Membership]:

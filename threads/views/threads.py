@@ -16,7 +16,7 @@ from threads.access import chosen_workspace_id
 from threads.domain.markers import RETRACTABLE_KINDS
 from threads.domain.search import MAX_QUERY_TERMS, too_many_terms
 from threads.domain.units import split_units
-from threads.models import Role, SummarizerBackend, Thread
+from threads.models import ApprovalStatus, Role, SummarizerBackend, Thread
 from threads.selectors.approval_context import OPEN_STATUSES
 from threads.views.common import (
     HtmxHttpRequest,
@@ -56,6 +56,8 @@ def thread_tabs(request: HtmxHttpRequest, thread: Thread, tab: str) -> dict[str,
         "can_review": can(request, thread.workspace_id, Role.REVIEWER),
         "can_admin": can(request, thread.workspace_id, Role.ADMIN),
         "summarizers": SummarizerBackend.choices,
+        # The banner: every open problem, most severe first, with the link that acts on it.
+        "problems": selectors.thread_problems(thread=thread),
     }
 
 
@@ -198,8 +200,14 @@ def thread_timeline(request: HtmxHttpRequest, id: str) -> HttpResponse:
             if by is not None
             else None
         )
-        item["effect"] = effects.get(event.seq)
+        item["effect"] = effect = effects.get(event.seq)
         item["approval"] = approval = approvals.get(event.seq)
+        # A badge of something open links to where a person acts on it, as the banner does.
+        item["effect_target"] = (
+            selectors.side_effect_target(effect, thread)
+            if effect is not None and effect.status in selectors.OPEN_EFFECT_STATUSES
+            else ""
+        )
         item["approval_expired"] = approval is not None and selectors.approval_expired(approval)
         if approval is not None:
             item["headline"] = approval_presented(approval)["title"]
@@ -207,6 +215,13 @@ def thread_timeline(request: HtmxHttpRequest, id: str) -> HttpResponse:
             item["approval_open_related"] = [
                 r for r in item["approval_related"] if r["status"] in OPEN_STATUSES
             ]
+        item["approval_target"] = (
+            selectors.approval_target(approval, thread)
+            if approval is not None
+            and approval.status == ApprovalStatus.PENDING
+            and not item["approval_expired"]
+            else ""
+        )
         shown[event.seq] = item
     units = []
     split = split_units(
@@ -286,7 +301,11 @@ def thread_event(request: HtmxHttpRequest, id: str, seq: int) -> HttpResponse:
             )
             if call_seq == event.seq
         ]
-        item["effect"] = selectors.side_effects_for_calls(thread=thread, call_seqs=[seq]).get(seq)
+        item["effect"] = effect = selectors.side_effects_for_calls(
+            thread=thread, call_seqs=[seq]
+        ).get(seq)
+        if effect is not None and effect.status in selectors.OPEN_EFFECT_STATUSES:
+            item["effect_target"] = selectors.side_effect_target(effect, thread)
     item["call_href"] = href(item["call_seq"])
     item["approval_href"] = href(item["approval_seq"])
     item["retracts_href"] = href(item["retracts"])

@@ -1,0 +1,194 @@
+"""A thread's open problems, each with the link that acts on it: the thread page's banner and
+the timeline's badges read them here (docs/design.md §9, "Problems and what to do").
+
+The flags are the thread list's own (threads.selectors.threads._thread_flags): the banner and
+the Problems column never disagree on whether a thread has a problem.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.db.models import Q
+from django.urls import reverse
+from django.utils import timezone
+
+from threads.domain.ledger import DUPLICATE_OF
+from threads.domain.problems import (
+    APPROVAL_PENDING,
+    CHAIN_BROKEN,
+    FOLD_FAILED,
+    FOLD_REJECTED,
+    OVER_BUDGET,
+    PINNED,
+    SECOND_RESULT,
+    SIDE_EFFECT_RUNNING,
+    SIDE_EFFECT_UNKNOWN,
+    Problem,
+    in_severity_order,
+    problem,
+)
+from threads.models import (
+    TOOL_CALL_INDEXED,
+    ApprovalRequest,
+    ApprovalStatus,
+    Event,
+    EventKind,
+    SideEffect,
+    SideEffectStatus,
+    SummaryPhase,
+    SummaryVersion,
+    TaskRun,
+    TaskState,
+    Thread,
+)
+from threads.selectors.threads import thread_with_flags_and_budget
+
+OPEN_EFFECT_STATUSES = (SideEffectStatus.UNKNOWN, SideEffectStatus.RUNNING)
+
+
+def side_effect_target(effect: SideEffect, thread: Thread) -> str:
+    """The side-effect queue's card for this record, where its resolve form is."""
+    query = urlencode({"thread": thread.external_id, "status": effect.status})
+    return f"{reverse('side-effect-list')}?{query}#effect-{effect.pk}"
+
+
+def approval_target(approval: ApprovalRequest, thread: Thread) -> str:
+    """The approvals queue's card for this request, where a reviewer decides it."""
+    query = urlencode({"thread": thread.external_id})
+    return f"{reverse('approval-list')}?{query}#approval-{approval.pk}"
+
+
+def thread_problems(*, thread: Thread) -> list[Problem]:
+    """The thread's open problems, most severe first (threads.domain.problems.PROBLEM_KINDS).
+    At most six queries, none of which grows with the thread's length."""
+    # Annotated: has_pending, has_rejected, budget_use, history_tokens, high_tokens.
+    flagged: Any = thread_with_flags_and_budget(thread)
+    found: list[Problem] = []
+    summaries = reverse("summary-list", args=[thread.pk])
+    timeline = reverse("thread-timeline", args=[thread.pk])
+    if not flagged.chain_ok:
+        found.append(
+            problem(
+                kind=CHAIN_BROKEN,
+                text=f"The chain is broken at event #{flagged.first_bad_seq}: the log was "
+                "changed after it was written.",
+                action="Verify on the integrity page",
+                target=reverse("integrity"),
+            )
+        )
+    effects = SideEffect.objects.filter(thread=thread, status__in=OPEN_EFFECT_STATUSES).order_by(
+        "call_seq"
+    )
+    for effect in effects:
+        unknown = effect.status == SideEffectStatus.UNKNOWN
+        found.append(
+            problem(
+                kind=SIDE_EFFECT_UNKNOWN if unknown else SIDE_EFFECT_RUNNING,
+                text=f"Side effect {effect.tool_name} (key {effect.idempotency_key}, call "
+                f"#{effect.call_seq}) is {effect.status}: "
+                + (
+                    "nobody knows whether it happened."
+                    if unknown
+                    else "no result has come for it yet."
+                ),
+                action="Resolve",
+                target=side_effect_target(effect, thread),
+            )
+        )
+    seconds = list(
+        Event.objects.filter(
+            TOOL_CALL_INDEXED,
+            thread=thread,
+            kind=EventKind.TOOL_RESULT,
+            data__has_key=DUPLICATE_OF,
+        )
+        .values_list("seq", "data__call_seq")
+        .order_by("seq")
+    )
+    records = {
+        e.call_seq: e
+        for e in SideEffect.objects.filter(
+            thread=thread, call_seq__in={call_seq for _, call_seq in seconds}
+        )
+    }
+    for seq, call_seq in seconds:
+        record = records.get(call_seq)
+        found.append(
+            problem(
+                kind=SECOND_RESULT,
+                text=f"Event #{seq} is a second result for call #{call_seq}, which already had "
+                "one: did the tool run twice?",
+                action="Look at the side effect" if record else "Look at the result",
+                target=side_effect_target(record, thread) if record else f"{timeline}?seq={seq}",
+            )
+        )
+    if flagged.has_pending:
+        approvals = ApprovalRequest.objects.filter(
+            Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()),
+            thread=thread,
+            status=ApprovalStatus.PENDING,
+        ).order_by("pk")
+        for approval in approvals.only("pk", "action", "tool_name"):
+            found.append(
+                problem(
+                    kind=APPROVAL_PENDING,
+                    text=f"Approval pending: {approval.action}.",
+                    action="Review",
+                    target=approval_target(approval, thread),
+                )
+            )
+    if (
+        flagged.fold_task_id
+        and TaskRun.objects.filter(pk=flagged.fold_task_id, state=TaskState.FAILURE).exists()
+    ):
+        found.append(
+            problem(
+                kind=FOLD_FAILED,
+                text="The last fold failed before it could be verified.",
+                action="Fold again from the summaries tab",
+                target=summaries,
+            )
+        )
+    if flagged.has_rejected:
+        rejected = (
+            SummaryVersion.objects.filter(
+                thread=thread, phase=SummaryPhase.REJECTED, version__gt=flagged.head_version
+            )
+            .order_by("-version")
+            .values_list("version", flat=True)
+            .first()
+        )
+        found.append(
+            problem(
+                kind=FOLD_REJECTED,
+                text=f"Candidate v{rejected} failed verification; the head stays "
+                + (f"v{flagged.head_version}." if flagged.head_version else "no summary."),
+                action="See why, or fold again",
+                target=reverse("summary-detail", args=[thread.pk, rejected])
+                if rejected
+                else summaries,
+            )
+        )
+    if flagged.budget_use is not None and flagged.history_tokens > flagged.high_tokens:
+        found.append(
+            problem(
+                kind=OVER_BUDGET,
+                text=f"History is {flagged.budget_use:.0%} of the budget, above the high "
+                "watermark.",
+                action="Fold now from the summaries tab",
+                target=summaries,
+            )
+        )
+    if flagged.pinned_at is not None:
+        found.append(
+            problem(
+                kind=PINNED,
+                text=f"Pinned by {flagged.pinned_by}: {flagged.pin_reason}. No fold runs "
+                "until the pin is released.",
+                action="See the pin",
+                target="#thread-repair",
+            )
+        )
+    return in_severity_order(found)
