@@ -145,7 +145,7 @@ def test_a_form_sent_twice_issues_one_key(admin: Client, workspace: Any) -> None
     assert ApiKey.objects.filter(workspace=workspace, name="ci-agent").count() == 2
 
 
-@pytest.mark.parametrize("path", ["/keys/new/", "/imports/new/", "/workspace/"])
+@pytest.mark.parametrize("path", ["/keys/new/", "/workspace/"])
 def test_opening_a_forms_target_is_a_page_not_a_blank(admin: Client, path: str) -> None:
     answer = admin.get(path)
     assert answer.status_code == 405
