@@ -98,7 +98,10 @@ def _calls(name: str, call_id: str) -> AIMessage:
     )
 
 
-def refund_agent(saver: CtxadminSaver, world: World, handle_tool_errors: bool = False) -> Any:
+def refund_tools(world: World) -> list[Any]:
+    """The agent's tools: a read-only lookup and the side-effecting refund, which counts its
+    calls in `world` (and raises `world.raises` after it took effect)."""
+
     @tool
     def lookup(order_id: str) -> str:
         """Look an order up (no side effect)."""
@@ -111,6 +114,12 @@ def refund_agent(saver: CtxadminSaver, world: World, handle_tool_errors: bool = 
         if world.raises is not None:
             raise world.raises
         return f"refunded order {order_id}"
+
+    return [lookup, refund]
+
+
+def refund_agent(saver: CtxadminSaver, world: World, handle_tool_errors: bool = False) -> Any:
+    lookup, refund = refund_tools(world)
 
     def agent(state: MessagesState) -> dict[str, Any]:
         return {"messages": [PolicyModel(world).invoke(state["messages"])]}
@@ -458,16 +467,7 @@ def test_a_recorded_call_beside_calls_that_never_ran_is_refused_not_run(server: 
 def reviewed_refund_agent(saver: CtxadminSaver, world: World) -> Any:
     """agent → approve (an `interrupt()` before the refund runs) → tools → agent."""
 
-    @tool
-    def lookup(order_id: str) -> str:
-        """Look an order up (no side effect)."""
-        return f"order {order_id}: $120, paid"
-
-    @tool
-    def refund(order_id: str) -> str:
-        """Refund an order (a side effect: money moves)."""
-        world.refunds.append(order_id)
-        return f"refunded order {order_id}"
+    lookup, refund = refund_tools(world)
 
     def agent(state: MessagesState) -> dict[str, Any]:
         return {"messages": [PolicyModel(world).invoke(state["messages"])]}
@@ -548,16 +548,7 @@ def decided_refund_agent(saver: CtxadminSaver, world: World) -> Any:
     approval request in ctxadmin) and a rejection answers the refund's call itself, so the
     tool never runs and the model reads why."""
 
-    @tool
-    def lookup(order_id: str) -> str:
-        """Look an order up (no side effect)."""
-        return f"order {order_id}: $120, paid"
-
-    @tool
-    def refund(order_id: str) -> str:
-        """Refund an order (a side effect: money moves)."""
-        world.refunds.append(order_id)
-        return f"refunded order {order_id}"
+    lookup, refund = refund_tools(world)
 
     def agent(state: MessagesState) -> dict[str, Any]:
         return {"messages": [PolicyModel(world).invoke(state["messages"])]}
