@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from tests import factories as f
 from tests.views.test_actions import first_checkpoint
@@ -159,3 +160,26 @@ def test_the_api_lists_rejected_candidates_with_their_checks(story: Thread, agen
     refused = [c for c in rejected["verification"]["checks"] if not c["ok"]]
     assert [c["name"] for c in refused] == ["checksum"] and refused[0]["detail"]
     assert agent.get(url, {"phase": "bogus"}).status_code == 400
+
+
+def test_the_contracts_names_list_rejected_candidates_and_the_pause(
+    story: Thread, agent: Any
+) -> None:
+    """docs/api.md §5.2 and §2.5: `?status=rejected` with `failed_checks`; the thread answer's
+    `folds_paused`, `paused_by` and `pause_reason` read the pin."""
+    candidate = reject_a_candidate(story)
+    url = f"/api/v1/threads/{story.pk}/summaries/"
+    [rejected] = agent.get(url, {"status": "rejected"}).json()
+    assert rejected["version"] == candidate.version
+    assert rejected["failed_checks"] == ["checksum"]
+    thread = agent.get(f"/api/v1/threads/{story.pk}/").json()
+    assert thread["folds_paused"] is False and thread["paused_by"] == ""
+    Thread.objects.filter(pk=story.pk).update(
+        pinned_at=timezone.now(), pinned_by="ada", pin_reason="bad summary"
+    )
+    thread = agent.get(f"/api/v1/threads/{story.pk}/").json()
+    assert (thread["folds_paused"], thread["paused_by"], thread["pause_reason"]) == (
+        True,
+        "ada",
+        "bad summary",
+    )

@@ -149,6 +149,11 @@ class ThreadOutputSerializer(serializers.Serializer):
     )
     pinned_by = serializers.CharField(allow_blank=True, help_text="who pinned it ('' unpinned)")
     pin_reason = serializers.CharField(allow_blank=True, help_text="why ('' unpinned)")
+    folds_paused = serializers.SerializerMethodField(help_text="a pin pauses its folds")
+    paused_by = serializers.CharField(source="pinned_by", allow_blank=True, help_text="= pinned_by")
+    pause_reason = serializers.CharField(
+        source="pin_reason", allow_blank=True, help_text="= pin_reason"
+    )
     parent_thread = serializers.UUIDField(source="parent_thread_id", allow_null=True)
     parent_checkpoint = serializers.IntegerField(source="parent_checkpoint_id", allow_null=True)
     has_unknown_side_effects = serializers.SerializerMethodField()
@@ -163,6 +168,9 @@ class ThreadOutputSerializer(serializers.Serializer):
     # The flags are annotations (threads.selectors.threads._thread_flags); null when a caller
     # hands in a thread read without them.
     @extend_schema_field(OpenApiTypes.BOOL)
+    def get_folds_paused(self, thread: Thread) -> bool:
+        return thread.pinned_at is not None
+
     def get_has_unknown_side_effects(self, thread: Thread) -> bool | None:
         return getattr(thread, "has_unknown", None)
 

@@ -41,6 +41,7 @@ class SummaryOutputSerializer(serializers.ModelSerializer):
         checks = CheckSerializer(many=True)
 
     verification = serializers.SerializerMethodField()
+    failed_checks = serializers.SerializerMethodField()
     # A plain string here: the thread's `summarizer` already names this choice set in the
     # schema, and a second name for it is a drf-spectacular warning (check --deploy fails).
     backend = StrictCharField(help_text="the summariser backend: structured or llm")
@@ -63,6 +64,7 @@ class SummaryOutputSerializer(serializers.ModelSerializer):
             "tokens",
             "tokens_replaced",
             "verification",
+            "failed_checks",
             "created_at",
             "decided_at",
         ]
@@ -72,6 +74,12 @@ class SummaryOutputSerializer(serializers.ModelSerializer):
         # A prepared candidate has not been verified yet: ok is null, no checks.
         report = version.verification or {}
         return {"ok": report.get("ok"), "checks": report.get("checks", [])}
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_failed_checks(self, version: SummaryVersion) -> list[str]:
+        """The names of the checks that refused it (empty unless rejected)."""
+        checks = (version.verification or {}).get("checks", [])
+        return [check["name"] for check in checks if not check.get("ok")]
 
 
 class ThreadFoldApi(APIView):
@@ -110,16 +118,20 @@ class ThreadFoldApi(APIView):
 class ThreadSummaryListApi(APIView):
     class FilterSerializer(serializers.Serializer):
         phase = serializers.ChoiceField(choices=SummaryPhase.values, required=False)
+        status = serializers.ChoiceField(choices=SummaryPhase.values, required=False)
 
     @extend_schema(
         parameters=[
+            OpenApiParameter(
+                "status", str, enum=SummaryPhase.values, description="the same as `phase`"
+            ),
             OpenApiParameter(
                 "phase",
                 str,
                 enum=SummaryPhase.values,
                 description="only the versions in this phase (rejected: the candidates "
                 "verification refused, each with its checks)",
-            )
+            ),
         ],
         responses={200: SummaryOutputSerializer(many=True)},
         operation_id="thread_summaries",
@@ -129,7 +141,8 @@ class ThreadSummaryListApi(APIView):
         filters = self.FilterSerializer(data=request.query_params.dict())
         filters.is_valid(raise_exception=True)
         versions = summary_versions_full(
-            thread=thread, phase=filters.validated_data.get("phase", "")
+            thread=thread,
+            phase=filters.validated_data.get("phase") or filters.validated_data.get("status", ""),
         )
         return Response(SummaryOutputSerializer(versions, many=True).data)
 
