@@ -345,9 +345,16 @@ def test_langgraph_messages(workspace: Workspace) -> None:
     }
     thread = _import(workspace, decoded, "langgraph-postgres")
     events = _events(thread)
-    assert [e["kind"] for e in events] == ["message", "tool_call", "tool_result", "message"]
-    assert events[1]["arguments"] == {"city": "Paris"} and events[2]["call_seq"] == 2
-    assert events[3]["content"] == "It is 21C." and thread.external_id == "lg-thread-1"
+    # As the live saver records them: the AI message that only calls is a message too.
+    assert [e["kind"] for e in events] == [
+        "message",
+        "message",
+        "tool_call",
+        "tool_result",
+        "message",
+    ]
+    assert events[2]["arguments"] == {"city": "Paris"} and events[3]["call_seq"] == 3
+    assert events[4]["content"] == "It is 21C." and thread.external_id == "lg-thread-1"
 
 
 def test_import_is_idempotent_and_extends_a_longer_conversation(workspace: Workspace) -> None:

@@ -1,5 +1,6 @@
 """The langgraph-postgres converter on decoded store rows (no PostgreSQL needed): how events
-are named, so that importing a store again appends only what is new."""
+are named (as the live saver names them), so that importing a store again appends only what is
+new."""
 
 from __future__ import annotations
 
@@ -33,26 +34,40 @@ def _import(workspace: Workspace, conversation: dict[str, Any]) -> list[Event]:
     return list(Event.objects.filter(thread=result.thread).order_by("seq"))
 
 
-def test_a_result_keeps_its_name_when_langgraph_gives_its_message_a_new_id(
+def test_results_named_by_langgraph_after_the_step_come_once_bound_to_their_calls(
     workspace: Workspace,
 ) -> None:
     human = {"__type__": HUMAN, "id": "h1", "content": "look up two things"}
-    # First import: the head holds the calls, one result is a pending write without an id.
-    paused = {"id": "t", "messages": [human, _ai("a1", "c1", "c2"), _tool("c1", "one")]}
+    # First import: the head holds the calls; one result is a pending write without an id,
+    # which the store's reader leaves for later (read_postgres).
+    paused = {"id": "t", "messages": [human, _ai("a1", "c1", "c2")]}
     first = _import(workspace, paused)
-    # Later: LangGraph completed the step and named that ToolMessage with a random id.
+    assert [(e.kind, e.client_event_id) for e in first] == [
+        ("message", "h1"),
+        ("message", "a1"),
+        ("tool_call", "a1/call/c1"),
+        ("tool_call", "a1/call/c2"),
+    ]
+    # Later: LangGraph completed the step and named the ToolMessages.
     done = {
         "id": "t",
-        "messages": [human, _ai("a1", "c1", "c2"), _tool("c1", "one", "x9"), _tool("c2", "two")],
+        "messages": [
+            human,
+            _ai("a1", "c1", "c2"),
+            _tool("c1", "one", "x9"),
+            _tool("c2", "two", "x10"),
+        ],
     }
     second = _import(workspace, done)
     assert [e.seq for e in second[: len(first)]] == [e.seq for e in first]
-    assert [(e.kind, e.data.get("tool_call_id")) for e in second[len(first) :]] == [
-        ("tool_result", "c2")
+    assert [(e.kind, e.client_event_id) for e in second[len(first) :]] == [
+        ("tool_result", "x9"),
+        ("tool_result", "x10"),
     ]
     results = [e for e in second if e.kind == "tool_result"]
     calls = {e.data["tool_call_id"]: e.seq for e in second if e.kind == "tool_call"}
     assert [r.data["call_seq"] for r in results] == [calls["c1"], calls["c2"]]
+    assert _import(workspace, done) == second
 
 
 def test_a_tool_call_id_repeated_in_one_message_is_two_calls(workspace: Workspace) -> None:
@@ -68,13 +83,14 @@ def test_a_tool_call_id_repeated_in_one_message_is_two_calls(workspace: Workspac
     events = _import(workspace, conversation)
     assert [e.kind for e in events] == [
         "message",
+        "message",
         "tool_call",
         "tool_call",
         "tool_result",
         "tool_result",
     ]
     assert len({e.client_event_id for e in events}) == len(events)
-    assert sorted(e.data["call_seq"] for e in events if e.kind == "tool_result") == [2, 3]
+    assert sorted(e.data["call_seq"] for e in events if e.kind == "tool_result") == [3, 4]
     assert _import(workspace, conversation) == events
 
 

@@ -1,5 +1,11 @@
 """LangChain messages as events of the log, and back (docs/design.md §15).
 
+The one conversion between the two shapes, used by the live checkpointer's mirror
+(threads.services.langgraph) and by the import of a LangGraph store
+(threads.importers.langgraph) alike, with one naming of the events: a message's event is
+named by its LangChain id, a tool call `<that name>/call/<tool_call_id>`. So a thread imported
+from a LangGraph store and then continued live through the saver appends nothing twice.
+
 A message arrives as its JSON form (`langchain_core.messages.message_to_dict`: `{"type",
 "data"}`), never as serialised bytes, so nothing here decodes or executes anything. Each message
 becomes the events an agent would have appended itself; the event carrying it keeps the JSON
@@ -19,6 +25,10 @@ from typing import Any
 from threads.domain.errors import InvalidEvent
 
 METADATA_KEY = "langchain"
+# The channel of the root graph whose LangChain messages are mirrored into the log.
+MESSAGES_CHANNEL = "messages"
+ERROR_CHANNEL = "__error__"  # LangGraph's channel of a task's exception
+INTERRUPT_CHANNEL = "__interrupt__"  # LangGraph's channel of a task's interrupt()s
 # LangChain message type -> the role of its `message` event
 ROLE_OF_TYPE = {
     "human": "user",
@@ -82,6 +92,39 @@ def tool_result_status(data: dict[str, Any], side_effect_tools: Collection[str] 
     return "failed"
 
 
+# The class a store's msgpack payload names -> the message's type (its JSON form's "type").
+TYPE_OF_CLASS = {
+    "HumanMessage": "human",
+    "AIMessage": "ai",
+    "SystemMessage": "system",
+    "ToolMessage": "tool",
+    "FunctionMessage": "function",
+    "ChatMessage": "chat",
+    "HumanMessageChunk": "HumanMessageChunk",
+    "AIMessageChunk": "AIMessageChunk",
+    "ToolMessageChunk": "ToolMessageChunk",
+    "SystemMessageChunk": "SystemMessageChunk",
+    "RemoveMessage": "remove",
+}
+
+
+def message_form(item: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The JSON form (`message_to_dict`: `{"type", "data"}`) of a message as a LangGraph store
+    holds it once decoded without building objects (`{"__type__": "<module>.<class>",
+    **model_dump()}`), or of a form already; None for anything else. A payload is the message's
+    `model_dump()`, which is what `message_to_dict` puts under `data`: the live saver sends
+    the same form, so both name and record the message alike."""
+    if "__type__" in item:
+        kind = TYPE_OF_CLASS.get(str(item["__type__"]).rsplit(".", 1)[-1])
+        if kind is None:
+            return None
+        data = {k: v for k, v in item.items() if k != "__type__"}
+        return {"type": str(data.get("type") or kind), "data": data}
+    if isinstance(item.get("type"), str) and isinstance(item.get("data"), dict):
+        return {"type": item["type"], "data": item["data"]}
+    return None
+
+
 def message_digest(message: dict[str, Any]) -> str:
     """SHA-256 of the message's JSON form, keys sorted: the client computes the same."""
     text = json.dumps(message, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -105,9 +148,12 @@ def message_event_bodies(
     message: dict[str, Any], key: str, side_effect_tools: Collection[str] = ()
 ) -> list[dict[str, Any]]:
     """The events (bodies as an agent submits them) that record `message`; `key` is the
-    carrying event's client_event_id. A call of a tool in `side_effect_tools` is a side effect
-    (docs/design.md §7.1) whose idempotency key is its tool call id; a tool message's result
-    status is `tool_result_status`'s. Raises InvalidEvent for a message with no event form."""
+    carrying event's client_event_id (the message's id), each tool call's is
+    `<key>/call/<tool_call_id>`. A call of a tool in `side_effect_tools` is a side effect
+    (docs/design.md §7.1) whose idempotency key is its tool call id; a tool_call_id a model
+    repeats within one message is numbered from its second call on (`#2`...), in both names, so
+    that each call is recorded. A tool message's result status is `tool_result_status`'s.
+    Raises InvalidEvent for a message with no event form."""
     kind, data = message.get("type"), message.get("data")
     if not isinstance(data, dict) or not isinstance(kind, str):
         raise InvalidEvent("a message is {type, data}", fields={"message": "not a message"})
@@ -141,16 +187,20 @@ def message_event_bodies(
             "metadata": metadata,
         }
     ]
+    repeats: dict[Any, int] = {}
     for call in data.get("tool_calls") or []:
+        call_id = call.get("id")
+        repeats[call_id] = repeats.get(call_id, 0) + 1
+        suffix = f"#{repeats[call_id]}" if repeats[call_id] > 1 else ""
         body = {
             "kind": "tool_call",
-            "client_event_id": f"{key}/call/{call.get('id')}",
-            "tool_call_id": call.get("id"),
+            "client_event_id": f"{key}/call/{call_id}{suffix}",
+            "tool_call_id": call_id,
             "tool_name": call.get("name"),
             "arguments": call.get("args"),
         }
         if call.get("name") in side_effect_tools:
-            body.update(side_effect=True, idempotency_key=call.get("id"))
+            body.update(side_effect=True, idempotency_key=f"{call_id}{suffix}")
         bodies.append(body)
     return bodies
 

@@ -178,7 +178,12 @@ def conversation_events(
 ) -> PreparedConversation:
     """Convert one conversation: event bodies with the tool definitions on the first one and
     side-effecting calls marked, and the thread settings it implies (title, fixed tokens)."""
-    converted = FORMATS[fmt](conversation)
+    if fmt == "langgraph-postgres":
+        # The live saver's conversion marks side effects itself, as the saver does, so that
+        # the thread continues live without appending twice.
+        converted = langgraph.convert(conversation, side_effect_tools)
+    else:
+        converted = FORMATS[fmt](conversation)
     external_id = external_id_for(conversation, fmt)
     events = converted.events
     if conversation.tools and events:

@@ -10,86 +10,55 @@ key, so nothing in the store can run code here. Pickled and encrypted blobs are 
 never decoded. The connection is read-only: importing never changes the agent's store.
 Decoding needs `ormsgpack` (the same library LangGraph writes with).
 
-`convert` turns LangChain message dicts (decoded ext objects, or `messages_to_dict` output
-`{"type": "ai", "data": {...}}`) into event bodies. Events are named after LangChain ids, not
-positions: a message `lg:<message id>`, a tool call `lg:<AI message id>:<tool_call_id>`, its
-result `lg:<AI message id>:<tool_call_id>:result`, an interrupt `lg:interrupt:<id>`. So
-importing the store again after the agent moved on appends only what is new, even where
-LangGraph's head changed order (pending writes folded into the channel) or dropped messages
-(RemoveMessage, a fork). Not handled: a message LangGraph replaced under the same id (the
-log refuses the new body, IdempotencyConflict) and subgraph namespaces (only the root graph).
+`convert` turns each LangChain message (a decoded payload, or `messages_to_dict` output
+`{"type": "ai", "data": {...}}`) into event bodies with the live saver's own conversion and
+names (threads.domain.langgraph.message_event_bodies): a message's event is named by its
+LangChain id, a tool call `<message id>/call/<tool_call_id>`; a side-effecting call's
+idempotency key is its tool_call_id. So importing the store again after the agent moved on
+appends only what is new, even where LangGraph's head changed order (pending writes folded into
+the channel) or dropped messages (RemoveMessage, a fork); and a thread imported here, then
+continued live through `CtxadminSaver`, appends nothing twice. A message without an id yet (a
+finished task's write, which LangGraph names when the step completes) waits for its id, as it
+does for the saver. An interrupt is named `lg:interrupt:<id>`. Not handled: a message LangGraph
+replaced under the same id (the log refuses the new body, IdempotencyConflict) and subgraph
+namespaces (only the root graph). A store imported before the importer took the saver's names
+appends its messages again once, under the new names.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from threads.domain.canonical import canonical_json
+from threads.domain.errors import InvalidEvent
+from threads.domain.langgraph import (
+    ERROR_CHANNEL,
+    INTERRUPT_CHANNEL,
+    MESSAGES_CHANNEL,
+    message_event_bodies,
+    message_form,
+)
 from threads.importers.common import (
     CallTracker,
     Conversation,
     Converted,
     ImportFormatError,
-    has_content,
-    message,
-    result_status,
-    tool_result,
 )
 
-# LangChain message type -> role (HumanMessage is "human", AIMessage "ai", ...).
-ROLE_OF = {
-    "human": "user",
-    "ai": "assistant",
-    "system": "system",
-    "developer": "developer",
-    "tool": "tool",
-    "function": "tool",
-    "chat": "user",
-}
-CLASS_TYPE = {
-    "HumanMessage": "human",
-    "AIMessage": "ai",
-    "SystemMessage": "system",
-    "ToolMessage": "tool",
-    "FunctionMessage": "function",
-    "ChatMessage": "chat",
-    "HumanMessageChunk": "human",
-    "AIMessageChunk": "ai",
-    "ToolMessageChunk": "tool",
-    "SystemMessageChunk": "system",
-    "RemoveMessage": "remove",
-}
-MESSAGES_CHANNEL = "messages"
-INTERRUPT_CHANNEL = "__interrupt__"
-ERROR_CHANNEL = "__error__"
 MAX_CLIENT_ID = 200
 
 Decode = Callable[[str | None, bytes | None], Any]
 
 
-def _message_type(item: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
-    if "__type__" in item:
-        return CLASS_TYPE.get(str(item["__type__"]).rsplit(".", 1)[-1]), item
-    if isinstance(item.get("data"), dict):
-        return item.get("type"), item["data"]
-    return item.get("type"), item
-
-
 def _client_id(*parts: Any) -> str | None:
-    """`lg:<message id>[:<tool_call_id>]`, or None (the importer then numbers the event by
-    position) when the message has no id or the id would not fit."""
+    """`lg:<parts...>`, or None (the importer then numbers the event by position) when a part
+    is missing or the name would not fit."""
     if any(not isinstance(p, str) or not p for p in parts):
         return None
     value = "lg:" + ":".join(parts)
     return value if len(value) <= MAX_CLIENT_ID else None
-
-
-def _with_id(body: dict[str, Any], client_id: str | None) -> dict[str, Any]:
-    if client_id is not None:
-        body["client_event_id"] = client_id
-    return body
 
 
 def _interrupt_text(value: Any) -> str:
@@ -118,82 +87,55 @@ def _interrupt_event(interrupt: Any, number: int) -> dict[str, Any]:
         "payload": payload,
         "metadata": {"source": "langgraph interrupt"},
     }
-    return _with_id(body, _client_id("interrupt", interrupt_id or str(number)))
+    client_id = _client_id("interrupt", interrupt_id or str(number))
+    if client_id is not None:
+        body["client_event_id"] = client_id
+    return body
 
 
-def convert(conversation: Conversation) -> Converted:
+def convert(conversation: Conversation, side_effect_tools: Collection[str] = ()) -> Converted:
+    """The events of a LangGraph thread's messages, by the live saver's conversion (calls of
+    `side_effect_tools` are side effects, as the saver marks them), then its interrupts."""
     out = Converted()
     raw = conversation.raw if isinstance(conversation.raw, dict) else {}
     out.skipped.extend(str(reason) for reason in raw.get("unread") or [])
     tracker = CallTracker()
-    # Client ids of the open calls per tool_call_id, latest last (the log binds a result to the
-    # latest open call). A result is named after its call, not after its ToolMessage: a
-    # finished parallel task's ToolMessage is saved as a pending write without an id, and
-    # LangGraph gives it a fresh random id only when the step completes.
-    open_calls: dict[str, list[str | None]] = {}
     for index, item in enumerate(conversation.items):
-        if not isinstance(item, dict):
-            out.skipped.append(f"message {index}: not an object")
+        form = message_form(item) if isinstance(item, dict) else None
+        if form is None:
+            out.skipped.append(f"message {index}: not a LangChain message")
             continue
-        kind, data = _message_type(item)
-        role = ROLE_OF.get(kind or "")
-        if role is None:
-            out.skipped.append(f"message {index}: message type {kind!r} is not imported")
+        message_id = form["data"].get("id")
+        try:
+            bodies = message_event_bodies(form, str(message_id or ""), side_effect_tools)
+        except InvalidEvent as exc:
+            out.skipped.append(f"message {index}: {exc.message}; not imported")
             continue
-        content = data.get("content")
-        message_id = data.get("id")
-        if role == "tool":
-            call_id = data.get("tool_call_id")
-            if not call_id or not tracker.result(call_id):
+        if not message_id or any(len(b["client_event_id"]) > MAX_CLIENT_ID for b in bodies):
+            # No LangChain id (a graph whose state is no add_messages list), or one too long to
+            # name an event by: the importer numbers its events by position instead.
+            for body in bodies:
+                del body["client_event_id"]
+        if form["type"] == "tool":
+            call_id = form["data"].get("tool_call_id")
+            if not isinstance(call_id, str) or not tracker.result(call_id):
                 out.skipped.append(f"message {index}: result for {call_id!r} has no open call")
                 continue
-            call_client_id = open_calls[call_id].pop()
-            status = "failed" if data.get("status") == "error" else result_status(content)
-            body = tool_result(call_id, content, status, name=data.get("name"))
-            result_id = f"{call_client_id}:result" if call_client_id else None
-            if result_id and len(result_id) > MAX_CLIENT_ID:
-                result_id = None
-            out.events.append(_with_id(body, result_id))
+        calls = [body for body in bodies if body["kind"] == "tool_call"]
+        if any(not body["tool_call_id"] or not body["tool_name"] for body in calls):
+            out.skipped.append(f"message {index}: a tool call without id or name; not imported")
             continue
-        calls = data.get("tool_calls") or []
-        if has_content(content) or not calls:
-            out.events.append(
-                _with_id(
-                    message(role, content if content is not None else "", id=message_id),
-                    _client_id(message_id),
-                )
-            )
-        group = f"turn-{index}" if len(calls) > 1 else None
-        if group and isinstance(message_id, str) and message_id:
-            # The message id, not its position, so the group survives a re-import.
-            group = f"lg:{message_id}"[:MAX_CLIENT_ID]
-        repeats: dict[str, int] = {}
-        for call in calls:
-            if not isinstance(call, dict) or not call.get("id") or not call.get("name"):
-                out.skipped.append(f"message {index}: tool call without id or name")
-                continue
-            tracker.call(call["id"])
-            # A model that repeats a tool_call_id within one message still made two calls.
-            repeats[call["id"]] = repeats.get(call["id"], 0) + 1
-            suffix = f"#{repeats[call['id']]}" if repeats[call["id"]] > 1 else ""
-            call_client_id = _client_id(message_id, call["id"] + suffix)
-            open_calls.setdefault(call["id"], []).append(call_client_id)
-            args = call.get("args")
-            call_body: dict[str, Any] = {
-                "kind": "tool_call",
-                "tool_call_id": call["id"],
-                "tool_name": call["name"],
-                "arguments": args if isinstance(args, dict) else {"_raw": args},
-            }
-            if group:
-                call_body["group"] = group
-            out.events.append(_with_id(call_body, call_client_id))
+        for body in calls:
+            tracker.call(body["tool_call_id"])
+        out.events.extend(bodies)
     for number, interrupt in enumerate(raw.get("interrupts") or []):
         out.events.append(_interrupt_event(interrupt, number))
     return out
 
 
-def _decoder() -> Decode:
+def blob_decoder() -> Decode:
+    """A reader of LangGraph's stored blobs ((type, bytes) as its serde writes them) that builds
+    no object and never unpickles (see the module's docstring)."""
     try:
         import ormsgpack
     except ModuleNotFoundError as exc:
@@ -287,11 +229,10 @@ def _read_thread(conn: Any, decode: Decode, thread_id: str) -> dict[str, Any] | 
                 item_id = item.get("id") if isinstance(item, dict) else None
                 if item_id and item_id in seen:
                     continue
-                kind = _message_type(item)[0] if isinstance(item, dict) else None
-                if isinstance(item, dict) and not item_id and kind not in ("tool", "function"):
-                    # LangGraph names it with a random id only when the step completes, so
-                    # importing it now would import it twice; a tool result is named after
-                    # its call instead (convert), so it is safe to take now.
+                if isinstance(item, dict) and not item_id:
+                    # LangGraph names it with a random id only when the step completes, and
+                    # its events are named by that id (as the live saver names them), so
+                    # importing it now would import it twice.
                     unread.append(
                         f"pending message of task {task_id} has no id yet; it is imported "
                         "once LangGraph completes the step"
@@ -318,7 +259,7 @@ def _read_thread(conn: Any, decode: Decode, thread_id: str) -> dict[str, Any] | 
 def read_postgres(dsn: str) -> list[dict[str, Any]]:
     """Each thread's latest checkpoint (root namespace) as {"id", "messages", "interrupts",
     "unread", "checkpoint_id"}; `unread` says what could not be decoded safely."""
-    decode = _decoder()
+    decode = blob_decoder()
     import psycopg
 
     conversations = []

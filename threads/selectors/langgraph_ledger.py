@@ -17,12 +17,10 @@ import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from threads.domain.langgraph import message_from_event
+from threads.domain.langgraph import ERROR_CHANNEL, MESSAGES_CHANNEL, message_from_event
 from threads.models import Event, EventKind, LanggraphCheckpoint, SideEffect, Thread
 from threads.selectors.langgraph import LanggraphTuple, PendingWrite, _pending_writes
 
-MESSAGES_CHANNEL = "messages"
-ERROR_CHANNEL = "__error__"  # LangGraph's channel of a task's exception
 TEMPLATE_SCAN = 200  # the newest checkpoints of the namespace looked at for a template
 TEMPLATES_KEPT = 4
 RESOLVED_WINDOW = 50  # the last tool messages of a state looked at for a resolution since

@@ -40,6 +40,7 @@ from threads.domain.errors import (
 )
 from threads.domain.events import normalize_event
 from threads.domain.langgraph import (
+    MESSAGES_CHANNEL,
     checkpoint_id_after,
     checkpoint_pack,
     interrupt_call,
@@ -103,7 +104,6 @@ from threads.services.langgraph_statements import (
 from threads.services.threads import external_id_require_valid, thread_get_or_create
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
-MESSAGES_CHANNEL = "messages"  # the channel the saver mirrors, of the root graph
 
 
 class MessagesMissing(Conflict):
