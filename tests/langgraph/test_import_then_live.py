@@ -88,8 +88,9 @@ def _expected(messages: list[BaseMessage]) -> tuple[Counter[str], Counter[str], 
 @pytest.fixture
 def refund_saver(server: Server) -> Iterator[CtxadminSaver]:
     """The live saver, with `refund` a side-effecting tool (as the import is told)."""
-    saver = refund_saver
+    saver = CtxadminSaver.from_url(server.url, server.api_key, side_effect_tools={"refund"})
     yield saver
+    saver.close()
 
 
 def test_a_thread_imported_then_continued_live_appends_nothing_twice(
