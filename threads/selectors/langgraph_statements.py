@@ -16,8 +16,6 @@ import functools
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from django.db import connections
-
 from threads.domain.json_text import json_loads, json_string_loads
 from threads.domain.langgraph import METADATA_KEY, message_from_parts
 from threads.models import (
@@ -31,11 +29,7 @@ from threads.models import (
     Thread,
     Workspace,
 )
-from threads.selectors.statements import model_from_row, rows_read, select_list
-
-
-def _table(alias: str, model: Any) -> str:
-    return str(connections[alias].ops.quote_name(model._meta.db_table))
+from threads.selectors.statements import model_from_row, rows_read, select_list, table_name
 
 
 @functools.cache
@@ -44,8 +38,8 @@ def _find_sql(alias: str, by_id: bool) -> tuple[str, int]:
     thread_columns = select_list(alias, Thread, "t")
     sql = (
         f"SELECT {checkpoint_columns}, {thread_columns} "
-        f"FROM {_table(alias, LanggraphCheckpoint)} c "
-        f"JOIN {_table(alias, Thread)} t ON t.id = c.thread_id "
+        f"FROM {table_name(alias, LanggraphCheckpoint)} c "
+        f"JOIN {table_name(alias, Thread)} t ON t.id = c.thread_id "
         "WHERE t.workspace_id = %s AND t.external_id = %s AND c.checkpoint_ns = %s "
         + ("AND c.checkpoint_id = %s " if by_id else "")
         + "ORDER BY c.checkpoint_id DESC, c.id DESC LIMIT 1"
@@ -82,8 +76,8 @@ def _versions_sql(alias: str) -> tuple[str, int]:
     content_columns = select_list(alias, LanggraphContent, "c")
     sql = (
         f"SELECT {version_columns}, {content_columns} "
-        f"FROM {_table(alias, LanggraphChannelVersion)} v "
-        f"LEFT JOIN {_table(alias, LanggraphContent)} c ON c.sha256 = v.content_id "
+        f"FROM {table_name(alias, LanggraphChannelVersion)} v "
+        f"LEFT JOIN {table_name(alias, LanggraphContent)} c ON c.sha256 = v.content_id "
         "WHERE v.thread_id = %s AND (v.checkpoint_ns, v.channel, v.version) IN "
         "(SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))"
     )
@@ -114,8 +108,9 @@ def versions_with_content(
 
 @functools.cache
 def _writes_sql(alias: str) -> str:
+    columns = select_list(alias, LanggraphWrite, "w")
     return (
-        f"SELECT {select_list(alias, LanggraphWrite, 'w')} FROM {_table(alias, LanggraphWrite)} w "
+        f"SELECT {columns} FROM {table_name(alias, LanggraphWrite)} w "
         "WHERE w.thread_id = %s AND w.checkpoint_ns = ANY(%s::text[]) "
         "AND w.checkpoint_id = ANY(%s::text[])"
     )
@@ -137,7 +132,7 @@ def task_writes_rows(
 @functools.cache
 def _index_sql(alias: str) -> str:
     return (
-        f"SELECT m.seq, m.last_seq FROM {_table(alias, LanggraphMessage)} m "
+        f"SELECT m.seq, m.last_seq FROM {table_name(alias, LanggraphMessage)} m "
         "WHERE m.thread_id = %s AND m.last_seq <= %s ORDER BY m.seq"
     )
 
@@ -154,7 +149,7 @@ def _forms_sql(alias: str) -> str:
     return (
         "SELECT e.seq, (CASE WHEN e.kind = %s THEN e.data -> 'result' "
         "ELSE e.data -> 'content' END)::text, (e.metadata -> %s)::text "
-        f"FROM {_table(alias, Event)} e WHERE e.thread_id = %s AND e.seq = ANY(%s::bigint[])"
+        f"FROM {table_name(alias, Event)} e WHERE e.thread_id = %s AND e.seq = ANY(%s::bigint[])"
     )
 
 

@@ -19,12 +19,20 @@ import psycopg
 from django.conf import settings
 from django.db import connections, router
 from django.db.models import JSONField
+from psycopg import pq
 
 
-def postgres_for(model: Any) -> Any | None:
-    """The connection that reads `model`, when it is PostgreSQL; else None."""
-    connection = connections[router.db_for_read(model)]
+def postgres_for(model: Any, *, write: bool = False) -> Any | None:
+    """The connection that reads `model` (that writes it, with `write`), when it is
+    PostgreSQL; else None."""
+    alias = router.db_for_write(model) if write else router.db_for_read(model)
+    connection = connections[alias]
     return connection if connection.vendor == "postgresql" else None
+
+
+def table_name(alias: str, model: Any) -> str:
+    """The model's table, quoted for the connection `alias`."""
+    return str(connections[alias].ops.quote_name(model._meta.db_table))
 
 
 @contextmanager
@@ -59,11 +67,30 @@ def log_queries(connection: Any, started: float, *sqls: str) -> None:
 
 
 def rows_read(connection: Any, sql: str, params: Any) -> list[tuple[Any, ...]]:
-    """The rows of one read statement, prepared."""
+    """The rows of one statement, prepared."""
     started = time.monotonic()
     with server_cursor(connection) as pg:
         pg.execute(sql, params)
         rows = pg.fetchall()
+    log_queries(connection, started, sql)
+    return rows
+
+
+def rows_run(
+    connection: Any, sql: str, params: Any, *, fetch: bool = True
+) -> list[tuple[Any, ...]]:
+    """One statement of a write's transaction, prepared, and its rows (none unless `fetch`):
+    the transaction's first statement goes in a pipeline with its BEGIN, one round trip."""
+    started = time.monotonic()
+    with server_cursor(connection) as pg:
+        if pg.connection.info.transaction_status == pq.TransactionStatus.IDLE:
+            with pg.connection.pipeline():
+                pg.execute(sql, params)
+                rows = pg.fetchall() if fetch else []
+        else:
+            # Later ones alone: leaving a pipeline costs a round trip of its own (its Sync).
+            pg.execute(sql, params)
+            rows = pg.fetchall() if fetch else []
     log_queries(connection, started, sql)
     return rows
 

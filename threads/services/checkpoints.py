@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import json
-import time
 from typing import Any
 
 from django.db import connections, router, transaction
@@ -36,7 +35,7 @@ from threads.models import (
 )
 from threads.selectors.checkpoints import checkpoint_as_audit, summary_versions_replaced
 from threads.selectors.integrity import checkpoint_fields_body
-from threads.selectors.statements import log_queries, server_cursor
+from threads.selectors.statements import rows_read
 from threads.services.audit import audit_record
 from threads.services.integrity import (
     chain_hash_at,
@@ -153,11 +152,7 @@ def _pending_read_postgres(
     decides."""
     sql = _pending_sql(connection.alias)
     kinds = [str(kind) for kind in PENDING_EVENT_KINDS]
-    started = time.monotonic()
-    with server_cursor(connection) as pg:
-        pg.execute(sql, (thread.pk, cursor, thread.pk, cursor, kinds))
-        found = pg.fetchall()
-    log_queries(connection, started, sql)
+    found = rows_read(connection, sql, (thread.pk, cursor, thread.pk, cursor, kinds))
     starts = [row for row in found if row[0] == 0]
     rows = [
         (i, seq, kind, *(_json_or_none(text) for text in keys))

@@ -40,7 +40,7 @@ from threads.models import (
     Workspace,
 )
 from threads.selectors.events import retractions_by_target
-from threads.selectors.statements import log_queries, server_cursor
+from threads.selectors.statements import log_queries, rows_read, server_cursor
 from threads.services.event_rows import (
     NewRow,
     insert_events_and_head,
@@ -152,13 +152,9 @@ def _open_call_rows_postgres(
         "WHERE thread_id = %s AND tool_call_id = ANY(%s::text[]) AND kind = ANY(%s::text[]) "
         f"AND {TOOL_CALL_INDEXED_SQL}"
     )
-    started = time.monotonic()
-    with server_cursor(connection) as pg:
-        kinds = [EventKind.TOOL_CALL.value, EventKind.TOOL_RESULT.value]
-        pg.execute(sql, (thread.pk, tool_call_ids, kinds))
-        rows = pg.fetchall()
-    log_queries(connection, started, sql)
-    return rows  # _open_calls sorts them
+    kinds = [EventKind.TOOL_CALL.value, EventKind.TOOL_RESULT.value]
+    # _open_calls sorts them
+    return cast(Any, rows_read(connection, sql, (thread.pk, tool_call_ids, kinds)))
 
 
 @dataclass
@@ -269,13 +265,9 @@ def event_append_locked(thread: Thread, new_events: Sequence[NewEvent]) -> list[
             f"SELECT COUNT(*) FROM {table} WHERE thread_id = %s "
             "AND client_event_id = ANY(%s::text[])"
         )
-        started = time.monotonic()
-        with server_cursor(connection) as pg:
-            pg.execute(sql, (thread.pk, client_ids))
-            row = pg.fetchone()
-        log_queries(connection, started, sql)
+        ((count,),) = rows_read(connection, sql, (thread.pk, client_ids))
         # Under the lock the count is current: _may_have_replays trusts it.
-        thread.replays = row[0] if row else 0  # type: ignore[attr-defined]
+        thread.replays = count  # type: ignore[attr-defined]
         thread.log_seq = thread.last_seq  # type: ignore[attr-defined]
     appended = _append_locked(thread, new_events)
     _schedule_hooks(thread, appended)

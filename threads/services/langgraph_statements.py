@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import functools
 import json
-import time
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
-from django.db import connections, router
+from django.db import connections
 from django.db.models import Exists, Field
-from psycopg import pq
 
 from threads.models import (
     Checkpoint,
@@ -33,13 +31,8 @@ from threads.models import (
     Workspace,
 )
 from threads.selectors.langgraph import lg_checkpoint_cursor, lg_messages_after
-from threads.selectors.statements import log_queries, server_cursor
+from threads.selectors.statements import postgres_for, rows_run, table_name
 from threads.services.event_rows import row_params
-
-
-def _postgres(model: Any) -> Any | None:
-    connection = connections[router.db_for_write(model)]
-    return connection if connection.vendor == "postgresql" else None
 
 
 def _index_row(
@@ -67,30 +60,14 @@ def _columns(alias: str, model: Any) -> tuple[str, str, list[str]]:
     quote = connections[alias].ops.quote_name
     fields = model._meta.concrete_fields
     columns = ", ".join(f"t.{quote(cast(str, f.column))}" for f in fields)
-    return quote(model._meta.db_table), columns, [f.attname for f in fields]
-
-
-def _run(connection: Any, sql: str, params: Any, *, fetch: bool = True) -> list[tuple[Any, ...]]:
-    started = time.monotonic()
-    with server_cursor(connection) as pg:
-        if pg.connection.info.transaction_status == pq.TransactionStatus.IDLE:
-            # The transaction's first statement: in a pipeline, its BEGIN goes with it.
-            with pg.connection.pipeline():
-                pg.execute(sql, params)
-                rows = pg.fetchall() if fetch else []
-        else:
-            # Later ones alone: leaving a pipeline costs a round trip of its own (its Sync).
-            pg.execute(sql, params)
-            rows = pg.fetchall() if fetch else []
-    log_queries(connection, started, sql)
-    return rows
+    return table_name(alias, model), columns, [f.attname for f in fields]
 
 
 def thread_locked(workspace: Workspace, external_id: str) -> Thread | None:
     """The workspace's thread with this external_id, its row locked (FOR UPDATE OF the thread
     only) in the caller's transaction; None when there is none. Its `workspace` is the one
     given (the row matched it), so nothing reads it again."""
-    connection = _postgres(Thread)
+    connection = postgres_for(Thread, write=True)
     if connection is None:
         found = (
             Thread.objects.select_for_update(of=("self",))
@@ -103,7 +80,7 @@ def thread_locked(workspace: Workspace, external_id: str) -> Thread | None:
             f"SELECT {columns} FROM {table} t WHERE t.workspace_id = %s AND t.external_id = %s "
             "FOR UPDATE OF t"
         )
-        rows = _run(connection, sql, (workspace.pk, external_id))
+        rows = rows_run(connection, sql, (workspace.pk, external_id))
         # psycopg gives every column its Python type (uuid, timestamptz...): no converter.
         found = Thread.from_db(connection.alias, names, rows[0]) if rows else None
     if found is not None:
@@ -115,7 +92,7 @@ def message_index(thread: Thread, message_ids: Iterable[str]) -> list[LanggraphM
     """The mirrored messages of the thread with these LangChain ids (every version of each),
     in log order: threads.selectors.langgraph.lg_message_index as one prepared statement."""
     ids = sorted(set(message_ids))
-    connection = _postgres(LanggraphMessage)
+    connection = postgres_for(LanggraphMessage, write=True)
     if connection is None:
         return list(
             LanggraphMessage.objects.filter(thread=thread, message_id__in=ids).order_by("seq")
@@ -128,7 +105,7 @@ def message_index(thread: Thread, message_ids: Iterable[str]) -> list[LanggraphM
         "AND t.message_id = ANY(%s::text[]) ORDER BY t.seq"
     )
     found = []
-    for row in _run(connection, sql, (thread.pk, ids)):
+    for row in rows_run(connection, sql, (thread.pk, ids)):
         message = LanggraphMessage.from_db(connection.alias, names, row)
         LanggraphMessage.thread.field.set_cached_value(message, thread)
         found.append(message)
@@ -142,7 +119,7 @@ def message_index_and_cursor(
     message_index of its messages' ids, the cursor of the LangGraph checkpoint it follows (None
     when not stored), and the (message_id, digest) of the mirrored messages that end after that
     cursor, in log order (at most 100)."""
-    connection = _postgres(LanggraphMessage)
+    connection = postgres_for(LanggraphMessage, write=True)
     if connection is None:
         stored = lg_checkpoint_cursor(
             thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
@@ -153,7 +130,7 @@ def message_index_and_cursor(
             else [(m.message_id, m.digest) for m in lg_messages_after(thread, stored, 100)]
         )
         return message_index(thread, message_ids), stored, later
-    checkpoints, _, _ = _columns(connection.alias, LanggraphCheckpoint)
+    checkpoints = table_name(connection.alias, LanggraphCheckpoint)
     messages, _, names = _columns(connection.alias, LanggraphMessage)
     # Part 0: the checkpoint's cursor; part 1: the messages after it; part 2: the index rows
     # of the ids (key, seq, last_seq, message_id, digest). NULL pads what a part lacks.
@@ -172,7 +149,7 @@ def message_index_and_cursor(
     end: int | None = None
     after: list[tuple[int, str, str]] = []
     found = []
-    for part, pk, seq, last_seq, message_id, digest in _run(connection, sql, params):
+    for part, pk, seq, last_seq, message_id, digest in rows_run(connection, sql, params):
         if part == 0:
             end = seq
         elif part == 1:
@@ -188,17 +165,17 @@ def message_index_and_cursor(
 def messages_count_between(thread: Thread, after: int, until: int) -> int:
     """How many mirrored messages end after `after` and at or before `until`:
     threads.selectors.langgraph.lg_messages_count_between as one prepared statement."""
-    connection = _postgres(LanggraphMessage)
+    connection = postgres_for(LanggraphMessage, write=True)
     if connection is None:
         return LanggraphMessage.objects.filter(
             thread=thread, last_seq__gt=after, last_seq__lte=until
         ).count()
-    table, _, _ = _columns(connection.alias, LanggraphMessage)
+    table = table_name(connection.alias, LanggraphMessage)
     sql = (
         f"SELECT COUNT(*) FROM {table} t WHERE t.thread_id = %s AND t.last_seq > %s "
         "AND t.last_seq <= %s"
     )
-    return cast(int, _run(connection, sql, (thread.pk, after, until))[0][0])
+    return cast(int, rows_run(connection, sql, (thread.pk, after, until))[0][0])
 
 
 def messages_index_insert(thread: Thread, rows: Sequence[LanggraphMessage]) -> None:
@@ -206,11 +183,11 @@ def messages_index_insert(thread: Thread, rows: Sequence[LanggraphMessage]) -> N
     columns as arrays, unnested)."""
     if not rows:
         return
-    connection = _postgres(LanggraphMessage)
+    connection = postgres_for(LanggraphMessage, write=True)
     if connection is None:
         LanggraphMessage.objects.bulk_create(list(rows))
         return
-    table, _, _ = _columns(connection.alias, LanggraphMessage)
+    table = table_name(connection.alias, LanggraphMessage)
     sql = (
         f"INSERT INTO {table} (thread_id, message_id, digest, seq, last_seq) "
         "SELECT %s, * FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[])"
@@ -222,10 +199,7 @@ def messages_index_insert(thread: Thread, rows: Sequence[LanggraphMessage]) -> N
         [row.seq for row in rows],
         [row.last_seq for row in rows],
     )
-    started = time.monotonic()
-    with server_cursor(connection) as pg:
-        pg.execute(sql, params)
-    log_queries(connection, started, sql)
+    rows_run(connection, sql, params, fetch=False)
 
 
 # What a put reads of its base version: how it refers to its messages.
@@ -262,7 +236,7 @@ def message_index_and_base(
     other fields deferred), None when not stored, and how many mirrored messages end after
     the seq it refers up to (None when it refers by explicit seqs, or on SQLite, which counts
     with messages_count_between)."""
-    connection = _postgres(LanggraphMessage)
+    connection = postgres_for(LanggraphMessage, write=True)
     if connection is None:
         base = (
             LanggraphChannelVersion.objects.filter(
@@ -273,7 +247,7 @@ def message_index_and_base(
         )
         return message_index(thread, message_ids), base, None
     messages, _, names = _columns(connection.alias, LanggraphMessage)
-    versions, _, _ = _columns(connection.alias, LanggraphChannelVersion)
+    versions = table_name(connection.alias, LanggraphChannelVersion)
     # The version's row (part 0: its reference, _REFERENCE_FIELDS), the index rows (part 1:
     # key, seq, last_seq, message_id, digest) and the count of the messages ending after the
     # version's seq (part 2), NULL padding what a part does not have.
@@ -289,7 +263,7 @@ def message_index_and_base(
         f"FROM {messages} m, v WHERE m.thread_id = %s AND m.last_seq > v.messages_until_seq"
     )
     params = (thread.pk, checkpoint_ns, channel, version, thread.pk, sorted(set(message_ids)))
-    rows = _run(connection, sql, (*params, thread.pk))
+    rows = rows_run(connection, sql, (*params, thread.pk))
     base = None
     after_until = None
     found = []
@@ -314,13 +288,13 @@ def message_index_and_base(
 def thread_found(workspace: Workspace, external_id: str) -> Thread | None:
     """The workspace's thread with this external_id, not locked (a write of bytes alone
     numbers nothing), None when there is none."""
-    connection = _postgres(Thread)
+    connection = postgres_for(Thread, write=True)
     if connection is None:
         found = Thread.objects.filter(workspace=workspace, external_id=external_id).first()
     else:
         table, columns, names = _columns(connection.alias, Thread)
         sql = f"SELECT {columns} FROM {table} t WHERE t.workspace_id = %s AND t.external_id = %s"
-        rows = _run(connection, sql, (workspace.pk, external_id))
+        rows = rows_run(connection, sql, (workspace.pk, external_id))
         found = Thread.from_db(connection.alias, names, rows[0]) if rows else None
     if found is not None:
         Thread.workspace.field.set_cached_value(found, workspace)
@@ -332,14 +306,14 @@ def checkpoints_insert(checkpoint: Checkpoint, row: LanggraphCheckpoint) -> None
     prepared statement (the second row takes the first's new key in SQL), instead of two ORM
     inserts compiled on every put. Both get their keys; the columns are the models' own, so
     the statement follows their fields."""
-    connection = _postgres(LanggraphCheckpoint)
+    connection = postgres_for(LanggraphCheckpoint, write=True)
     if connection is None:
         checkpoint.save(force_insert=True)
         row.ctxadmin_checkpoint = checkpoint
         row.save(force_insert=True)
         return
-    checkpoints, _, _ = _columns(connection.alias, Checkpoint)
-    rows, _, _ = _columns(connection.alias, LanggraphCheckpoint)
+    checkpoints = table_name(connection.alias, Checkpoint)
+    rows = table_name(connection.alias, LanggraphCheckpoint)
     first_columns, [first] = row_params([checkpoint], connection)
     link = cast(Field, LanggraphCheckpoint._meta.get_field("ctxadmin_checkpoint"))
     fields = [f for f in LanggraphCheckpoint._meta.concrete_fields if not f.primary_key]
@@ -352,7 +326,7 @@ def checkpoints_insert(checkpoint: Checkpoint, row: LanggraphCheckpoint) -> None
         f"INSERT INTO {rows} ({second_columns}) SELECT {values} FROM c RETURNING id, "
         f"{connection.ops.quote_name(link.column)}"
     )
-    [(row_pk, checkpoint_pk)] = _run(connection, sql, params)
+    [(row_pk, checkpoint_pk)] = rows_run(connection, sql, params)
     checkpoint.pk = checkpoint_pk
     checkpoint._state.db = row._state.db = connection.alias
     row.pk = row_pk
@@ -365,18 +339,18 @@ def rows_insert_new(objs: Sequence[Any]) -> None:
     if not objs:
         return
     model: Any = type(objs[0])
-    connection = _postgres(model)
+    connection = postgres_for(model, write=True)
     if connection is None:
         model.objects.bulk_create(list(objs), ignore_conflicts=True)
         return
-    table, _, _ = _columns(connection.alias, model)
+    table = table_name(connection.alias, model)
     columns, rows = row_params(objs, connection)
     one = f"({', '.join(['%s'] * len(rows[0]))})"
     sql = (
         f"INSERT INTO {table} ({columns}) VALUES {', '.join([one] * len(rows))} "
         "ON CONFLICT DO NOTHING"
     )
-    _run(connection, sql, [value for row in rows for value in row], fetch=False)
+    rows_run(connection, sql, [value for row in rows for value in row], fetch=False)
 
 
 def checkpoint_writes_locked(
@@ -386,7 +360,7 @@ def checkpoint_writes_locked(
     caller's transaction, and whether the task has a writes row of its own (writes that came
     before the checkpoint): what a write merges into, in one statement. None when the
     checkpoint is not stored."""
-    connection = _postgres(LanggraphCheckpoint)
+    connection = postgres_for(LanggraphCheckpoint, write=True)
     if connection is None:
         found = (
             LanggraphCheckpoint.objects.select_for_update()
@@ -407,8 +381,8 @@ def checkpoint_writes_locked(
         if found is None:
             return None
         return int(found[0]), bytes(found[1] or b""), bool(found[2])
-    checkpoints, _, _ = _columns(connection.alias, LanggraphCheckpoint)
-    writes, _, _ = _columns(connection.alias, LanggraphWrite)
+    checkpoints = table_name(connection.alias, LanggraphCheckpoint)
+    writes = table_name(connection.alias, LanggraphWrite)
     sql = (
         f"SELECT t.id, t.writes_z, EXISTS (SELECT 1 FROM {writes} w "
         "WHERE w.thread_id = t.thread_id AND w.checkpoint_ns = t.checkpoint_ns "
@@ -416,7 +390,7 @@ def checkpoint_writes_locked(
         f"AND w.task_id = %s) FROM {checkpoints} t WHERE t.thread_id = %s "
         "AND t.checkpoint_ns = %s AND t.checkpoint_id = %s FOR UPDATE OF t"
     )
-    rows = _run(connection, sql, (task_id, thread.pk, checkpoint_ns, checkpoint_id))
+    rows = rows_run(connection, sql, (task_id, thread.pk, checkpoint_ns, checkpoint_id))
     if not rows:
         return None
     pk, packed, task_row = rows[0]
@@ -425,12 +399,14 @@ def checkpoint_writes_locked(
 
 def checkpoint_writes_update(pk: int, packed: bytes) -> None:
     """Store the LangGraph checkpoint's packed writes (its row locked by the caller)."""
-    connection = _postgres(LanggraphCheckpoint)
+    connection = postgres_for(LanggraphCheckpoint, write=True)
     if connection is None:
         LanggraphCheckpoint.objects.filter(pk=pk).update(writes_z=packed)
         return
-    table, _, _ = _columns(connection.alias, LanggraphCheckpoint)
-    _run(connection, f"UPDATE {table} SET writes_z = %s WHERE id = %s", (packed, pk), fetch=False)
+    table = table_name(connection.alias, LanggraphCheckpoint)
+    rows_run(
+        connection, f"UPDATE {table} SET writes_z = %s WHERE id = %s", (packed, pk), fetch=False
+    )
 
 
 def checkpoints_carrying(
@@ -441,7 +417,7 @@ def checkpoints_carrying(
     deferred), and the (key, interrupts) of the task writes rows after checkpoint
     `waiting_for` that hold interrupts waiting for its put, in arrival order: one prepared
     statement."""
-    connection = _postgres(LanggraphCheckpoint)
+    connection = postgres_for(LanggraphCheckpoint, write=True)
     if connection is None:
         rows = list(
             LanggraphCheckpoint.objects.filter(
@@ -459,8 +435,8 @@ def checkpoints_carrying(
             .values_list("pk", "interrupts")
         )
         return rows, [(int(pk), list(interrupts or [])) for pk, interrupts in waiting]
-    table, _, _ = _columns(connection.alias, LanggraphCheckpoint)
-    writes, _, _ = _columns(connection.alias, LanggraphWrite)
+    table = table_name(connection.alias, LanggraphCheckpoint)
+    writes = table_name(connection.alias, LanggraphWrite)
     names = ["id", "checkpoint_id", "checkpoint_z", "values_z"]  # the model's field order
     # Part 0: the checkpoints; part 1: the writes rows with waiting interrupts (JSON as text).
     sql = (
@@ -474,7 +450,7 @@ def checkpoints_carrying(
     params = (thread.pk, checkpoint_ns, list(checkpoint_ids), thread.pk, checkpoint_ns, waiting_for)
     found: list[LanggraphCheckpoint] = []
     waiting_rows: list[tuple[int, list[dict[str, Any]]]] = []
-    for part, pk, checkpoint_id, checkpoint_z, values_z, interrupts in _run(
+    for part, pk, checkpoint_id, checkpoint_z, values_z, interrupts in rows_run(
         connection, sql, params
     ):
         if part == 0:
