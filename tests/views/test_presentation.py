@@ -10,6 +10,7 @@ import pytest
 from django.test import Client
 
 from tests import factories as f
+from threads.domain.summary_render import render_summary
 from threads.views.present import COLLAPSE_CHARS, shown_value
 from threads.views.summaries import _entry_meta, _entry_text
 
@@ -78,3 +79,30 @@ def test_summary_values_read_as_json_never_as_python() -> None:
     assert _entry_meta("pending", {"kind": "approval", "blocking": True}) == ["blocking"]
     meta = _entry_meta("facts", {"authority": "tool", "previous_value": None, "confidence": 0.5})
     assert meta == ["authority: tool", "confidence: 0.5"]
+
+
+def test_the_dashboard_shows_each_entry_as_the_agent_reads_it() -> None:
+    content: dict[str, Any] = {
+        "covered": {"from_seq": 1, "to_seq": 9},
+        "facts": [
+            {
+                "key": "order",
+                "value": {"items": [1, 2], "id": 7},
+                "authority": "tool",
+                "confidence": "confirmed",
+                "status": "active",
+                "source_event_ids": [3],
+            }
+        ],
+        "tool_state": [
+            {"tool": "refund", "tool_call_id": "c1", "status": "unknown", "side_effect": True}
+        ],
+        "pending": [{"kind": "approval", "ref": "refund\n  order 7", "blocking": True}],
+        "completed_actions": [{"action": "looked up\norder 7", "tool_call_id": "c0"}],
+        "decisions": [{"text": "refund it", "source_event_ids": [5]}],
+    }
+    agent = render_summary(content).splitlines()
+    for section, entries in content.items():
+        for entry in entries if isinstance(entries, list) else []:
+            shown = _entry_text(section, entry)
+            assert any(line.startswith(f"- {shown}") for line in agent), (section, shown)

@@ -1,5 +1,6 @@
 """The text the agent receives for a summary (docs/design.md §5.2): compact, sectioned,
-deterministic.
+deterministic; and the one rendering of a summary entry as text (`entry_text`), which the
+dashboard shows too, so that a person reads each entry as the agent does.
 
 Same content, same text, byte for byte: its token count is what the budget counts. Citations are
 written `[#seq]`. Empty sections are left out, and so is the narrative: free text that
@@ -38,6 +39,24 @@ def _section(title: str, lines: Iterable[str]) -> list[str]:
     return [f"## {title}", *body, ""] if body else []
 
 
+def entry_text(section: str, entry: Mapping[str, Any]) -> str:
+    """An entry of `section` as one line of text, without its citations and the marks the
+    agent's text adds (authority, expiry, blocking...): a fact `key = <JSON value>`, a tool's
+    state `tool#call: status`, a pending item `kind: ref`, a completed action its text, any
+    other entry its `text`."""
+    if section == "facts":
+        return f"{entry.get('key')} = {_json(entry.get('value'))}"
+    if section == "tool_state":
+        return f"{entry.get('tool')}#{entry.get('tool_call_id')}: {entry.get('status')}"
+    if section == "pending":
+        return f"{entry.get('kind')}: {_one_line(entry.get('ref', ''))}"
+    if section == "completed_actions":
+        return _one_line(entry.get("action", ""))
+    if section == "constraints":
+        return str(entry.get("text", ""))
+    return _one_line(entry.get("text", ""))
+
+
 def render_summary(content: Mapping[str, Any]) -> str:
     covered = content.get("covered") or {}
     task = content.get("task") or {}
@@ -57,7 +76,7 @@ def render_summary(content: Mapping[str, Any]) -> str:
     out += _section(
         SECTION_TITLES["constraints"],
         (
-            f"- {c.get('text', '')}"
+            f"- {entry_text('constraints', c)}"
             + (" (expired)" if c.get("status") == "expired" else "")
             + _cite(c)
             for c in _entries(content, "constraints")
@@ -67,8 +86,7 @@ def render_summary(content: Mapping[str, Any]) -> str:
     out += _section(
         SECTION_TITLES["facts"],
         (
-            f"- {f.get('key')} = {_json(f.get('value'))} ({f.get('authority')}, "
-            f"{f.get('confidence')})"
+            f"- {entry_text('facts', f)} ({f.get('authority')}, {f.get('confidence')})"
             + (
                 f"; was {_json(f.get('previous_value'))}"
                 if f.get("previous_value") is not None
@@ -82,7 +100,7 @@ def render_summary(content: Mapping[str, Any]) -> str:
     out += _section(
         SECTION_TITLES["tool_state"],
         (
-            f"- {t.get('tool')}#{t.get('tool_call_id')}: {t.get('status')}"
+            f"- {entry_text('tool_state', t)}"
             + (f" side effect key={t.get('idempotency_key')}" if t.get("side_effect") else "")
             + _cite(t)
             for t in _entries(content, "tool_state")
@@ -92,7 +110,7 @@ def render_summary(content: Mapping[str, Any]) -> str:
     out += _section(
         SECTION_TITLES["pending"],
         (
-            f"- {p.get('kind')}: {_one_line(p.get('ref', ''))}"
+            f"- {entry_text('pending', p)}"
             + (" (blocking)" if p.get("blocking") else "")
             + _cite(p)
             # Questions have their own section below.
@@ -103,32 +121,32 @@ def render_summary(content: Mapping[str, Any]) -> str:
     out += _section(
         SECTION_TITLES["completed_actions"],
         (
-            f"- {_one_line(a.get('action', ''))}{_cite(a)}"
+            f"- {entry_text('completed_actions', a)}{_cite(a)}"
             for a in _entries(content, "completed_actions")
         ),
     )
     out += _section(
         SECTION_TITLES["decisions"],
-        (f"- {_one_line(d.get('text', ''))}{_cite(d)}" for d in _entries(content, "decisions")),
+        (f"- {entry_text('decisions', d)}{_cite(d)}" for d in _entries(content, "decisions")),
     )
     out += _section(
         SECTION_TITLES["open_questions"],
         (
-            f"- {_one_line(q.get('text', ''))}{_cite(q)}"
+            f"- {entry_text('open_questions', q)}{_cite(q)}"
             for q in _entries(content, "open_questions")
         ),
     )
     out += _section(
         SECTION_TITLES["requests"],
         (
-            f"- {_one_line(r.get('text', ''))}" + (" […]" if r.get("truncated") else "") + _cite(r)
+            f"- {entry_text('requests', r)}" + (" […]" if r.get("truncated") else "") + _cite(r)
             for r in _entries(content, "requests")
         ),
     )
     out += _section(
         SECTION_TITLES["last_replies"],
         (
-            f"- {_one_line(r.get('text', ''))}" + (" […]" if r.get("truncated") else "") + _cite(r)
+            f"- {entry_text('last_replies', r)}" + (" […]" if r.get("truncated") else "") + _cite(r)
             for r in _entries(content, "last_replies")
         ),
     )

@@ -3,7 +3,6 @@ and "Fold now" with a polled progress region."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -17,6 +16,7 @@ from threads import selectors
 from threads.domain.diff import diff_versions, label, uncited_important
 from threads.domain.errors import DomainError
 from threads.domain.fold import SECTION_TITLES
+from threads.domain.summary_render import entry_text
 from threads.models import Role, SummaryPhase
 from threads.services.folding import fold_request
 from threads.views.common import (
@@ -38,15 +38,8 @@ SECTIONS = tuple(SECTION_TITLES.items())
 
 
 def _entry_text(section: str, entry: dict[str, Any]) -> str:
-    if section == "facts":
-        return f"{entry.get('key')} = {json.dumps(entry.get('value'), ensure_ascii=False)}"
-    if section == "tool_state":
-        return f"{entry.get('tool')} #{entry.get('tool_call_id')} → {entry.get('status')}"
-    if section == "completed_actions":
-        return f"{entry.get('action')} (#{entry.get('tool_call_id')})"
-    if section == "pending":
-        return f"{entry.get('kind')}: {entry.get('ref')}"
-    return str(entry.get("text", "")) or label(section, entry)
+    """The entry as the agent reads it (entry_text), or its label when that says nothing."""
+    return entry_text(section, entry) or label(section, entry)
 
 
 def _entry_meta(section: str, entry: dict[str, Any]) -> list[str]:
