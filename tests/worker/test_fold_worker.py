@@ -1,8 +1,9 @@
 """A fold worker killed with SIGKILL between prepare and commit (docs/design.md §5.6).
 
 A real Celery worker (its own process group, its own queue, on the Redis broker of
-./scripts/test and the PostgreSQL test database) prepares a candidate and then sleeps
-(CTXADMIN_TEST_PAUSE_AFTER_PREPARE); the test kills it there. `recover` must then commit the
+./scripts/test and the PostgreSQL test database) prepares a candidate and then sleeps (it runs
+as tests/worker/pausing_worker.py, which patches the pause into that process); the test kills
+it there. `recover` must then commit the
 candidate when the head is still the one it was built on, and discard it when the head moved.
 """
 
@@ -68,14 +69,14 @@ def pausing_worker(redis_url: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
         "DATABASE_URL": _worker_db_url(),
         "CELERY_BROKER_URL": redis_url,
         "CTXADMIN_TASKS_EAGER": "0",
-        folding.PAUSE_AFTER_PREPARE_ENV: "60",
     }
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
-                "celery",
+                "tests.worker.pausing_worker",
+                "60",
                 "-A",
                 "ctxadmin",
                 "worker",

@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -90,9 +88,6 @@ TRIGGER_KINDS = ("capacity", "structural", "risk", "manual", "rollback")
 # One fold reads at most this many events after the head, so a process folding a long backlog
 # (an imported 100k-event trace) stays in bounded memory; the rest folds in the next versions.
 FOLD_MAX_EVENTS = int(getattr(settings, "CTXADMIN_FOLD_MAX_EVENTS", 20000))
-# Test hook: the fold task sleeps this many seconds between prepare and commit, so a test can
-# kill the worker at exactly that moment. Inactive unless the variable is set.
-PAUSE_AFTER_PREPARE_ENV = "CTXADMIN_TEST_PAUSE_AFTER_PREPARE"
 OPEN_STATES = (TaskState.PENDING, TaskState.STARTED, TaskState.PROGRESS)
 ORPHANED = "its worker died before recording the end"
 SUPERSEDED = "not finished within CTXADMIN_PREPARED_TIMEOUT; a new fold took over"
@@ -535,12 +530,6 @@ def summary_commit(
 # --- the whole pipeline -------------------------------------------------------------------------
 
 
-def _pause_after_prepare() -> None:
-    seconds = os.environ.get(PAUSE_AFTER_PREPARE_ENV)
-    if seconds:
-        time.sleep(float(seconds))
-
-
 def summary_decide(*, version: SummaryVersion, actor_label: str = "fold") -> str:
     """Verify a prepared candidate and commit, reject or discard it."""
     return summary_commit(
@@ -555,7 +544,6 @@ def fold_once(*, thread_id: Any, trigger: dict[str, Any], task_id: str | None = 
         version = fold_prepare(thread_id=thread_id, trigger=trigger, task_id=task_id)
         if version is None:
             return result if result.version is not None else FoldResult(None, "noop")
-        _pause_after_prepare()
         result = FoldResult(version=version, outcome=summary_decide(version=version))
         if result.outcome != Outcome.DISCARDED:
             break
