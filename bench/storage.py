@@ -522,9 +522,9 @@ def run(args: argparse.Namespace, dsn: str, var_dir: str) -> None:
 
     with psycopg.connect(dsn) as conn:
         version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
-    lg_dsn = _database(dsn, "langgraph_bench")
+    langgraph_dsn = _database(dsn, "langgraph_bench")
     print("PostgresSaver …", file=sys.stderr)
-    pg = postgres_side(lg_dsn, args.steps, args.tool_bytes)
+    pg = postgres_side(langgraph_dsn, args.steps, args.tool_bytes)
     print("CtxadminSaver …", file=sys.stderr)
     if args.profile:
         ctx = profiled_side(dsn, var_dir, args.steps, args.tool_bytes)

@@ -262,14 +262,14 @@ def test_agent_threads_import_in_order_with_parallel_calls_and_twice_is_a_no_op(
         _echo(saver).invoke({"messages": [HumanMessage("Just saying hi")]}, _config(other))
         final = app.get_state(_config(main)).values["messages"]
         other_final = saver.get_tuple(_config(other))
-        lg_threads = {t.config["configurable"]["thread_id"] for t in saver.list(None)}
+        langgraph_threads = {t.config["configurable"]["thread_id"] for t in saver.list(None)}
 
     output = _import(store_dsn, workspace)
 
     assert set(
         Thread.objects.filter(workspace=workspace).values_list("external_id", flat=True)
-    ) == (lg_threads)
-    assert lg_threads == {main, other}
+    ) == (langgraph_threads)
+    assert langgraph_threads == {main, other}
     events = _events(workspace, main)
     assert _actual(events) == _expected(final)
     _assert_results_bound(events)

@@ -20,7 +20,7 @@ from threads.domain.langgraph_packing import (
     writes_unpack,
 )
 from threads.models import LanggraphChannelVersion, LanggraphCheckpoint, LanggraphWrite, Thread
-from threads.selectors.langgraph import lg_checkpoint_get, lg_tuple
+from threads.selectors.langgraph import langgraph_checkpoint_get, langgraph_tuple
 from threads.services.langgraph import (
     ValueIn,
     WriteIn,
@@ -58,7 +58,7 @@ def _put(
 
 
 def _values(row: Any) -> dict[str, tuple[str, bytes]]:
-    return {channel: (kind, data) for channel, kind, data in lg_tuple(row).values}
+    return {channel: (kind, data) for channel, kind, data in langgraph_tuple(row).values}
 
 
 @pytest.mark.django_db(transaction=True)
@@ -120,9 +120,9 @@ def _write(workspace: Any, checkpoint_id: str, task_id: str, *writes: WriteIn) -
 
 def _pending(workspace: Any, checkpoint_id: str) -> list[tuple[str, int, str, bytes]]:
     thread = Thread.objects.get(workspace=workspace, external_id="pack-1")
-    row = lg_checkpoint_get(thread=thread, checkpoint_ns="", checkpoint_id=checkpoint_id)
+    row = langgraph_checkpoint_get(thread=thread, checkpoint_ns="", checkpoint_id=checkpoint_id)
     assert row is not None
-    return [(w.task_id, w.idx, w.channel, w.data) for w in lg_tuple(row).writes]
+    return [(w.task_id, w.idx, w.channel, w.data) for w in langgraph_tuple(row).writes]
 
 
 @pytest.mark.django_db(transaction=True)

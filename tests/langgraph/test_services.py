@@ -21,7 +21,12 @@ from threads.models import (
     LanggraphWrite,
     Thread,
 )
-from threads.selectors.langgraph import lg_checkpoint_get, lg_checkpoints_list, lg_tuple, lg_tuples
+from threads.selectors.langgraph import (
+    langgraph_checkpoint_get,
+    langgraph_checkpoints_list,
+    langgraph_tuple,
+    langgraph_tuples,
+)
 from threads.services.approvals import approval_decide
 from threads.services.checkpoints import checkpoint_checksum, pending_at
 from threads.services.langgraph import (
@@ -85,9 +90,9 @@ def test_a_put_mirrors_the_messages_and_records_a_ctxadmin_checkpoint() -> None:
     assert thread.last_seq == 4 and row.cursor == 4
     assert row.ctxadmin_checkpoint.label == "langgraph:cp-1"
     assert row.ctxadmin_checkpoint.cursor == 4
-    found = lg_checkpoint_get(thread=thread, checkpoint_ns="", checkpoint_id=None)
+    found = langgraph_checkpoint_get(thread=thread, checkpoint_ns="", checkpoint_id=None)
     assert found is not None
-    assert lg_tuple(found).messages == {"messages": FORMS}
+    assert langgraph_tuple(found).messages == {"messages": FORMS}
 
     # The log holds them: ids and digests are enough, and nothing is appended again.
     _put(workspace, "cp-2", _entries(FORMS, with_forms=False), "2")
@@ -129,10 +134,10 @@ def test_a_repair_writes_a_new_head_inside_its_own_transaction() -> None:
             metadata={"source": "update", "step": 2},
         )
     assert head.cursor == first.cursor == 1
-    found = lg_tuple(head)
+    found = langgraph_tuple(head)
     assert found.messages == {"messages": FORMS[:1]}
     assert [v[0] for v in found.values] == ["other"]
-    latest = lg_checkpoint_get(thread=thread, checkpoint_ns="", checkpoint_id=None)
+    latest = langgraph_checkpoint_get(thread=thread, checkpoint_ns="", checkpoint_id=None)
     assert latest is not None and latest.checkpoint_id == "cp-3"
 
 
@@ -156,12 +161,12 @@ def test_a_put_after_a_base_version_sends_only_the_new_messages() -> None:
     workspace, _ = factories.make_workspace("acme")
     _put_after(workspace, "cp-1", _entries(FORMS[:2]), "1")
     row = _put_after(workspace, "cp-2", _entries(FORMS[2:]), "2", base_version="1", base_count=2)
-    assert lg_tuple(row).messages == {"messages": FORMS}
+    assert langgraph_tuple(row).messages == {"messages": FORMS}
     version = LanggraphChannelVersion.objects.get(version="2")
     assert version.message_count == 3 and version.messages_until_seq == 4  # still "up to a seq"
     # Nothing new: the same list again, by reference.
     again = _put_after(workspace, "cp-3", [], "3", base_version="2", base_count=3)
-    assert lg_tuple(again).messages == {"messages": FORMS}
+    assert langgraph_tuple(again).messages == {"messages": FORMS}
 
 
 def test_a_put_whose_base_does_not_fit_is_refused() -> None:
@@ -181,7 +186,7 @@ def test_a_base_that_is_not_a_prefix_of_the_log_gives_explicit_seqs() -> None:
     other = message_to_dict(HumanMessage("unrelated", id="h9"))
     _put_after(workspace, "cp-2", _entries([FORMS[0], other]), "2")  # h9 after h1 in the log
     row = _put_after(workspace, "cp-3", _entries(FORMS[1:]), "3", base_version="1", base_count=1)
-    assert lg_tuple(row).messages == {"messages": FORMS}
+    assert langgraph_tuple(row).messages == {"messages": FORMS}
     version = LanggraphChannelVersion.objects.get(version="3")
     assert version.messages_until_seq is None and version.message_count == 3
 
@@ -207,7 +212,7 @@ def test_a_write_of_messages_is_mirrored_and_stored_as_a_reference() -> None:
     row = LanggraphCheckpoint.objects.get(pk=row.pk)
     ((write,),) = [task.writes for task in row.task_writes]
     assert write.data == b"" and write.message_seqs == [4]
-    found = lg_tuple(row)
+    found = langgraph_tuple(row)
     (pending,) = found.writes
     assert pending.message_seqs == [4]
     assert found.write_messages == {pending.pk: FORMS[2:]}
@@ -268,9 +273,9 @@ def test_a_page_of_checkpoints_is_read_in_a_fixed_number_of_queries() -> None:
     thread = Thread.objects.get(external_id="repair-1")
 
     def queries(limit: int) -> int:
-        rows = lg_checkpoints_list(workspace=workspace, external_id="repair-1", limit=limit)
+        rows = langgraph_checkpoints_list(workspace=workspace, external_id="repair-1", limit=limit)
         with CaptureQueriesContext(connection) as captured:
-            found = lg_tuples(rows)
+            found = langgraph_tuples(rows)
         assert len(found) == limit
         return len(captured)
 

@@ -43,7 +43,7 @@ from threads.selectors import (
     rollback_preview,
     thread_with_flags,
 )
-from threads.selectors.langgraph import lg_head_for_checkpoint
+from threads.selectors.langgraph import langgraph_head_for_checkpoint
 from threads.services.checkpoints import checkpoint_create
 from threads.services.fork import thread_fork
 from threads.services.pins import thread_unpin
@@ -229,7 +229,7 @@ class ThreadRollbackApi(APIView):
             if version is not None
             else {"version": None, "restored_from": checkpoint.pk}
         )
-        head = lg_head_for_checkpoint(checkpoint)
+        head = langgraph_head_for_checkpoint(checkpoint)
         if head is not None:
             answer["langgraph"] = {
                 "checkpoint_id": head.checkpoint_id,

@@ -36,12 +36,12 @@ from threads.selectors.integrity import integrity_verdict
 from threads.selectors.langgraph import (
     LanggraphTuple,
     PendingWrite,
-    lg_checkpoint_find,
-    lg_checkpoints_list,
-    lg_tuple,
-    lg_tuples,
+    langgraph_checkpoint_find,
+    langgraph_checkpoints_list,
+    langgraph_tuple,
+    langgraph_tuples,
 )
-from threads.selectors.langgraph_ledger import lg_ledger
+from threads.selectors.langgraph_ledger import langgraph_ledger
 from threads.services.langgraph import (
     PRUNE_STRATEGIES,
     InterruptIn,
@@ -283,7 +283,7 @@ def _list(request: Request, external_id: str | None) -> Response:
     query.is_valid(raise_exception=True)
     data = query.validated_data
     limit = data["limit"]
-    rows = lg_checkpoints_list(
+    rows = langgraph_checkpoints_list(
         workspace=agent.workspace,
         external_id=external_id,
         checkpoint_ns=data.get("checkpoint_ns"),
@@ -297,7 +297,7 @@ def _list(request: Request, external_id: str | None) -> Response:
     rows = rows[:limit]
     return Response(
         {
-            "checkpoints": [_tuple_json(found) for found in lg_tuples(rows)],
+            "checkpoints": [_tuple_json(found) for found in langgraph_tuples(rows)],
             "next": f"{rows[-1].checkpoint_id}:{rows[-1].pk}" if more else None,
         }
     )
@@ -422,7 +422,7 @@ class ThreadLanggraphCheckpointApi(APIView):
         agent = require_agent(request, "read LangGraph checkpoints")
         query = self.QuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
-        row = lg_checkpoint_find(
+        row = langgraph_checkpoint_find(
             workspace=agent.workspace,
             external_id=id,
             checkpoint_ns=query.validated_data["checkpoint_ns"],
@@ -430,8 +430,8 @@ class ThreadLanggraphCheckpointApi(APIView):
         )
         if row is None:
             raise NotFound("checkpoint not found")
-        found = lg_tuple(row)
-        return Response({**_tuple_json(found), "ledger": lg_ledger(found)})
+        found = langgraph_tuple(row)
+        return Response({**_tuple_json(found), "ledger": langgraph_ledger(found)})
 
 
 class InterruptSerializer(StrictInputSerializer):

@@ -65,21 +65,21 @@ class LanggraphTuple:
     write_messages: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
 
 
-def lg_thread_get(*, workspace: Workspace, external_id: str) -> Thread | None:
+def langgraph_thread_get(*, workspace: Workspace, external_id: str) -> Thread | None:
     """The workspace's thread with this external_id, or None."""
     if not text_storable(external_id):
         return None
     return Thread.objects.filter(workspace=workspace, external_id=external_id).first()
 
 
-def lg_threads_get(*, workspace: Workspace, external_ids: Iterable[str]) -> list[Thread]:
+def langgraph_threads_get(*, workspace: Workspace, external_ids: Iterable[str]) -> list[Thread]:
     wanted = [external_id for external_id in external_ids if text_storable(external_id)]
     return list(
         Thread.objects.filter(workspace=workspace, external_id__in=wanted).order_by("external_id")
     )
 
 
-def lg_checkpoint_get(
+def langgraph_checkpoint_get(
     *, thread: Thread, checkpoint_ns: str, checkpoint_id: str | None
 ) -> LanggraphCheckpoint | None:
     """The checkpoint `checkpoint_id` of the namespace, or its latest (the highest id: LangGraph's
@@ -92,7 +92,9 @@ def lg_checkpoint_get(
     return rows.order_by("-checkpoint_id", "-pk").first()
 
 
-def lg_checkpoint_cursor(*, thread: Thread, checkpoint_ns: str, checkpoint_id: str) -> int | None:
+def langgraph_checkpoint_cursor(
+    *, thread: Thread, checkpoint_ns: str, checkpoint_id: str
+) -> int | None:
     """The cursor of the checkpoint (the last seq of its mirrored messages), None when it is
     not stored."""
     if not _storable(checkpoint_ns, checkpoint_id):
@@ -106,10 +108,10 @@ def lg_checkpoint_cursor(*, thread: Thread, checkpoint_ns: str, checkpoint_id: s
     )
 
 
-def lg_checkpoint_find(
+def langgraph_checkpoint_find(
     *, workspace: Workspace, external_id: str, checkpoint_ns: str, checkpoint_id: str | None
 ) -> LanggraphCheckpoint | None:
-    """`lg_checkpoint_get` by the thread's external_id, with its thread, in one query."""
+    """`langgraph_checkpoint_get` by the thread's external_id, with its thread, in one query."""
     if not _storable(external_id, checkpoint_ns, checkpoint_id):
         return None
     connection = postgres_for(LanggraphCheckpoint)
@@ -135,7 +137,7 @@ def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
     return all(metadata.get(key) == value for key, value in wanted.items())
 
 
-def lg_checkpoints_list(
+def langgraph_checkpoints_list(
     *,
     workspace: Workspace,
     external_id: str | None = None,
@@ -181,7 +183,7 @@ def lg_checkpoints_list(
     return found
 
 
-def lg_version_message_seqs(thread: Thread, version: LanggraphChannelVersion) -> list[int]:
+def langgraph_version_message_seqs(thread: Thread, version: LanggraphChannelVersion) -> list[int]:
     """The seqs of the events carrying a mirrored version's messages, in order."""
     if version.message_seqs is not None:
         return [int(seq) for seq in version.message_seqs]
@@ -192,16 +194,16 @@ def lg_version_message_seqs(thread: Thread, version: LanggraphChannelVersion) ->
     )
 
 
-def lg_version_message_count(thread: Thread, version: LanggraphChannelVersion) -> int | None:
+def langgraph_version_message_count(thread: Thread, version: LanggraphChannelVersion) -> int | None:
     """How many messages a mirrored version holds (None for a version of bytes)."""
     if version.message_count is not None:
         return version.message_count
     if version.messages_until_seq is None and version.message_seqs is None:
         return None
-    return len(lg_version_message_seqs(thread, version))
+    return len(langgraph_version_message_seqs(thread, version))
 
 
-def lg_version_get(
+def langgraph_version_get(
     *, thread: Thread, checkpoint_ns: str, channel: str, version: str
 ) -> LanggraphChannelVersion | None:
     return LanggraphChannelVersion.objects.filter(
@@ -209,7 +211,7 @@ def lg_version_get(
     ).first()
 
 
-def lg_messages_at(thread: Thread, seqs: list[int]) -> list[dict[str, Any]]:
+def langgraph_messages_at(thread: Thread, seqs: list[int]) -> list[dict[str, Any]]:
     """The JSON forms of the messages carried by the events at `seqs`, in that order."""
     by_seq = {
         seq: message_from_event(kind, data, metadata)
@@ -220,7 +222,7 @@ def lg_messages_at(thread: Thread, seqs: list[int]) -> list[dict[str, Any]]:
     return [by_seq[seq] for seq in seqs]
 
 
-def lg_tuples(rows: Sequence[LanggraphCheckpoint]) -> list[LanggraphTuple]:
+def langgraph_tuples(rows: Sequence[LanggraphCheckpoint]) -> list[LanggraphTuple]:
     """The checkpoints with their channel values (bytes, or messages from the log) and writes,
     read with a fixed number of queries per thread whatever the number of checkpoints (a page
     of `list` is one thread's, or a few)."""
@@ -390,9 +392,9 @@ def _forms_at(thread: Thread, seqs: set[int]) -> dict[int, dict[str, Any]]:
     }
 
 
-def lg_tuple(row: LanggraphCheckpoint) -> LanggraphTuple:
+def langgraph_tuple(row: LanggraphCheckpoint) -> LanggraphTuple:
     """The checkpoint with its channel values (bytes, or messages from the log) and writes."""
-    return lg_tuples([row])[0]
+    return langgraph_tuples([row])[0]
 
 
 # How many of a checkpoint's last messages are read to find the call an interrupt asks about:
@@ -400,26 +402,28 @@ def lg_tuple(row: LanggraphCheckpoint) -> LanggraphTuple:
 PENDING_CALL_TAIL = 64
 
 
-def lg_pending_tool_calls(
+def langgraph_pending_tool_calls(
     *, thread: Thread, checkpoint_ns: str, checkpoint_id: str, channel: str
 ) -> list[dict[str, Any]]:
     """The tool calls a task that ran from this checkpoint was about to run: the unanswered
     calls of the last AI message among the last messages of its mirrored `channel`
     (`pending_tool_calls`); empty when the checkpoint is not stored or mirrors no messages."""
-    row = lg_checkpoint_get(thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id)
+    row = langgraph_checkpoint_get(
+        thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
+    )
     version_id = None if row is None else _versions(row).get(channel)
     if version_id is None:
         return []
-    version = lg_version_get(
+    version = langgraph_version_get(
         thread=thread, checkpoint_ns=checkpoint_ns, channel=channel, version=version_id
     )
     if version is None or (version.message_seqs is None and version.messages_until_seq is None):
         return []  # not stored, or stored as bytes: nothing the server can read
-    seqs = lg_version_message_seqs(thread, version)[-PENDING_CALL_TAIL:]
-    return pending_tool_calls(lg_messages_at(thread, seqs))
+    seqs = langgraph_version_message_seqs(thread, version)[-PENDING_CALL_TAIL:]
+    return pending_tool_calls(langgraph_messages_at(thread, seqs))
 
 
-def lg_side_effect_tools(thread: Thread) -> frozenset[str]:
+def langgraph_side_effect_tools(thread: Thread) -> frozenset[str]:
     """The tools whose calls the thread's log marks as side effects."""
     return frozenset(
         str(name)
@@ -432,7 +436,7 @@ def lg_side_effect_tools(thread: Thread) -> frozenset[str]:
     )
 
 
-def lg_message_index(thread: Thread, message_ids: Iterable[str]) -> list[LanggraphMessage]:
+def langgraph_message_index(thread: Thread, message_ids: Iterable[str]) -> list[LanggraphMessage]:
     """The mirrored messages of the thread with these LangChain ids (every version of each)."""
     return list(
         LanggraphMessage.objects.filter(thread=thread, message_id__in=set(message_ids)).order_by(
@@ -441,31 +445,31 @@ def lg_message_index(thread: Thread, message_ids: Iterable[str]) -> list[Langgra
     )
 
 
-def lg_messages_count_until(thread: Thread, seq: int) -> int:
+def langgraph_messages_count_until(thread: Thread, seq: int) -> int:
     """How many mirrored messages end at or before `seq`."""
     return LanggraphMessage.objects.filter(thread=thread, last_seq__lte=seq).count()
 
 
-def lg_messages_after(thread: Thread, seq: int, limit: int = 100) -> list[LanggraphMessage]:
+def langgraph_messages_after(thread: Thread, seq: int, limit: int = 100) -> list[LanggraphMessage]:
     """The mirrored messages that end after `seq`, in order (at most `limit`)."""
     return list(
         LanggraphMessage.objects.filter(thread=thread, last_seq__gt=seq).order_by("seq")[:limit]
     )
 
 
-def lg_messages_count_between(thread: Thread, after: int, until: int) -> int:
+def langgraph_messages_count_between(thread: Thread, after: int, until: int) -> int:
     """How many mirrored messages end after `after` and at or before `until`."""
     return LanggraphMessage.objects.filter(
         thread=thread, last_seq__gt=after, last_seq__lte=until
     ).count()
 
 
-def lg_head_for_checkpoint(checkpoint: Checkpoint) -> LanggraphCheckpoint | None:
+def langgraph_head_for_checkpoint(checkpoint: Checkpoint) -> LanggraphCheckpoint | None:
     """For a ctxadmin checkpoint that lists a LangGraph checkpoint, the newest LangGraph
     checkpoint of that namespace (after a rollback, the one the repair wrote); else None."""
     linked = LanggraphCheckpoint.objects.filter(ctxadmin_checkpoint=checkpoint).first()
     if linked is None:
         return None
-    return lg_checkpoint_get(
+    return langgraph_checkpoint_get(
         thread=checkpoint.thread, checkpoint_ns=linked.checkpoint_ns, checkpoint_id=None
     )

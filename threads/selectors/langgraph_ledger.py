@@ -5,7 +5,7 @@ A checkpoint's mirrored messages may end with calls of side-effecting tools that
 does not answer: the call the graph's tool node would run next. The ledger (the side-effect
 records, their results and resolutions in the log) may already hold such a call — it ran after
 this state and a rollback brought the state back, or it raised, the run died, and a person
-resolved it. `lg_ledger` answers those calls with their status and recorded outcome, and
+resolved it. `langgraph_ledger` answers those calls with their status and recorded outcome, and
 templates of the tool node's task (a stored earlier task of the node that answered calls: its
 task id, checkpoint, step, task_path and its non-message writes), from which the saver derives
 the writes that let LangGraph route past the call instead of running it again.
@@ -43,7 +43,7 @@ def pending_calls(forms: Sequence[Mapping[str, Any]]) -> list[tuple[str, dict[st
     return [(ai, call) for ai, call in calls if str(call["id"]) not in answered]
 
 
-def lg_ledger(found: LanggraphTuple) -> dict[str, Any] | None:
+def langgraph_ledger(found: LanggraphTuple) -> dict[str, Any] | None:
     """The ledger's word on the checkpoint's unanswered side-effect calls, or None when it has
     none (no query then): `calls` (tool_call_id, tool_name, idempotency_key, arguments, status,
     call_seq, ai_message_id, the recorded `result` — the tool_result's status and the tool
@@ -128,7 +128,7 @@ def _resolved_since(thread: Thread, forms: Sequence[Mapping[str, Any]]) -> list[
 def _pending_calls(
     found: LanggraphTuple, forms: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any] | None:
-    """`calls` and `templates` (see lg_ledger), or None when no call is pending."""
+    """`calls` and `templates` (see langgraph_ledger), or None when no call is pending."""
     row = found.row
     pending = pending_calls(forms)
     if not pending:

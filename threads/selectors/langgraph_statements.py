@@ -54,7 +54,7 @@ def checkpoint_find(
     checkpoint_ns: str,
     checkpoint_id: str | None,
 ) -> LanggraphCheckpoint | None:
-    """threads.selectors.langgraph.lg_checkpoint_find as one prepared statement: the
+    """threads.selectors.langgraph.langgraph_checkpoint_find as one prepared statement: the
     checkpoint with its thread (and the thread's workspace, the one given)."""
     sql, split = _find_sql(connection.alias, checkpoint_id is not None)
     params: list[Any] = [workspace.pk, external_id, checkpoint_ns]

@@ -71,16 +71,16 @@ from threads.models import (
 )
 from threads.selectors.checkpoints import side_effects_after
 from threads.selectors.langgraph import (
-    lg_checkpoint_get,
-    lg_message_index,
-    lg_messages_at,
-    lg_messages_count_until,
-    lg_pending_tool_calls,
-    lg_side_effect_tools,
-    lg_thread_get,
-    lg_threads_get,
-    lg_version_message_count,
-    lg_version_message_seqs,
+    langgraph_checkpoint_get,
+    langgraph_message_index,
+    langgraph_messages_at,
+    langgraph_messages_count_until,
+    langgraph_pending_tool_calls,
+    langgraph_side_effect_tools,
+    langgraph_thread_get,
+    langgraph_threads_get,
+    langgraph_version_message_count,
+    langgraph_version_message_seqs,
 )
 from threads.services.approvals import approvals_close_locked
 from threads.services.audit import audit_record
@@ -203,7 +203,7 @@ def _interrupts_request(
     arguments name the checkpoint the interrupt's task ran from, whose deletion closes it, and
     the call that task was about to run when there is one (`interrupt_call`).
     Runs in the caller's transaction, which holds the thread's lock."""
-    pending = lg_pending_tool_calls(
+    pending = langgraph_pending_tool_calls(
         thread=thread,
         checkpoint_ns=checkpoint_ns,
         checkpoint_id=checkpoint_id,
@@ -511,7 +511,7 @@ def _reference(
     seqs = [ref.seq for ref in refs]
     cursor = max(ref.last_seq for ref in refs)
     increasing = all(a < b for a, b in zip(seqs, seqs[1:], strict=False))
-    if increasing and lg_messages_count_until(thread, refs[-1].last_seq) == len(refs):
+    if increasing and langgraph_messages_count_until(thread, refs[-1].last_seq) == len(refs):
         return refs[-1].last_seq, None, cursor
     return None, seqs, cursor
 
@@ -602,7 +602,7 @@ def _base_reference(
         == len(new)
     ):
         return new[-1].last_seq, None, cursor
-    return None, [*lg_version_message_seqs(thread, base), *seqs], cursor
+    return None, [*langgraph_version_message_seqs(thread, base), *seqs], cursor
 
 
 def _messages_mirror(thread: Thread, checkpoint_ns: str, messages: MessagesIn) -> int:
@@ -621,7 +621,7 @@ def _messages_mirror(thread: Thread, checkpoint_ns: str, messages: MessagesIn) -
             messages.channel,
             messages.base_version,
         )
-        if base is None or lg_version_message_count(thread, base) != messages.base_count:
+        if base is None or langgraph_version_message_count(thread, base) != messages.base_count:
             raise MessagesBaseUnknown(
                 "the base version of these messages is not stored as the saver knows it: send "
                 "the whole list",
@@ -803,7 +803,9 @@ def langgraph_repair_put(
 
     Runs inside the caller's transaction, which holds the thread's lock (select_for_update).
     """
-    head = lg_checkpoint_get(thread=thread, checkpoint_ns=chosen.checkpoint_ns, checkpoint_id=None)
+    head = langgraph_checkpoint_get(
+        thread=thread, checkpoint_ns=chosen.checkpoint_ns, checkpoint_id=None
+    )
     assert head is not None  # chosen is one of the namespace's checkpoints
     checkpoint_id = checkpoint_id_after(
         head.checkpoint_id,
@@ -1185,7 +1187,7 @@ def langgraph_threads_prune(
         )
     deleted = 0
     with transaction.atomic(durable=True):
-        for found in lg_threads_get(workspace=workspace, external_ids=set(external_ids)):
+        for found in langgraph_threads_get(workspace=workspace, external_ids=set(external_ids)):
             thread = _lock(found)
             rows = _thread_checkpoints(thread)
             keep: list[LanggraphCheckpoint] = []
@@ -1223,7 +1225,7 @@ def langgraph_thread_delete(
     """Delete every LangGraph checkpoint, channel version and write of the thread; the event
     log and its chain stay, and so do its mirrored messages. Audited. Locks the thread row
     (select_for_update). Returns the number of checkpoints deleted (0 for no such thread)."""
-    found = lg_thread_get(workspace=workspace, external_id=external_id)
+    found = langgraph_thread_get(workspace=workspace, external_id=external_id)
     if found is None:
         return 0
     with transaction.atomic(durable=True):
@@ -1286,21 +1288,22 @@ def _copy_messages(source: Thread, target: Thread) -> dict[int, LanggraphMessage
     rows = list(LanggraphMessage.objects.filter(thread=source).order_by("seq"))
     if not rows:
         return {}
-    forms = lg_messages_at(source, [row.seq for row in rows])
+    forms = langgraph_messages_at(source, [row.seq for row in rows])
     keys = dict(
         source.events.filter(seq__in=[row.seq for row in rows]).values_list(
             "seq", "client_event_id"
         )
     )
     known = {
-        (m.message_id, m.digest): m for m in lg_message_index(target, {r.message_id for r in rows})
+        (m.message_id, m.digest): m
+        for m in langgraph_message_index(target, {r.message_id for r in rows})
     }
     planned = [
         (row.message_id, row.digest, form, keys[row.seq] or row.message_id)
         for row, form in zip(rows, forms, strict=True)
         if (row.message_id, row.digest) not in known
     ]
-    known.update(_messages_append(target, planned, lg_side_effect_tools(source)))
+    known.update(_messages_append(target, planned, langgraph_side_effect_tools(source)))
     return {row.seq: known[(row.message_id, row.digest)] for row in rows}
 
 
@@ -1311,7 +1314,7 @@ def langgraph_thread_copy(
     `target_external_id` (created if needed). The target's messages are mirrored into its own
     log. Audited. Locks both thread rows (select_for_update, in key order). Returns the number
     of checkpoints copied (0 when the source has none)."""
-    source = lg_thread_get(workspace=workspace, external_id=source_external_id)
+    source = langgraph_thread_get(workspace=workspace, external_id=source_external_id)
     if source is None or not source.lg_checkpoints.exists():
         return 0
     target, _ = thread_get_or_create(

@@ -30,7 +30,7 @@ from threads.models import (
     Thread,
     Workspace,
 )
-from threads.selectors.langgraph import lg_checkpoint_cursor, lg_messages_after
+from threads.selectors.langgraph import langgraph_checkpoint_cursor, langgraph_messages_after
 from threads.selectors.statements import postgres_for, rows_run, table_name
 from threads.services.event_rows import row_params
 
@@ -90,7 +90,7 @@ def thread_locked(workspace: Workspace, external_id: str) -> Thread | None:
 
 def message_index(thread: Thread, message_ids: Iterable[str]) -> list[LanggraphMessage]:
     """The mirrored messages of the thread with these LangChain ids (every version of each),
-    in log order: threads.selectors.langgraph.lg_message_index as one prepared statement."""
+    in log order: threads.selectors.langgraph.langgraph_message_index as one prepared statement."""
     ids = sorted(set(message_ids))
     connection = postgres_for(LanggraphMessage, write=True)
     if connection is None:
@@ -121,13 +121,13 @@ def message_index_and_cursor(
     cursor, in log order (at most 100)."""
     connection = postgres_for(LanggraphMessage, write=True)
     if connection is None:
-        stored = lg_checkpoint_cursor(
+        stored = langgraph_checkpoint_cursor(
             thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
         )
         later = (
             []
             if stored is None
-            else [(m.message_id, m.digest) for m in lg_messages_after(thread, stored, 100)]
+            else [(m.message_id, m.digest) for m in langgraph_messages_after(thread, stored, 100)]
         )
         return message_index(thread, message_ids), stored, later
     checkpoints = table_name(connection.alias, LanggraphCheckpoint)
@@ -164,7 +164,7 @@ def message_index_and_cursor(
 
 def messages_count_between(thread: Thread, after: int, until: int) -> int:
     """How many mirrored messages end after `after` and at or before `until`:
-    threads.selectors.langgraph.lg_messages_count_between as one prepared statement."""
+    threads.selectors.langgraph.langgraph_messages_count_between as one prepared statement."""
     connection = postgres_for(LanggraphMessage, write=True)
     if connection is None:
         return LanggraphMessage.objects.filter(
