@@ -2,13 +2,15 @@
 `CtxadminSaver`: the import and the saver name and record each message alike (one conversion,
 threads.domain.langgraph), so the log holds every message, call and result once.
 
-The store here is LangGraph's InMemorySaver, read back with the importer's own blob decoder
-(the bytes a PostgresSaver keeps in `checkpoint_blobs` are the same serde's), so the test runs
-on both databases; tests/importers/test_langgraph_postgres.py reads a real PostgreSQL store.
+The first test's store is LangGraph's InMemorySaver, read back with the importer's own blob
+decoder (the bytes a PostgresSaver keeps in `checkpoint_blobs` are the same serde's), so it runs
+on both databases; the second imports a real PostgreSQL store (`import_trace --format
+langgraph-postgres`, the PostgreSQL run only).
 """
 
 from __future__ import annotations
 
+import io
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -16,17 +18,22 @@ from typing import Any
 
 import pytest
 from ctxadmin_client.langgraph import CtxadminSaver
+from django.core.management import call_command
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.postgres import PostgresSaver
 
+from tests.importers.test_langgraph_postgres import store_dsn
 from tests.langgraph.conftest import Server
 from tests.langgraph.graphs import ToolFakeChatModel, get_weather, tool_loop_graph
 from threads.domain.langgraph import MESSAGES_CHANNEL
 from threads.importers.langgraph import blob_decoder
 from threads.models import Event, Thread
 from threads.services.imports import conversations_import
+
+__all__ = ["store_dsn"]  # the fixture: a fresh LangGraph PostgreSQL store
 
 REFUNDS: list[int] = []
 
@@ -152,3 +159,54 @@ def test_a_thread_imported_then_continued_live_appends_nothing_twice(
     # Every message, call and result of the thread is in the log exactly once.
     assert _counts(thread) == _expected(final)
     assert Event.objects.filter(thread=thread).count() == 6 + 2 + 2  # messages, calls, results
+
+
+def test_a_thread_imported_from_a_postgres_store_then_continued_live_appends_nothing_twice(
+    server: Server, refund_saver: CtxadminSaver, store_dsn: str
+) -> None:
+    REFUNDS.clear()
+    thread_id = f"moved-{uuid.uuid4().hex[:8]}"
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+    with PostgresSaver.from_conn_string(store_dsn) as store:
+        _graph(
+            store,
+            [
+                AIMessage(
+                    "Refunding order 7.", tool_calls=[_call("refund", {"order": 7}, "call_r1")]
+                ),
+                AIMessage("Order 7 is refunded."),
+            ],
+        ).invoke({"messages": [HumanMessage("Refund order 7")]}, config)
+        before = store.get_tuple(config)
+    assert before is not None and REFUNDS == [7]
+
+    call_command(
+        "import_trace",
+        store_dsn,
+        format="langgraph-postgres",
+        workspace=server.workspace.name,
+        side_effect_tools="refund",
+        stdout=io.StringIO(),
+    )
+    thread = Thread.objects.get(workspace=server.workspace, external_id=thread_id)
+    assert Event.objects.filter(thread=thread).count() == 5
+
+    refund_saver.put(
+        {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}},
+        before.checkpoint,
+        before.metadata,
+        before.checkpoint["channel_versions"],
+    )
+    live = _graph(
+        refund_saver,
+        [
+            AIMessage("", tool_calls=[_call("get_weather", {"city": "Paris"}, "call_w1")]),
+            AIMessage("It is 21C and clear in Paris."),
+        ],
+    )
+    live.invoke({"messages": [HumanMessage("And the weather in Paris?")]}, config)
+    final = live.get_state(config).values["messages"]
+
+    assert len(final) == 8 and REFUNDS == [7]
+    assert _counts(thread) == _expected(final)
+    assert Event.objects.filter(thread=thread).count() == 6 + 2 + 2
