@@ -30,7 +30,13 @@ from threads.models import (
     Thread,
     Workspace,
 )
-from threads.selectors.langgraph import langgraph_checkpoint_cursor, langgraph_messages_after
+from threads.selectors.langgraph import (
+    langgraph_checkpoint_cursor,
+    langgraph_message_index,
+    langgraph_messages_after,
+    langgraph_messages_count_between,
+    langgraph_thread_get,
+)
 from threads.selectors.statements import postgres_for, rows_run, table_name
 from threads.services.event_rows import row_params
 
@@ -94,9 +100,7 @@ def message_index(thread: Thread, message_ids: Iterable[str]) -> list[LanggraphM
     ids = sorted(set(message_ids))
     connection = postgres_for(LanggraphMessage, write=True)
     if connection is None:
-        return list(
-            LanggraphMessage.objects.filter(thread=thread, message_id__in=ids).order_by("seq")
-        )
+        return langgraph_message_index(thread, ids)
     if not ids:
         return []
     table, columns, names = _columns(connection.alias, LanggraphMessage)
@@ -167,9 +171,7 @@ def messages_count_between(thread: Thread, after: int, until: int) -> int:
     threads.selectors.langgraph.langgraph_messages_count_between as one prepared statement."""
     connection = postgres_for(LanggraphMessage, write=True)
     if connection is None:
-        return LanggraphMessage.objects.filter(
-            thread=thread, last_seq__gt=after, last_seq__lte=until
-        ).count()
+        return langgraph_messages_count_between(thread, after, until)
     table = table_name(connection.alias, LanggraphMessage)
     sql = (
         f"SELECT COUNT(*) FROM {table} t WHERE t.thread_id = %s AND t.last_seq > %s "
@@ -290,7 +292,7 @@ def thread_found(workspace: Workspace, external_id: str) -> Thread | None:
     numbers nothing), None when there is none."""
     connection = postgres_for(Thread, write=True)
     if connection is None:
-        found = Thread.objects.filter(workspace=workspace, external_id=external_id).first()
+        found = langgraph_thread_get(workspace=workspace, external_id=external_id)
     else:
         table, columns, names = _columns(connection.alias, Thread)
         sql = f"SELECT {columns} FROM {table} t WHERE t.workspace_id = %s AND t.external_id = %s"
