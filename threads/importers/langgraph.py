@@ -52,15 +52,6 @@ MAX_CLIENT_ID = 200
 Decode = Callable[[str | None, bytes | None], Any]
 
 
-def _client_id(*parts: Any) -> str | None:
-    """`lg:<parts...>`, or None (the importer then numbers the event by position) when a part
-    is missing or the name would not fit."""
-    if any(not isinstance(p, str) or not p for p in parts):
-        return None
-    value = "lg:" + ":".join(parts)
-    return value if len(value) <= MAX_CLIENT_ID else None
-
-
 def _interrupt_text(value: Any) -> str:
     if isinstance(value, dict):
         for key in ("question", "message", "description", "text"):
@@ -87,9 +78,11 @@ def _interrupt_event(interrupt: Any, number: int) -> dict[str, Any]:
         "payload": payload,
         "metadata": {"source": "langgraph interrupt"},
     }
-    client_id = _client_id("interrupt", interrupt_id or str(number))
-    if client_id is not None:
-        body["client_event_id"] = client_id
+    name = (
+        f"lg:interrupt:{interrupt_id if isinstance(interrupt_id, str) and interrupt_id else number}"
+    )
+    if len(name) <= MAX_CLIENT_ID:
+        body["client_event_id"] = name
     return body
 
 
