@@ -100,13 +100,10 @@ def refund_saver(server: Server) -> Iterator[CtxadminSaver]:
     saver.close()
 
 
-def test_a_thread_imported_then_continued_live_appends_nothing_twice(
-    server: Server, refund_saver: CtxadminSaver
-) -> None:
+def _run_in_store(store: Any, config: RunnableConfig) -> Any:
+    """The agent's first turn, run on its own LangGraph store: a refund (a side effect) and
+    the answer. Returns the store's head checkpoint."""
     REFUNDS.clear()
-    thread_id = f"moved-{uuid.uuid4().hex[:8]}"
-    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-    store = InMemorySaver()
     _graph(
         store,
         [
@@ -114,32 +111,22 @@ def test_a_thread_imported_then_continued_live_appends_nothing_twice(
             AIMessage("Order 7 is refunded."),
         ],
     ).invoke({"messages": [HumanMessage("Refund order 7")]}, config)
-    before = store.get_tuple(config)
-    assert before is not None and REFUNDS == [7]
+    head = store.get_tuple(config)
+    assert head is not None and REFUNDS == [7]
+    return head
 
-    (imported,) = conversations_import(
-        workspace=server.workspace,
-        conversations=[_stored_conversation(store, config)],
-        fmt="langgraph-postgres",
-        side_effect_tools={"refund"},
-    )
-    thread = imported.thread
-    imported_count = Event.objects.filter(thread=thread).count()
-    assert imported.created == imported_count == 5  # 3 messages, a call, its result
-    refund_call = Event.objects.get(thread=thread, kind="tool_call")
-    assert refund_call.data["side_effect"] is True
 
-    # The agent moves to ctxadmin: its head checkpoint is put through the live saver (the same
-    # side-effecting tools as the import), which mirrors the messages the import already
-    # recorded, then the run goes on.
-    saver = refund_saver
+def _continue_live(saver: CtxadminSaver, config: RunnableConfig, head: Any) -> list[BaseMessage]:
+    """The agent moves to ctxadmin: its head checkpoint is put through the live saver, which
+    mirrors the messages the import recorded already; then its next turn runs there. Returns
+    the thread's messages."""
+    thread_id = config["configurable"]["thread_id"]
     saver.put(
         {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}},
-        before.checkpoint,
-        before.metadata,
-        before.checkpoint["channel_versions"],
+        head.checkpoint,
+        head.metadata,
+        head.checkpoint["channel_versions"],
     )
-    assert Event.objects.filter(thread=thread).count() == imported_count
     live = _graph(
         saver,
         [
@@ -148,14 +135,35 @@ def test_a_thread_imported_then_continued_live_appends_nothing_twice(
         ],
     )
     live.invoke({"messages": [HumanMessage("And the weather in Paris?")]}, config)
-    final = live.get_state(config).values["messages"]
-
-    assert [m.content for m in final[:4]] == [
-        m.content for m in before.checkpoint["channel_values"][MESSAGES_CHANNEL]
+    messages: list[BaseMessage] = live.get_state(config).values["messages"]
+    assert [m.content for m in messages[:4]] == [
+        m.content for m in head.checkpoint["channel_values"][MESSAGES_CHANNEL]
     ]
-    assert len(final) == 8
+    assert len(messages) == 8
     assert REFUNDS == [7]  # the refund was not run again
-    assert Thread.objects.filter(workspace=server.workspace, external_id=thread_id).count() == 1
+    return messages
+
+
+def test_a_thread_imported_then_continued_live_appends_nothing_twice(
+    server: Server, refund_saver: CtxadminSaver
+) -> None:
+    config: RunnableConfig = {"configurable": {"thread_id": f"moved-{uuid.uuid4().hex[:8]}"}}
+    store = InMemorySaver()
+    head = _run_in_store(store, config)
+
+    (imported,) = conversations_import(
+        workspace=server.workspace,
+        conversations=[_stored_conversation(store, config)],
+        fmt="langgraph-postgres",
+        side_effect_tools={"refund"},
+    )
+    thread = imported.thread
+    assert imported.created == Event.objects.filter(thread=thread).count() == 5
+    assert Event.objects.get(thread=thread, kind="tool_call").data["side_effect"] is True
+
+    final = _continue_live(refund_saver, config, head)
+
+    assert Thread.objects.filter(workspace=server.workspace).count() == 1
     # Every message, call and result of the thread is in the log exactly once.
     assert _counts(thread) == _expected(final)
     assert Event.objects.filter(thread=thread).count() == 6 + 2 + 2  # messages, calls, results
@@ -164,21 +172,9 @@ def test_a_thread_imported_then_continued_live_appends_nothing_twice(
 def test_a_thread_imported_from_a_postgres_store_then_continued_live_appends_nothing_twice(
     server: Server, refund_saver: CtxadminSaver, store_dsn: str
 ) -> None:
-    REFUNDS.clear()
-    thread_id = f"moved-{uuid.uuid4().hex[:8]}"
-    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+    config: RunnableConfig = {"configurable": {"thread_id": f"moved-{uuid.uuid4().hex[:8]}"}}
     with PostgresSaver.from_conn_string(store_dsn) as store:
-        _graph(
-            store,
-            [
-                AIMessage(
-                    "Refunding order 7.", tool_calls=[_call("refund", {"order": 7}, "call_r1")]
-                ),
-                AIMessage("Order 7 is refunded."),
-            ],
-        ).invoke({"messages": [HumanMessage("Refund order 7")]}, config)
-        before = store.get_tuple(config)
-    assert before is not None and REFUNDS == [7]
+        head = _run_in_store(store, config)
 
     call_command(
         "import_trace",
@@ -188,25 +184,10 @@ def test_a_thread_imported_from_a_postgres_store_then_continued_live_appends_not
         side_effect_tools="refund",
         stdout=io.StringIO(),
     )
-    thread = Thread.objects.get(workspace=server.workspace, external_id=thread_id)
+    (thread,) = Thread.objects.filter(workspace=server.workspace)
     assert Event.objects.filter(thread=thread).count() == 5
 
-    refund_saver.put(
-        {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}},
-        before.checkpoint,
-        before.metadata,
-        before.checkpoint["channel_versions"],
-    )
-    live = _graph(
-        refund_saver,
-        [
-            AIMessage("", tool_calls=[_call("get_weather", {"city": "Paris"}, "call_w1")]),
-            AIMessage("It is 21C and clear in Paris."),
-        ],
-    )
-    live.invoke({"messages": [HumanMessage("And the weather in Paris?")]}, config)
-    final = live.get_state(config).values["messages"]
+    final = _continue_live(refund_saver, config, head)
 
-    assert len(final) == 8 and REFUNDS == [7]
     assert _counts(thread) == _expected(final)
-    assert Event.objects.filter(thread=thread).count() == 6 + 2 + 2
+    assert Event.objects.filter(thread=thread).count() == 6 + 2 + 2  # messages, calls, results
