@@ -7,7 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, message_to_dict
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+from threads.domain.langgraph import message_digest, message_event_bodies, message_form
+from threads.importers.langgraph import blob_decoder
 from threads.models import Event, Workspace
 from threads.services.imports import conversations_import
 
@@ -109,3 +113,41 @@ def test_an_interrupt_becomes_an_open_question_named_by_its_id(workspace: Worksp
     assert questions[0].data["payload"]["text"] == "Approve the refund?"
     assert questions[1].data["payload"]["text"] == '{"amount":120}'
     assert [q.client_event_id for q in questions] == ["lg:interrupt:i1", "lg:interrupt:i2"]
+
+
+def test_a_stored_message_reads_back_as_the_form_the_saver_sends() -> None:
+    messages = [
+        HumanMessage("refund order 7", id="h1"),
+        AIMessage(
+            "",
+            id="a1",
+            tool_calls=[{"name": "refund", "args": {"order": 7}, "id": "c1", "type": "tool_call"}],
+            usage_metadata={"input_tokens": 3, "output_tokens": 5, "total_tokens": 8},
+        ),
+        ToolMessage("refunded", tool_call_id="c1", id="t1", status="error"),
+    ]
+    stored = blob_decoder()(*JsonPlusSerializer().dumps_typed(messages))
+    # What the importer reads is what the live saver sends (message_to_dict): same digest,
+    # same events under the same names.
+    assert [message_form(item) for item in stored] == [message_to_dict(m) for m in messages]
+    assert [message_digest(message_form(item) or {}) for item in stored] == [
+        message_digest(message_to_dict(m)) for m in messages
+    ]
+
+
+def test_a_tool_call_id_repeated_in_one_message_gets_names_and_keys_of_its_own() -> None:
+    form = {
+        "type": "ai",
+        "data": {
+            "id": "a1",
+            "content": "",
+            "tool_calls": [
+                {"name": "refund", "args": {"order": 7}, "id": "same"},
+                {"name": "refund", "args": {"order": 8}, "id": "same"},
+            ],
+        },
+    }
+    bodies = message_event_bodies(form, "a1", {"refund"})
+    calls = [b for b in bodies if b["kind"] == "tool_call"]
+    assert [c["client_event_id"] for c in calls] == ["a1/call/same", "a1/call/same#2"]
+    assert [c["idempotency_key"] for c in calls] == ["same", "same#2"]
