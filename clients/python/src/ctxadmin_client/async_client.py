@@ -38,18 +38,7 @@ class AsyncClient:
         )
 
     async def _run(self, operation: _api.Operation[T]) -> T:
-        answer: Any = None
-        try:
-            step = next(operation)
-            while True:
-                if isinstance(step, _api.Sleep):
-                    await self._http.sleep(step.seconds)
-                    answer = None
-                else:
-                    answer = await self._http.request(step)
-                step = operation.send(answer)
-        except StopIteration as done:
-            return done.value
+        return await self._http.run(operation)
 
     async def _call(self, call: _api.Call) -> Any:
         return await self._http.request(call)

@@ -45,18 +45,7 @@ class Client:
         )
 
     def _run(self, operation: _api.Operation[T]) -> T:
-        answer: Any = None
-        try:
-            step = next(operation)
-            while True:
-                if isinstance(step, _api.Sleep):
-                    self._http.sleep(step.seconds)
-                    answer = None
-                else:
-                    answer = self._http.request(step)
-                step = operation.send(answer)
-        except StopIteration as done:
-            return done.value
+        return self._http.run(operation)
 
     def _call(self, call: _api.Call) -> Any:
         return self._http.request(call)

@@ -27,12 +27,11 @@ import json
 import random
 import threading
 import time
-from collections.abc import AsyncIterator, Collection, Generator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-import httpx
 from langchain_core.messages import (
     BaseMessage,
     SystemMessage,
@@ -54,8 +53,8 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.types import Command, Interrupt
 
 from ctxadmin_client import _api
-from ctxadmin_client._api import Sleep
-from ctxadmin_client._http import NODELAY, Call
+from ctxadmin_client._http import Call, Operation, Sleep, one
+from ctxadmin_client._http import nodelay_transport as nodelay_transport  # bench/storage.py's
 from ctxadmin_client._langgraph_ledger import guard_decision, ledger_apply
 from ctxadmin_client.async_client import AsyncClient
 from ctxadmin_client.client import Client
@@ -64,7 +63,6 @@ from ctxadmin_client.errors import CtxadminError, MirrorConflict, NotFoundError,
 __all__ = ["CtxadminSaver"]
 
 T = TypeVar("T")
-Operation = Generator[Call | Sleep, Any, T]
 
 MESSAGES_CHANNEL = "messages"
 # The metadata key of a rollback's checkpoint (the server's), and the id of the note it adds.
@@ -82,11 +80,6 @@ PUT_POLL_S = 0.002
 ID_WAIT_S = 0.05  # how long a write waits for LangGraph to give its messages ids
 # LangChain message types that have an event form in the log
 MIRRORED_TYPES = ("human", "system", "ai", "AIMessageChunk", "tool", "chat")
-
-
-def nodelay_transport() -> httpx.HTTPTransport:
-    """An httpx transport whose connections send at once (TCP_NODELAY)."""
-    return httpx.HTTPTransport(socket_options=NODELAY)
 
 
 def _b64(data: bytes) -> str:
@@ -290,75 +283,38 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
         allow_broken_chain: bool = False,
         **kw: Any,
     ) -> CtxadminSaver:
-        sync_kw: dict[str, Any] = {"transport": nodelay_transport(), **kw}
-        async_kw: dict[str, Any] = {
-            "transport": httpx.AsyncHTTPTransport(socket_options=NODELAY),
-            **kw,
-        }
         saver = cls(
-            Client(base_url, api_key, **sync_kw),
+            Client(base_url, api_key, **kw),
             serde=serde,
             side_effect_tools=side_effect_tools,
             allow_broken_chain=allow_broken_chain,
         )
-        saver._async_client = AsyncClient(base_url, api_key, **async_kw)
+        saver._async_client = AsyncClient(base_url, api_key, **kw)
         return saver
 
     # --- transport -------------------------------------------------------------------------
 
     def _sync_client(self) -> Client:
+        """The sync path's client: the one given, else one with the async client's endpoint
+        (URL, key, timeout, retries)."""
         if self._client is None:
             assert self._async_client is not None
-            http = self._async_client._http.client
-            key = http.headers["Authorization"].partition(" ")[2]
-            self._client = Client(str(http.base_url), key)
+            endpoint = self._async_client._http.endpoint
+            self._client = Client(
+                endpoint.base_url,
+                endpoint.api_key,
+                timeout=endpoint.timeout,
+                retries=endpoint.retries,
+            )
         return self._client
 
     def _run(self, operation: Operation[T]) -> T:
-        """Drive an operation with blocking requests; an error answer is raised inside it, so
-        that it may answer with another request."""
-        http = self._sync_client()._http
-        step = next(operation)
-        while True:
-            try:
-                if isinstance(step, Sleep):
-                    time.sleep(step.seconds)
-                    answer = None
-                else:
-                    answer = http.request(step)
-            except CtxadminError as exc:
-                try:
-                    step = operation.throw(exc)
-                except StopIteration as done:
-                    return done.value
-                continue
-            try:
-                step = operation.send(answer)
-            except StopIteration as done:
-                return done.value
+        return self._sync_client()._run(operation)
 
     async def _arun(self, operation: Operation[T]) -> T:
         if self._async_client is None:
             return await asyncio.to_thread(self._run, operation)
-        http = self._async_client._http
-        step = next(operation)
-        while True:
-            try:
-                if isinstance(step, Sleep):
-                    await asyncio.sleep(step.seconds)
-                    answer = None
-                else:
-                    answer = await http.request(step)
-            except CtxadminError as exc:
-                try:
-                    step = operation.throw(exc)
-                except StopIteration as done:
-                    return done.value
-                continue
-            try:
-                step = operation.send(answer)
-            except StopIteration as done:
-                return done.value
+        return await self._async_client._run(operation)
 
     def close(self) -> None:
         if self._client is not None:
@@ -775,10 +731,6 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
     ) -> Command | None:
         return await self._arun(self._resume(config, timeout, poll_interval))
 
-    @staticmethod
-    def _call(call: Call) -> Operation[Any]:
-        return (yield call)
-
     def _copy(self, source_thread_id: str, target_thread_id: str) -> Call:
         return Call(
             "POST",
@@ -864,7 +816,7 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
         left, page_after = limit, None
         while left is None or left > 0:
             size = PAGE if left is None else min(PAGE, left)
-            answer = self._run(self._call(self._page(config, filter, before, size, page_after)))
+            answer = self._run(one(self._page(config, filter, before, size, page_after)))
             for item in answer["checkpoints"]:
                 yield self._tuple(item)
             if left is not None:
@@ -892,18 +844,18 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
         self._run(self._put_writes(config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
-        self._run(self._call(self._delete_thread(thread_id)))
+        self._run(one(self._delete_thread(thread_id)))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        self._run(self._call(self._copy(source_thread_id, target_thread_id)))
+        self._run(one(self._copy(source_thread_id, target_thread_id)))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         if thread_ids:
-            self._run(self._call(self._prune(thread_ids, strategy)))
+            self._run(one(self._prune(thread_ids, strategy)))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         if run_ids:
-            self._run(self._call(self._delete_for_runs(run_ids)))
+            self._run(one(self._delete_for_runs(run_ids)))
 
     # --- BaseCheckpointSaver, async ----------------------------------------------------------
 
@@ -922,7 +874,7 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
         while left is None or left > 0:
             size = PAGE if left is None else min(PAGE, left)
             call = self._page(config, filter, before, size, page_after)
-            answer = await self._arun(self._call(call))
+            answer = await self._arun(one(call))
             for item in answer["checkpoints"]:
                 yield self._tuple(item)
             if left is not None:
@@ -950,18 +902,18 @@ class CtxadminSaver(BaseCheckpointSaver[str]):
         await self._arun(self._put_writes(config, writes, task_id, task_path))
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await self._arun(self._call(self._delete_thread(thread_id)))
+        await self._arun(one(self._delete_thread(thread_id)))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await self._arun(self._call(self._copy(source_thread_id, target_thread_id)))
+        await self._arun(one(self._copy(source_thread_id, target_thread_id)))
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         if thread_ids:
-            await self._arun(self._call(self._prune(thread_ids, strategy)))
+            await self._arun(one(self._prune(thread_ids, strategy)))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         if run_ids:
-            await self._arun(self._call(self._delete_for_runs(run_ids)))
+            await self._arun(one(self._delete_for_runs(run_ids)))
 
     # --- versions ------------------------------------------------------------------------
 
