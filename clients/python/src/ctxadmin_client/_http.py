@@ -288,20 +288,17 @@ class SyncHttp:
 
     def __init__(
         self,
-        base_url: str,
-        api_key: str,
+        endpoint: Endpoint,
         *,
-        timeout: float,
-        retries: int,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] | None = None,
         policy: RetryPolicy | None = None,
     ) -> None:
-        self.endpoint = Endpoint(base_url, api_key, timeout, retries)
-        self.policy = policy or RetryPolicy(retries=retries)
+        self.endpoint = endpoint
+        self.policy = policy or RetryPolicy(retries=endpoint.retries)
         self.sleep = sleep or time.sleep
         self.client = httpx.Client(
-            **self.endpoint.client_kwargs(),
+            **endpoint.client_kwargs(),
             transport=transport or nodelay_transport(),
         )
 
@@ -329,20 +326,17 @@ class AsyncHttp:
 
     def __init__(
         self,
-        base_url: str,
-        api_key: str,
+        endpoint: Endpoint,
         *,
-        timeout: float,
-        retries: int,
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] | None = None,
         policy: RetryPolicy | None = None,
     ) -> None:
-        self.endpoint = Endpoint(base_url, api_key, timeout, retries)
-        self.policy = policy or RetryPolicy(retries=retries)
+        self.endpoint = endpoint
+        self.policy = policy or RetryPolicy(retries=endpoint.retries)
         self.sleep = sleep or asyncio.sleep
         self.client = httpx.AsyncClient(
-            **self.endpoint.client_kwargs(),
+            **endpoint.client_kwargs(),
             transport=transport or httpx.AsyncHTTPTransport(socket_options=NODELAY),
         )
 

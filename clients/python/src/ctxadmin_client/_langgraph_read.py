@@ -38,6 +38,28 @@ INTERRUPT_ACTION = "langgraph.interrupt"
 PAGE = 100  # the server's largest page of checkpoints
 
 
+class Pages:
+    """Paging through a list of checkpoints, `limit` of them at most (None: all), without I/O:
+    ask for `size` after `after` while `more`; `took` each answer for its checkpoints."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.left = limit
+        self.after: str | None = None
+        self.more = limit is None or limit > 0
+
+    @property
+    def size(self) -> int:
+        return PAGE if self.left is None else min(PAGE, self.left)
+
+    def took(self, answer: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        checkpoints: list[Mapping[str, Any]] = answer["checkpoints"]
+        if self.left is not None:
+            self.left -= len(checkpoints)
+        self.after = answer["next"]
+        self.more = self.after is not None and (self.left is None or self.left > 0)
+        return checkpoints
+
+
 class CheckpointReads:
     """The saver's reads, as operations (a mixin of `CtxadminSaver`, which holds the state)."""
 

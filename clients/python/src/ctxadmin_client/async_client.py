@@ -10,7 +10,7 @@ import httpx
 
 from ctxadmin_client import _api
 from ctxadmin_client import exactly_once as once
-from ctxadmin_client._http import AsyncHttp
+from ctxadmin_client._http import AsyncHttp, Endpoint
 from ctxadmin_client.exactly_once import Outcome, result_event
 
 T = TypeVar("T")
@@ -33,9 +33,8 @@ class AsyncClient:
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] | None = None,
     ) -> None:
-        self._http = AsyncHttp(
-            base_url, api_key, timeout=timeout, retries=retries, transport=transport, sleep=sleep
-        )
+        endpoint = Endpoint(base_url, api_key, timeout, retries)
+        self._http = AsyncHttp(endpoint, transport=transport, sleep=sleep)
 
     async def _run(self, operation: _api.Operation[T]) -> T:
         return await self._http.run(operation)

@@ -10,7 +10,7 @@ import httpx
 
 from ctxadmin_client import _api
 from ctxadmin_client import exactly_once as once
-from ctxadmin_client._http import SyncHttp
+from ctxadmin_client._http import Endpoint, SyncHttp
 from ctxadmin_client.exactly_once import Outcome
 
 T = TypeVar("T")
@@ -40,9 +40,8 @@ class Client:
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] | None = None,
     ) -> None:
-        self._http = SyncHttp(
-            base_url, api_key, timeout=timeout, retries=retries, transport=transport, sleep=sleep
-        )
+        endpoint = Endpoint(base_url, api_key, timeout, retries)
+        self._http = SyncHttp(endpoint, transport=transport, sleep=sleep)
 
     def _run(self, operation: _api.Operation[T]) -> T:
         return self._http.run(operation)

@@ -42,7 +42,7 @@ from ctxadmin_client._http import Call, Operation, one
 from ctxadmin_client._http import nodelay_transport as nodelay_transport  # bench/storage.py's
 from ctxadmin_client._langgraph_ledger import guard_decision
 from ctxadmin_client._langgraph_messages import Head
-from ctxadmin_client._langgraph_read import PAGE, CheckpointReads
+from ctxadmin_client._langgraph_read import CheckpointReads, Pages
 from ctxadmin_client._langgraph_write import CheckpointWrites
 from ctxadmin_client.async_client import AsyncClient
 from ctxadmin_client.client import Client
@@ -236,17 +236,11 @@ class CtxadminSaver(CheckpointReads, CheckpointWrites, BaseCheckpointSaver[str])
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        left, page_after = limit, None
-        while left is None or left > 0:
-            size = PAGE if left is None else min(PAGE, left)
-            answer = self._run(one(self._page(config, filter, before, size, page_after)))
-            for item in answer["checkpoints"]:
+        pages = Pages(limit)
+        while pages.more:
+            answer = self._run(one(self._page(config, filter, before, pages.size, pages.after)))
+            for item in pages.took(answer):
                 yield self._tuple(item)
-            if left is not None:
-                left -= len(answer["checkpoints"])
-            page_after = answer["next"]
-            if page_after is None:
-                return
 
     def put(
         self,
@@ -293,18 +287,11 @@ class CtxadminSaver(CheckpointReads, CheckpointWrites, BaseCheckpointSaver[str])
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        left, page_after = limit, None
-        while left is None or left > 0:
-            size = PAGE if left is None else min(PAGE, left)
-            call = self._page(config, filter, before, size, page_after)
-            answer = await self._arun(one(call))
-            for item in answer["checkpoints"]:
+        pages = Pages(limit)
+        while pages.more:
+            call = self._page(config, filter, before, pages.size, pages.after)
+            for item in pages.took(await self._arun(one(call))):
                 yield self._tuple(item)
-            if left is not None:
-                left -= len(answer["checkpoints"])
-            page_after = answer["next"]
-            if page_after is None:
-                return
 
     async def aput(
         self,
