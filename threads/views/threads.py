@@ -20,6 +20,7 @@ from threads.domain.timing import duration_text, gap_seconds
 from threads.domain.units import split_units
 from threads.models import ApprovalStatus, Role, SummarizerBackend, Thread
 from threads.selectors.approval_context import OPEN_STATUSES
+from threads.selectors.langgraph import lg_graph_position
 from threads.views.common import (
     HtmxHttpRequest,
     can,
@@ -60,6 +61,21 @@ def thread_tabs(request: HtmxHttpRequest, thread: Thread, tab: str) -> dict[str,
         "summarizers": SummarizerBackend.choices,
         # The banner: every open problem, most severe first, with the link that acts on it.
         "problems": selectors.thread_problems(thread=thread),
+        # A LangGraph thread: the node it stopped at and what runs next (None otherwise).
+        "graph": graph_presented(thread),
+    }
+
+
+def graph_presented(thread: Thread) -> dict[str, Any] | None:
+    """Where a LangGraph thread stands, with a link to each approval its interrupts wait on."""
+    found = lg_graph_position(thread=thread)
+    if found is None:
+        return None
+    return {
+        "position": found.position,
+        "approvals": [
+            {"approval": a, "target": selectors.approval_target(a, thread)} for a in found.approvals
+        ],
     }
 
 
