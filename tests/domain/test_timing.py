@@ -14,6 +14,7 @@ T0 = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
 @pytest.mark.parametrize(
     ("seconds", "text"),
     [
+        (0, "under 0.1 s"),
         (0.4, "0.4 s"),
         (2, "2 s"),
         (42, "42 s"),

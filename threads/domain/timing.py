@@ -63,7 +63,10 @@ def call_timing(
 
 
 def duration_text(seconds: float) -> str:
-    """A duration as a person reads it: "0.4 s", "12 s", "3 min 5 s", "2 h 10 min", "3 d 4 h"."""
+    """A duration as a person reads it: "under 0.1 s", "0.4 s", "12 s", "3 min 5 s",
+    "2 h 10 min", "3 d 4 h"."""
+    if seconds < 0.1:
+        return "under 0.1 s"
     if seconds < 10:
         return f"{seconds:.1f} s".replace(".0 s", " s")
     whole = int(round(seconds))
