@@ -85,7 +85,8 @@ def take(url: str, out: Path) -> None:
             args=CHROMIUM_ARGS,
         )
         operator = signed_in(browser, url, "operator")
-        operator.goto(f"{url}/threads/")
+        # The threads with the most problems first.
+        operator.goto(f"{url}/threads/?sort=-severity")
         shot(operator, out, "01-threads")
         # A thread with open problems: the banner says what is wrong and what to do.
         open_thread(operator, url, "refund-4471")
