@@ -18,6 +18,7 @@ from tests import factories as f
 from tests.langgraph.conftest import Server
 from tests.langgraph.graphs import add, approval_graph, get_weather, scripted_model, tool_loop_graph
 from threads.models import ApprovalRequest, Thread
+from threads.selectors.langgraph import lg_graph_position
 
 
 def dashboard(server: Server) -> Client:
@@ -114,3 +115,20 @@ def test_a_thread_without_checkpoints_shows_no_position(server: Server) -> None:
     f.append(thread, f.user("hello"))
     page = dashboard(server).get(f"/threads/{thread.pk}/").content.decode()
     assert "LangGraph position" not in page
+
+
+def test_the_position_costs_a_few_queries_whatever_the_history(
+    server: Server, saver: CtxadminSaver, django_assert_max_num_queries: Any
+) -> None:
+    """Read on every tab of a thread: one query without checkpoints, at most five with them."""
+    plain = f.make_thread(server.workspace, external_id="plain")
+    with django_assert_max_num_queries(1):
+        assert lg_graph_position(thread=plain) is None
+    app = approval_graph(saver)
+    cfg = config()
+    app.invoke({"messages": [HumanMessage("refund my order 42")]}, cfg)
+    thread = Thread.objects.get(external_id=cfg["configurable"]["thread_id"])
+    with django_assert_max_num_queries(5):
+        found = lg_graph_position(thread=thread)
+    assert found is not None and found.position.interrupted == ("approve",)
+    assert len(found.approvals) == 1
