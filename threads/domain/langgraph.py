@@ -18,6 +18,9 @@ from typing import Any
 
 from threads.domain.errors import InvalidEvent
 
+# The action of the approval request an interrupt() opens (docs/design.md §7.3).
+INTERRUPT_ACTION = "langgraph.interrupt"
+
 METADATA_KEY = "langchain"
 # LangChain message type -> the role of its `message` event
 ROLE_OF_TYPE = {
