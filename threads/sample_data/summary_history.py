@@ -47,7 +47,8 @@ from threads.services.events import event_append_batch
 from threads.services.folding import Outcome, fold_once, fold_run
 from threads.services.rollback import checkpoint_rollback
 from threads.services.side_effects import side_effect_resolve
-from threads.services.threads import thread_get_or_create, thread_settings_update
+from threads.services.thread_update import thread_update
+from threads.services.threads import thread_get_or_create
 from threads.summarizers import SummarizerError
 
 logger = logging.getLogger(__name__)
@@ -249,7 +250,7 @@ def summary_history_load(*, workspace: Workspace) -> History | None:
     _fold_if_behind(thread)
     _append(thread, follow_up)
     with _lying_llm(_lie(thread)):
-        thread_settings_update(thread=thread, actor=admin, summarizer="llm")
+        thread_update(thread=thread, actor=admin, summarizer="llm")
         try:
             refused = fold_once(thread_id=thread.pk, trigger=TRIGGER)
         except SummarizerError as exc:
@@ -257,7 +258,7 @@ def summary_history_load(*, workspace: Workspace) -> History | None:
             logger.warning("demo: the lying summariser could not be reached: %s", exc)
             refused = None
         finally:
-            thread_settings_update(thread=thread, actor=admin, summarizer="structured")
+            thread_update(thread=thread, actor=admin, summarizer="structured")
     if refused is not None and refused.outcome != Outcome.REJECTED:
         raise RuntimeError(f"demo: the verifier did not refuse the lie ({refused.outcome})")
     safe = _fold(thread)
