@@ -54,7 +54,7 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "threads.middleware.MethodNotAllowedPageMiddleware",
-    # DEBUG on (the demo): the product's 404 page, not Django's URLconf listing.
+    # DEBUG on (the demo): the product's 404, 400 and 500 pages, not Django's debug pages.
     "threads.middleware.ProductNotFoundPageMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",

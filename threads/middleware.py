@@ -9,8 +9,11 @@
   way back. The status stays 405; the API answers its own JSON 405.
 - ProductNotFoundPageMiddleware shows the product's own 404 page with DEBUG on (the demo,
   a development server) as it is shown with DEBUG off, instead of Django's debug page that
-  lists the URLconf: an address no route takes, and a view's Http404. /api/ keeps its JSON
-  404 (its own catch-all route and error handling); with DEBUG off it does nothing.
+  lists the URLconf: an address no route takes, and a view's Http404. A view's bad request
+  and its uncaught exception get the product's 400 and 500 pages too, instead of Django's
+  traceback page (the exception is logged, to the console, as Django logs it); a 403 is the
+  product's page already. /api/ keeps its JSON errors (its own catch-all route and error
+  handling); with DEBUG off it does nothing.
 - PrivateCacheMiddleware marks API answers and a signed-in person's pages (a request with the
   session cookie) `private, no-cache`: they hold one caller's workspace data, which no shared
   cache may keep and no browser may show again unchecked (after a sign-out, say). An answer
@@ -23,15 +26,19 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseServerError, JsonResponse
 from django.shortcuts import render
 from django.urls import Resolver404, resolve
 from django.utils.cache import patch_cache_control
+from django.utils.log import log_response
 
 from threads.api.errors import (
     DATABASE_UNAVAILABLE_MESSAGE,
     error_body,
+    handler400,
     handler404,
+    handler500,
     is_metrics,
     plain_text_error,
 )
@@ -116,6 +123,19 @@ class ProductNotFoundPageMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> Any:
-        if isinstance(exception, Http404) and self._applies(request):
+        if not self._applies(request):
+            return None
+        if isinstance(exception, Http404):
             return handler404(request, exception)
-        return None
+        if isinstance(exception, PermissionDenied):
+            return None  # Django shows the product's 403 page, DEBUG or not
+        if isinstance(exception, BadRequest | SuspiciousOperation):
+            return handler400(request, exception)
+        # What Django would log before showing its traceback page; the console keeps it.
+        log_response(
+            f"Internal Server Error: {request.path}",
+            request=request,
+            response=HttpResponseServerError(),
+            exception=exception,
+        )
+        return handler500(request)

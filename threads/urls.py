@@ -43,6 +43,7 @@ urlpatterns = [
     path("threads/<str:id>/fork/", checkpoints.fork, name="fork"),
     path("threads/<str:id>/settings/", thread_settings.thread_settings, name="thread-settings"),
     path("threads/<str:id>/unpin/", thread_settings.thread_unpin_view, name="thread-unpin"),
+    path("threads/<str:id>/pause/", thread_settings.thread_pause_view, name="thread-pause"),
     path("threads/<str:id>/verify/", oversight.integrity_verify, name="integrity-verify"),
     path("tasks/<str:task_id>/progress/", summaries.task_progress, name="task-progress"),
     path("side-effects/", queues.side_effect_list, name="side-effect-list"),

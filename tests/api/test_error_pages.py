@@ -174,3 +174,31 @@ def test_a_page_not_found_is_the_products_page_with_or_without_debug(
     _assert_json_404(client.get("/api/v1/nope/"))
     # APPEND_SLASH still redirects an address missing its slash.
     assert client.get("/threads")["Location"] == "/threads/"
+
+
+@pytest.mark.parametrize("debug", [True, False])
+def test_the_demo_shows_the_products_own_403_and_500_pages_with_or_without_debug(
+    workspace: Any, settings: Any, monkeypatch: Any, caplog: Any, debug: bool
+) -> None:
+    """The demo runs with DEBUG on: a refusal and a failure read as the product's pages, never
+    as Django's traceback page (which shows settings and code); the failure is still logged."""
+    settings.DEBUG = debug
+    client = Client(raise_request_exception=False)
+    client.force_login(f.make_person(workspace, "ops", "operator"))
+    thread = f.make_thread(workspace, external_id="t-403")
+    refused = client.post(f"/threads/{thread.pk}/settings/", {"summarizer": "structured"})
+    assert refused.status_code == 403
+    page = refused.content.decode()
+    assert "ctxadmin" in page and "Traceback" not in page and "<title>403 Forbidden" not in page
+
+    def broken(**kwargs: Any) -> Any:
+        raise RuntimeError("boom in the selector")
+
+    monkeypatch.setattr(selectors, "threads_in", broken)
+    failed = client.get("/threads/")
+    assert failed.status_code == 500
+    page = failed.content.decode()
+    assert "Server error." in page
+    assert "boom in the selector" not in page and "Traceback" not in page
+    assert "SECRET_KEY" not in page
+    assert any("boom in the selector" in str(r.exc_info and r.exc_info[1]) for r in caplog.records)

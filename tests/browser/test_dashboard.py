@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,10 +26,6 @@ from threads.services.side_effects import side_effect_resolve
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 SHOTS = Path(settings.BASE_DIR) / "test-artifacts" / "screenshots"
-DOCS_SHOTS = Path(settings.BASE_DIR) / "docs" / "screenshots"
-# The README's pictures: copied from this run when CTXADMIN_UPDATE_DOCS_SCREENSHOTS=1 (the
-# `screenshots` step), so they never drift silently.
-FOR_DOCS = ("01-threads", "02-timeline", "03-context", "05-summary-detail", "12-rollback-preview")
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -137,17 +132,6 @@ def browser() -> Iterator[Any]:
         )
         yield chromium
         chromium.close()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def docs_screenshots() -> Iterator[None]:
-    yield
-    if os.environ.get("CTXADMIN_UPDATE_DOCS_SCREENSHOTS") == "1":
-        DOCS_SHOTS.mkdir(parents=True, exist_ok=True)
-        for name in FOR_DOCS:
-            source = SHOTS / f"{name}.png"
-            if source.exists():
-                shutil.copyfile(source, DOCS_SHOTS / f"{name}.png")
 
 
 def _page(browser: Any, site: dict[str, Any], username: str, width: int = 1280) -> Any:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.core.management import call_command
+from django.test import Client
 
 from threads.models import (
     ApiKey,
@@ -26,6 +27,7 @@ from threads.models import (
     Thread,
 )
 from threads.selectors import active_constraints
+from threads.services.folding import summary_verify
 
 SCENARIOS = ("order-10086", "refund-4471", "email-board-q3", "review-pr-482")
 
@@ -59,7 +61,8 @@ def test_demo_twice_is_idempotent_and_creates_the_scenarios() -> None:
     )
     assert roles == {"operator": "operator", "reviewer": "reviewer", "admin": "admin"}
     threads = {t.external_id: t for t in Thread.objects.filter(workspace__name="demo")}
-    assert set(SCENARIOS) <= set(threads) and len(threads) == 4 + 1 + 3
+    # The scenarios, the LangGraph thread, the summary history and the tau-bench threads.
+    assert set(SCENARIOS) <= set(threads) and len(threads) == 4 + 1 + 1 + 3
 
     order = threads["order-10086"]
     effect = SideEffect.objects.get(thread=order)
@@ -123,9 +126,15 @@ def test_demo_counts_tokens_with_no_network(tmp_path: Path) -> None:
         "CTXADMIN_VAR_DIR": str(tmp_path),
         "DATABASE_URL": f"sqlite:///{database}",
     }
+    # No network, but a loopback interface, as every machine has (the demo's lying summariser
+    # listens on it): a new network namespace has its `lo` down.
     command = [
         unshare,
         "-n",
+        "sh",
+        "-c",
+        'ip link set lo up 2>/dev/null; exec "$@"',
+        "sh",
         sys.executable,
         str(settings.BASE_DIR / "manage.py"),
         "demo",
@@ -142,3 +151,40 @@ def test_demo_counts_tokens_with_no_network(tmp_path: Path) -> None:
             "SELECT count(*), min(token_count) FROM threads_event"
         ).fetchone()
     assert count > 200 and smallest > 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_demo_ships_a_summary_history_with_a_lie_the_verifier_refused() -> None:
+    """refund-5190: several versions, a lying llm candidate refused by the real verifier (run
+    again here, it refuses it again: the refusal is the verifier's, not written as one) while
+    the honest versions pass it, and a rollback — what the summaries, diff and checkpoints
+    tabs show."""
+    out = io.StringIO()
+    call_command("demo", "--no-serve", "--tau", "0", stdout=out)
+    thread = Thread.objects.get(external_id="refund-5190")
+    versions = {v.version: v for v in SummaryVersion.objects.filter(thread=thread)}
+    phases = [versions[n].phase for n in sorted(versions)]
+    assert len(versions) >= 5
+    [lie] = [v for v in versions.values() if v.phase == "rejected"]
+    assert lie.backend == "llm" and lie.content["task"]["status"] == "succeeded"
+    # The log says the refund's outcome is unknown: the verifier refuses the claim, and only it.
+    assert not summary_verify(version=lie).ok
+    for version in versions.values():
+        if version.phase in ("committed", "rolled_back") and version.trigger["kind"] != "rollback":
+            assert summary_verify(version=version).ok, version.version
+    assert "rolled_back" in phases and phases[-1] == "committed"
+    head = versions[thread.head_version]
+    assert head.trigger["kind"] == "rollback" and head.restored_from is not None
+    assert "refused by verification" in out.getvalue()
+    # What a person sees: the refusal and its failed check, the rollback on the checkpoints.
+    client = Client()
+    client.force_login(Membership.objects.get(user__username="reviewer").user)
+    summaries = client.get(f"/threads/{thread.pk}/summaries/").content.decode()
+    assert "rejected" in summaries and "task_status_matches_ledger" in summaries
+    assert "rolled back" in summaries.lower()
+    checkpoints = client.get(f"/threads/{thread.pk}/checkpoints/").content.decode()
+    assert checkpoints.count("<tr") >= 4
+    # Loaded twice, the history is not written again.
+    before = SummaryVersion.objects.filter(thread=thread).count()
+    call_command("demo", "--no-serve", "--tau", "0", stdout=io.StringIO())
+    assert SummaryVersion.objects.filter(thread=thread).count() == before

@@ -84,9 +84,11 @@ def tool_loop_graph(
     model: Any,
     tools: Sequence[Any],
     inputs: list[list[BaseMessage]] | None = None,
+    interrupt_before: Sequence[str] = (),
 ) -> Any:
     """agent ⇄ ToolNode(tools), routed by `tools_condition`: the model's answers decide. Each
-    model input is recorded in `inputs` when given."""
+    model input is recorded in `inputs` when given; the graph stops before the nodes named in
+    `interrupt_before`."""
 
     def agent(state: MessagesState) -> dict[str, Any]:
         if inputs is not None:
@@ -99,7 +101,7 @@ def tool_loop_graph(
     graph.add_edge(START, "agent")
     graph.add_conditional_edges("agent", tools_condition)
     graph.add_edge("tools", "agent")
-    return graph.compile(checkpointer=checkpointer)
+    return graph.compile(checkpointer=checkpointer, interrupt_before=list(interrupt_before))
 
 
 def agent_graph(checkpointer: Any) -> Any:

@@ -125,6 +125,32 @@ def test_other_roles_see_no_controls_and_are_refused(
     assert story.pinned_at is not None and story.context_window == 16000
 
 
+def test_an_admin_pauses_folds_from_the_header_and_others_cannot(
+    operator: Client, reviewer: Client, admin: Client, story: Thread
+) -> None:
+    url = f"/threads/{story.pk}/pause/"
+    for client in (operator, reviewer):
+        assert url not in client.get(f"/threads/{story.pk}/").content.decode()
+        assert client.post(url, {"reason": "x"}).status_code == 403
+    assert f'action="{url}"' in admin.get(f"/threads/{story.pk}/").content.decode()
+    blank = admin.post(url, {"reason": " "}, HTTP_HX_REQUEST="true")
+    assert blank.status_code == 400
+    story.refresh_from_db()
+    assert story.pinned_at is None
+    paused = admin.post(url, {"reason": "summariser under review"}, HTTP_HX_REQUEST="true")
+    assert paused.status_code == 200
+    assert "Pinned by" in paused.content.decode() and "summariser under review" in (
+        paused.content.decode()
+    )
+    story.refresh_from_db()
+    head = story.head_version
+    refused = admin.post(f"/threads/{story.pk}/fold/", HTTP_HX_REQUEST="true")
+    assert refused.status_code == 409
+    story.refresh_from_db()
+    assert story.pinned_by == "admin-person" and story.last_version == head
+    assert AuditEntry.objects.filter(action="thread.pause").count() == 1
+
+
 def reject_a_candidate(story: Thread) -> SummaryVersion:
     """A candidate altered after it was prepared: verification refuses it by its checksum."""
     f.append(story, f.assistant("Asking for approval."))

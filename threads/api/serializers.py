@@ -77,6 +77,15 @@ class StrictIntegerField(serializers.IntegerField):
         return int(super().to_internal_value(data))
 
 
+class StrictBooleanField(serializers.BooleanField):
+    """A JSON boolean, nothing else: DRF's BooleanField also takes "yes", 1 and "on"."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if type(data) is not bool:
+            self.fail("invalid", input=data)
+        return data
+
+
 _QUERY_INTEGER = re.compile(r"-?[0-9]+")
 
 

@@ -16,6 +16,7 @@ from threads.api.permissions import IsPersonForWrites, workspace_ids_for_request
 from threads.api.serializers import (
     ErrorSerializer,
     QueryIntegerField,
+    StrictBooleanField,
     StrictCharField,
     StrictFloatField,
     StrictInputSerializer,
@@ -27,10 +28,10 @@ from threads.domain.budget import MAX_TOKENS, settings_problems
 from threads.domain.tokens import SUPPORTED_ENCODINGS
 from threads.models import SummarizerBackend, Thread, ThreadStatus
 from threads.selectors import thread_with_flags, threads_in
+from threads.services.thread_update import MAX_PAUSE_REASON, thread_update
 from threads.services.threads import (
     THREAD_SETTINGS,
     thread_get_or_create,
-    thread_settings_update,
 )
 
 DEFAULT_PAGE_SIZE = 50
@@ -171,7 +172,18 @@ class ThreadDetailApi(APIView):
 
     @extend_schema_serializer(component_name="ThreadSettingsInput")
     class SettingsInputSerializer(ThreadSettingsFields):
-        pass
+        title = StrictCharField(max_length=300, required=False, allow_blank=True)
+        folds_paused = StrictBooleanField(
+            required=False,
+            help_text="true pauses the thread's folds (pause_reason required); false releases "
+            "a pause, a rollback's pin too",
+        )
+        pause_reason = StrictCharField(
+            max_length=MAX_PAUSE_REASON,
+            required=False,
+            allow_blank=True,
+            help_text="why the folds pause (required with folds_paused: true), or why they resume",
+        )
 
     @extend_schema(
         operation_id="threads_retrieve",
@@ -195,13 +207,13 @@ class ThreadDetailApi(APIView):
         ],
         request=SettingsInputSerializer,
         responses={200: ThreadOutputSerializer, **ERRORS},
-        description="Change the thread's summariser, budget and watermarks (admin, people "
-        "only). The settings are checked as a whole, as at creation: 400 and nothing changed "
-        "when they do not hold. Audited.",
+        description="Change the thread's title, summariser, budget and watermarks, and pause "
+        "or resume its folds (admin, people only). The settings are checked as a whole, as at "
+        "creation: 400 and nothing changed when they do not hold. Audited.",
     )
     def patch(self, request: Request, id: str) -> Response:
         thread = thread_for_request(request, id)
         body = self.SettingsInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        updated = thread_settings_update(thread=thread, actor=request.user, **body.validated_data)
+        updated = thread_update(thread=thread, actor=request.user, **body.validated_data)
         return Response(ThreadOutputSerializer(thread_with_flags(updated)).data)

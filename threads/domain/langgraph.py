@@ -24,6 +24,9 @@ from typing import Any
 
 from threads.domain.errors import InvalidEvent
 
+# The action of the approval request an interrupt() opens (docs/design.md §7.3).
+INTERRUPT_ACTION = "langgraph.interrupt"
+
 METADATA_KEY = "langchain"
 # The channel of the root graph whose LangChain messages are mirrored into the log.
 MESSAGES_CHANNEL = "messages"

@@ -34,7 +34,9 @@ from threads.selectors.event_bodies import (
     event_window_for_page,
 )
 from threads.selectors.events import (
+    CallClosings,
     approvals_for_requests,
+    call_closings,
     closing_events_for_calls,
     event_dict,
     event_dicts,
@@ -146,6 +148,8 @@ __all__ = [
     "checkpoint_get",
     "checkpoint_is_safe",
     "checkpoints_for_thread",
+    "CallClosings",
+    "call_closings",
     "closing_events_for_calls",
     "content_repeats",
     "event_dict",

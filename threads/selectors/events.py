@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.db.models import (
@@ -13,6 +15,7 @@ from django.db.models import (
 
 from threads.domain.errors import NotFound
 from threads.domain.events import stored_form
+from threads.domain.timing import CallTiming, call_timing
 from threads.models import (
     TOOL_CALL_INDEXED,
     ApprovalRequest,
@@ -63,6 +66,57 @@ def closing_events_for_calls(
     # Sorted here: asked for the order, SQLite without table statistics walks the thread's
     # (thread, seq) index instead of probing the ids (docs/design.md §14.1).
     return sorted(rows)
+
+
+@dataclass
+class CallClosings:
+    """What closes a page's tool calls: call seq -> the seqs of its results and resolutions,
+    and call seq -> its timing (docs/design.md, "The time axis")."""
+
+    closing: dict[int, list[int]] = field(default_factory=dict)
+    timings: dict[int, CallTiming] = field(default_factory=dict)
+
+
+def call_closings(
+    *, thread: Thread, calls: Iterable[Event], after: int, now: datetime
+) -> CallClosings:
+    """The results and resolutions of these tool call events, wherever they are after `after`,
+    with each call's duration (call to its first result) computed from the one query that finds
+    them: a page of thousands of events costs no query per call."""
+    calls = [call for call in calls if call.kind == EventKind.TOOL_CALL]
+    if not calls:
+        return CallClosings()
+    by_seq = {call.seq: call for call in calls}
+    rows = Event.objects.filter(
+        TOOL_CALL_INDEXED,
+        thread=thread,
+        tool_call_id__in={call.tool_call_id for call in calls},
+        seq__gt=after,
+        kind__in=(EventKind.TOOL_RESULT, EventKind.SIDE_EFFECT_RESOLUTION),
+    ).values_list("seq", "kind", "data__call_seq", "created_at", "data__status")
+    found = CallClosings()
+    first_result: dict[int, tuple[int, datetime, str]] = {}
+    resolved: set[int] = set()
+    # Sorted here, as closing_events_for_calls does (docs/design.md §14.1).
+    for seq, kind, call_seq, created_at, status in sorted(rows.order_by()):
+        if call_seq not in by_seq:
+            continue
+        found.closing.setdefault(call_seq, []).append(seq)
+        if kind == EventKind.TOOL_RESULT:
+            first_result.setdefault(call_seq, (seq, created_at, str(status or "")))
+        else:
+            resolved.add(call_seq)
+    for seq, call in by_seq.items():
+        result = first_result.get(seq)
+        found.timings[seq] = call_timing(
+            called_at=call.created_at,
+            result_at=result[1] if result else None,
+            result_status=result[2] if result else None,
+            result_seq=result[0] if result else None,
+            resolved=seq in resolved,
+            now=now,
+        )
+    return found
 
 
 def last_reset_at(*, thread: Thread, until: int) -> int:

@@ -40,6 +40,7 @@ from threads.domain.errors import (
 )
 from threads.domain.events import normalize_event
 from threads.domain.langgraph import (
+    INTERRUPT_ACTION,
     MESSAGES_CHANNEL,
     checkpoint_id_after,
     checkpoint_pack,
@@ -190,9 +191,6 @@ class InterruptIn:
 
     id: str
     value: Any
-
-
-INTERRUPT_ACTION = "langgraph.interrupt"
 
 
 def _interrupts_request(

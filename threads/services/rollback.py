@@ -36,6 +36,7 @@ from threads.services.checkpoints import (
     summary_versions_replaced,
 )
 from threads.services.langgraph import langgraph_repair_put
+from threads.services.pins import pin_locked
 from threads.services.threads import thread_lock
 
 
@@ -141,7 +142,7 @@ def checkpoint_rollback(
             "reason": reason,
         }
         if pin:
-            after["pinned"] = _pin(locked, actor, reason)
+            after["pinned"] = pin_locked(locked, actor, reason)
         if langgraph is not None:
             repaired = langgraph_repair_put(
                 thread=locked, chosen=langgraph, reason=reason, actor=actor
@@ -167,21 +168,6 @@ def checkpoint_rollback(
     thread.pinned_at, thread.pinned_by = locked.pinned_at, locked.pinned_by
     thread.pin_reason = locked.pin_reason
     return version
-
-
-def _pin(locked: Thread, actor: Any, reason: str) -> dict[str, Any]:
-    """Pin the thread (under the caller's lock): who, when and why, for the audit entry."""
-    locked.pinned_at = timezone.now()
-    locked.pinned_by = actor.get_username() if hasattr(actor, "get_username") else str(actor)
-    locked.pin_reason = reason
-    Thread.objects.filter(pk=locked.pk).update(
-        pinned_at=locked.pinned_at, pinned_by=locked.pinned_by, pin_reason=reason
-    )
-    return {
-        "pinned_by": locked.pinned_by,
-        "pinned_at": locked.pinned_at.isoformat(),
-        "pin_reason": reason,
-    }
 
 
 def _head_restore(

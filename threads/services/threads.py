@@ -6,14 +6,11 @@ import uuid
 from typing import Any
 
 from django.db import IntegrityError, models, transaction
-from django.utils import timezone
 
-from threads.access import require_role
 from threads.chainkey import current_chain_key_id, thread_genesis
-from threads.domain.budget import settings_problems
 from threads.domain.errors import InvalidEvent
 from threads.domain.external_ids import external_id_problem
-from threads.models import Role, Thread, Workspace
+from threads.models import Thread, Workspace
 from threads.services.audit import audit_record
 from threads.summarizers import summarizer_unavailable
 
@@ -77,52 +74,6 @@ THREAD_SETTINGS = (
     "low_watermark",
     "summarizer",
 )
-SETTINGS_ROLE = Role.ADMIN
-
-
-def thread_settings_update(*, thread: Thread, actor: Any, **changes: Any) -> Thread:
-    """Change a thread's summariser and fold settings (THREAD_SETTINGS). Admin only.
-
-    The new values are held, with the thread's other settings, to the rules a creation obeys
-    (settings_problems; a new summariser this server cannot run is refused too): any problem
-    is InvalidEvent naming the field, and nothing changes. Locks the thread row
-    (select_for_update) so that the whole is checked against the values it replaces, writes
-    them and an audit entry (before and after) in one transaction. Returns the thread as
-    stored; a change that changes nothing writes nothing.
-    """
-    unknown = sorted(set(changes) - set(THREAD_SETTINGS))
-    if unknown:
-        raise InvalidEvent(
-            f"not a setting that may change: {', '.join(unknown)}",
-            fields={name: "may not be changed" for name in unknown},
-        )
-    require_role(actor, thread.workspace, SETTINGS_ROLE)
-    with transaction.atomic(durable=True):
-        locked = thread_lock(thread)
-        before = {name: getattr(locked, name) for name in changes}
-        changed = {name: value for name, value in changes.items() if before[name] != value}
-        if "summarizer" in changed:
-            # Only a new summariser: a form that sends the thread's own back changes nothing.
-            summarizer_require_available(changed["summarizer"])
-        merged = {name: getattr(locked, name) for name in THREAD_SETTINGS}
-        merged.update(changes, tool_tokens=locked.tool_tokens)
-        problems = settings_problems(merged)
-        if problems:
-            raise InvalidEvent(f"invalid settings: {'; '.join(problems.values())}", fields=problems)
-        if changed:
-            Thread.objects.filter(pk=locked.pk).update(**changed, updated_at=timezone.now())
-            audit_record(
-                workspace=locked.workspace,
-                actor=actor,
-                action="thread.settings",
-                target_type="thread",
-                target_id=locked.pk,
-                thread=locked,
-                before={name: before[name] for name in changed},
-                after=changed,
-            )
-    locked.refresh_from_db()
-    return locked
 
 
 def external_id_require_valid(external_id: str) -> None:

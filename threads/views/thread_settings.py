@@ -1,5 +1,6 @@
 """A thread's repair controls in its page header (docs/design.md §6.3): an admin changes the
-summariser and fold settings, or releases a rollback's pin. Both answer the header's region
+summariser and fold settings, pauses the thread's folds, or releases a pause or a rollback's
+pin. Each answers the header's region
 (`thread_base.html#thread_repair`) to htmx, and a 303 to the thread's page otherwise."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from threads.domain.budget import MAX_TOKENS
 from threads.domain.errors import DomainError, InvalidEvent
 from threads.models import Role, SummarizerBackend, Thread
 from threads.services.pins import thread_unpin
-from threads.services.threads import thread_settings_update
+from threads.services.thread_update import thread_update
 from threads.views.common import (
     HtmxHttpRequest,
     done,
@@ -63,7 +64,7 @@ def thread_settings(request: HtmxHttpRequest, id: str) -> HttpResponse:
         if not form.is_valid():
             fields = {name: " ".join(map(str, errors)) for name, errors in form.errors.items()}
             raise InvalidEvent(f"invalid settings: {', '.join(fields)}", fields=fields)
-        updated = thread_settings_update(thread=thread, actor=request.user, **form.cleaned_data)
+        updated = thread_update(thread=thread, actor=request.user, **form.cleaned_data)
     except DomainError as exc:
         return problem(request, exc, back)
     return _answer(request, updated)
@@ -82,3 +83,21 @@ def thread_unpin_view(request: HtmxHttpRequest, id: str) -> HttpResponse:
     except DomainError as exc:
         return problem(request, exc, back)
     return _answer(request, released)
+
+
+@login_required
+@require_POST
+def thread_pause_view(request: HtmxHttpRequest, id: str) -> HttpResponse:
+    thread = thread_for(request, id)
+    require(request, thread.workspace, Role.ADMIN)
+    back = reverse("thread-timeline", args=[thread.pk])
+    try:
+        paused = thread_update(
+            thread=thread,
+            actor=request.user,
+            folds_paused=True,
+            pause_reason=request.POST.get("reason", ""),
+        )
+    except DomainError as exc:
+        return problem(request, exc, back)
+    return _answer(request, paused)

@@ -9,15 +9,18 @@ from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from threads import selectors
 from threads.access import chosen_workspace_id
 from threads.domain.markers import RETRACTABLE_KINDS
 from threads.domain.search import MAX_QUERY_TERMS, too_many_terms
+from threads.domain.timing import duration_text, gap_seconds
 from threads.domain.units import split_units
 from threads.models import ApprovalStatus, Role, SummarizerBackend, Thread
 from threads.selectors.approval_context import OPEN_STATUSES
+from threads.selectors.langgraph import langgraph_graph_position
 from threads.views.common import (
     HtmxHttpRequest,
     can,
@@ -58,6 +61,21 @@ def thread_tabs(request: HtmxHttpRequest, thread: Thread, tab: str) -> dict[str,
         "summarizers": SummarizerBackend.choices,
         # The banner: every open problem, most severe first, with the link that acts on it.
         "problems": selectors.thread_problems(thread=thread),
+        # A LangGraph thread: the node it stopped at and what runs next (None otherwise).
+        "graph": graph_presented(thread),
+    }
+
+
+def graph_presented(thread: Thread) -> dict[str, Any] | None:
+    """Where a LangGraph thread stands, with a link to each approval its interrupts wait on."""
+    found = langgraph_graph_position(thread=thread)
+    if found is None:
+        return None
+    return {
+        "position": found.position,
+        "approvals": [
+            {"approval": a, "target": selectors.approval_target(a, thread)} for a in found.approvals
+        ],
     }
 
 
@@ -158,9 +176,16 @@ def thread_timeline(request: HtmxHttpRequest, id: str) -> HttpResponse:
         from_seq = min(_aligned(int(request.GET.get("from", ""))), newest)
     except ValueError:
         from_seq = newest  # the newest page first: that is where work is
+    # The event before the page comes along (same query), for the gap before the first one.
+    before = 1 if from_seq > 1 else 0
     rows = selectors.event_window_for_page(
-        thread=thread, from_seq=from_seq, limit=TIMELINE_PAGE, chars=page_prefix_chars()
+        thread=thread,
+        from_seq=from_seq - before,
+        limit=TIMELINE_PAGE + before,
+        chars=page_prefix_chars(),
     )
+    previous_at = rows[0].created_at if before and rows else None
+    rows = rows[before:]
     until = from_seq + TIMELINE_PAGE - 1
 
     def href(seq: int | None) -> str:
@@ -170,14 +195,12 @@ def thread_timeline(request: HtmxHttpRequest, id: str) -> HttpResponse:
             return f"#seq-{seq}"
         return f"{base}?from={_aligned(seq)}#seq-{seq}"
 
-    calls = {e.seq: e.tool_call_id for e in rows if e.kind == "tool_call"}
-    closing: dict[int, list[int]] = {}
-    for seq, _kind, call_seq in selectors.closing_events_for_calls(
-        thread=thread, call_ids=set(calls.values()), after=from_seq - 1
-    ):
-        if call_seq in calls:
-            closing.setdefault(call_seq, []).append(seq)
-    effects = selectors.side_effects_for_calls(thread=thread, call_seqs=list(calls))
+    # Results, resolutions and each call's duration, from one query (the time axis).
+    closings = selectors.call_closings(
+        thread=thread, calls=rows, after=from_seq - 1, now=timezone.now()
+    )
+    closing = closings.closing
+    effects = selectors.side_effects_for_calls(thread=thread, call_seqs=list(closings.timings))
     approvals = selectors.approvals_for_requests(
         thread=thread, seqs=[e.seq for e in rows if e.kind == "approval_request"]
     )
@@ -190,6 +213,10 @@ def thread_timeline(request: HtmxHttpRequest, id: str) -> HttpResponse:
     shown: dict[int, dict[str, Any]] = {}
     for event in rows:
         item = present(event)
+        item["timing"] = closings.timings.get(event.seq)
+        gap = gap_seconds(previous_at, event.created_at)
+        item["gap"] = None if gap is None else duration_text(gap)
+        previous_at = event.created_at
         item["closed_by"] = [(s, href(s)) for s in closing.get(event.seq, [])]
         item["call_href"] = href(item["call_seq"])
         item["approval_href"] = href(item["approval_seq"])
@@ -294,13 +321,11 @@ def thread_event(request: HtmxHttpRequest, id: str, seq: int) -> HttpResponse:
         return "" if target is None else f"{timeline}?seq={target}"
 
     if event.kind == "tool_call":
-        item["closed_by"] = [
-            (closing, href(closing))
-            for closing, _kind, call_seq in selectors.closing_events_for_calls(
-                thread=thread, call_ids={event.tool_call_id}, after=event.seq
-            )
-            if call_seq == event.seq
-        ]
+        closings = selectors.call_closings(
+            thread=thread, calls=[event], after=event.seq, now=timezone.now()
+        )
+        item["closed_by"] = [(closing, href(closing)) for closing in closings.closing.get(seq, [])]
+        item["timing"] = closings.timings.get(seq)
         item["effect"] = effect = selectors.side_effects_for_calls(
             thread=thread, call_seqs=[seq]
         ).get(seq)

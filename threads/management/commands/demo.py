@@ -2,11 +2,12 @@
 
 Migrates the database (SQLite in var/ unless DATABASE_URL says otherwise), creates the "demo"
 workspace with one person per role and an agent key, loads the four sample scenarios and ~20
-real tau-bench conversations, folds the sample threads, runs a small offline LangGraph agent
-checkpointed by CtxadminSaver (paused on an approval), then serves Django on 127.0.0.1 with a
-Celery worker (solo pool, embedded beat) beside it, over the broker-less filesystem transport
-when CELERY_BROKER_URL is unset. Stopping the server stops the worker. Running it again
-appends nothing.
+real tau-bench conversations, folds the sample threads, gives one thread a summary history (a
+candidate refused by verification, a rollback: threads.sample_data.summary_history), runs a
+small offline LangGraph agent checkpointed by CtxadminSaver (paused on an approval), then
+serves Django on 127.0.0.1 with a Celery worker (solo pool, embedded beat) beside it, over the
+broker-less filesystem transport when CELERY_BROKER_URL is unset. Stopping the server stops
+the worker. Running it again appends nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from threads.sample_data.load import (
     scenarios_load,
     tau_bench_load,
 )
+from threads.sample_data.summary_history import THREAD_ID as HISTORY_ID
+from threads.sample_data.summary_history import summary_history_load
 from threads.services.folding import fold_run
 
 WORKER_STOP_SECONDS = 10
@@ -62,6 +65,7 @@ class Command(BaseCommand):
             loaded = scenarios_load(workspace=workspace)
             tau = tau_bench_load(workspace=workspace, count=options["tau"])
             folded = self._fold_unfolded([item.thread for item in loaded])
+            history = summary_history_load(workspace=workspace)
             langgraph = langgraph_demo_run(workspace=workspace, api_key=api_key)
         for item in loaded:
             if item.conflict:
@@ -74,6 +78,17 @@ class Command(BaseCommand):
             f"Loaded {len(loaded)} sample threads and {len(tau)} tau-bench threads "
             f"({new_events} new events; {folded} folded now)."
         )
+        if history is not None:
+            refused = (
+                f"v{history.refused.version}, a lying summariser's candidate, refused by "
+                "verification"
+                if history.refused is not None
+                else "no lying candidate (no loopback interface for its endpoint)"
+            )
+            self.stdout.write(
+                f"Thread {HISTORY_ID} has {len(history.versions)} summary versions: {refused}; "
+                "then a rollback."
+            )
         if langgraph:
             self.stdout.write(
                 f"Ran a LangGraph agent on thread {THREAD_ID} ({langgraph} checkpoints); it "

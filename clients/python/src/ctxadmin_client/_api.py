@@ -1,40 +1,27 @@
 """The API's requests and how their answers combine, written once for both clients.
 
 Each operation is a generator: it yields the `Call`s (and `Sleep`s) it needs and receives each
-call's decoded answer; its return value is the operation's result. `Client` drives them with
-blocking I/O, `AsyncClient` with awaits, so the two cannot drift apart.
+call's decoded answer (an error answer is raised at the `yield`); its return value is the
+operation's result. The one request driver (`_http`) runs them with blocking I/O for `Client`,
+with awaits for `AsyncClient`, so the two cannot drift apart.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Generator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import quote
 
-from ctxadmin_client._http import Call
+from ctxadmin_client._http import Call, Operation, Sleep
 from ctxadmin_client.errors import ApprovalTimeout, NotFoundError
-
-T = TypeVar("T")
 
 API = "api/v1"
 MAX_BATCH = 1000  # the server's limit per request (docs/api.md §3)
 EVENTS_PAGE = 1000  # the server's largest page of GET .../events/
 BUDGET_NAMES = ("window", "reserved_output", "reasoning_reserve", "safety_margin", "fixed_tokens")
-
-
-@dataclass(frozen=True)
-class Sleep:
-    """Wait this many seconds before the next step."""
-
-    seconds: float
-
-
-Step = Call | Sleep
-Operation = Generator[Step, Any, T]
 
 
 def thread_path(thread_id: str, *rest: str) -> str:

@@ -1,4 +1,11 @@
-"""The transport shared by `Client` and `AsyncClient`: one request with retries and typed errors.
+"""The one request driver of the client: `Client`, `AsyncClient` and the LangGraph saver's sync
+and async paths all run their operations through it.
+
+A sans-I/O core (`attempts`, `plan`, `Exchange`: building each request, reading each answer,
+deciding on retries and waits, raising the typed error of `errors.py`) and two thin transports
+that only do its steps: `SyncHttp` over `httpx.Client`, `AsyncHttp` over `httpx.AsyncClient`.
+An operation is a generator of `Call`s and `Sleep`s (`_api` holds the client's); an error
+answer is raised inside it at the call's `yield`, so that it may answer with another request.
 
 Retried (up to `retries` extra attempts, exponential backoff with full jitter, capped):
 - transport failures where the answer may simply have been lost: connect errors, read and write
@@ -19,15 +26,17 @@ import json
 import random
 import socket
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
 from ctxadmin_client import __version__
 from ctxadmin_client.errors import ConnectionFailed, CtxadminError, error_from_response
+
+T = TypeVar("T")
 
 RETRYABLE_EXCEPTIONS: tuple[type[Exception], ...] = (
     httpx.NetworkError,  # connect, read, write, close errors
@@ -142,103 +151,209 @@ def _request_kwargs(call: Call) -> dict[str, Any]:
     return kwargs
 
 
+@dataclass(frozen=True)
+class Sleep:
+    """Wait this many seconds before the next step."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Send:
+    """One HTTP attempt at a call: what a transport sends, relative to the base URL."""
+
+    method: str
+    url: str
+    kwargs: dict[str, Any]
+
+
+Step = Call | Sleep  # what an operation yields
+Operation = Generator[Step, Any, T]
+Outcome = httpx.Response | Exception  # what a transport answers a `Send` with
+
+
+def one(call: Call) -> Operation[Any]:
+    """The operation of a single call."""
+    return (yield call)
+
+
+def attempts(call: Call, policy: RetryPolicy) -> Generator[Send | Sleep, Outcome, Any]:
+    """A call with its retries: yields each attempt, answered with the response or with the
+    transport error that lost it (one of RETRYABLE_EXCEPTIONS), and each wait between them.
+    Returns the decoded answer; raises the typed error of an error answer, or
+    `ConnectionFailed` when every attempt went unanswered."""
+    send = Send(call.method, call.path.lstrip("/"), _request_kwargs(call))
+    attempt = 0
+    while True:
+        outcome = yield send
+        if isinstance(outcome, httpx.Response):
+            if attempt >= policy.retries or not policy.retryable_status(outcome.status_code):
+                return _decode(outcome)
+            delay = policy.delay(attempt, outcome)
+        elif attempt >= policy.retries:
+            raise _connection_failed(call, outcome, attempt) from outcome
+        else:
+            delay = policy.delay(attempt, None)
+        yield Sleep(delay)
+        attempt += 1
+
+
+def plan(operation: Operation[T], policy: RetryPolicy) -> Generator[Send | Sleep, Outcome, T]:
+    """An operation's steps as a transport does them: each call expanded into its attempts.
+    An error answer is raised inside the operation, at the call's `yield`, so that it may
+    answer with another request; the operation is closed however the plan ends."""
+    try:
+        answer: Any = None
+        error: CtxadminError | None = None
+        while True:
+            try:
+                step = operation.send(answer) if error is None else operation.throw(error)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            answer, error = None, None
+            if isinstance(step, Sleep):
+                yield step
+                continue
+            try:
+                answer = yield from attempts(step, policy)
+            except CtxadminError as exc:
+                error = exc
+    finally:
+        operation.close()
+
+
+class Exchange:
+    """Running one operation, without I/O: iterate for the steps to do, `answer` each `Send`
+    with its outcome; `result` is the operation's value once the iteration ends. A transport
+    uses it as a context manager, so that an operation it abandons (an exception of its own,
+    a cancelled task) is closed at once."""
+
+    def __init__(self, operation: Operation[Any], policy: RetryPolicy) -> None:
+        self._steps = plan(operation, policy)
+        self._outcome: Any = None  # what the next step is sent
+        self.result: Any = None
+
+    def __iter__(self) -> Exchange:
+        return self
+
+    def __next__(self) -> Send | Sleep:
+        try:
+            step = self._steps.send(self._outcome)
+        except StopIteration as done:
+            self.result = done.value
+            raise StopIteration from None
+        self._outcome = None
+        return step
+
+    def answer(self, outcome: Outcome) -> None:
+        self._outcome = outcome
+
+    def __enter__(self) -> Exchange:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._steps.close()
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where and how a transport talks: the server, the key, seconds per attempt, retries."""
+
+    base_url: str
+    api_key: str
+    timeout: float
+    retries: int
+
+    def client_kwargs(self) -> dict[str, Any]:
+        return {
+            "base_url": _base_url(self.base_url),
+            "headers": _headers(self.api_key),
+            "timeout": self.timeout,
+        }
+
+
 # Many small requests go over one kept-alive connection (the documented gunicorn runs threaded
 # workers with keep-alive). httpx writes a request's headers and body apart: with Nagle's
 # algorithm on, the body then waits for the server's delayed ACK, 40 ms on Linux.
 NODELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
 
 
+def nodelay_transport() -> httpx.HTTPTransport:
+    """An httpx transport whose connections send at once (TCP_NODELAY)."""
+    return httpx.HTTPTransport(socket_options=NODELAY)
+
+
 class SyncHttp:
-    """Blocking transport over `httpx.Client`."""
+    """Blocking transport over `httpx.Client`: does an `Exchange`'s steps."""
 
     def __init__(
         self,
-        base_url: str,
-        api_key: str,
+        endpoint: Endpoint,
         *,
-        timeout: float,
-        retries: int,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] | None = None,
         policy: RetryPolicy | None = None,
     ) -> None:
-        self.policy = policy or RetryPolicy(retries=retries)
+        self.endpoint = endpoint
+        self.policy = policy or RetryPolicy(retries=endpoint.retries)
         self.sleep = sleep or time.sleep
         self.client = httpx.Client(
-            base_url=_base_url(base_url),
-            headers=_headers(api_key),
-            timeout=timeout,
-            transport=transport or httpx.HTTPTransport(socket_options=NODELAY),
+            **endpoint.client_kwargs(),
+            transport=transport or nodelay_transport(),
         )
 
+    def run(self, operation: Operation[T]) -> T:
+        with Exchange(operation, self.policy) as exchange:
+            for step in exchange:
+                if isinstance(step, Sleep):
+                    self.sleep(step.seconds)
+                    continue
+                try:
+                    exchange.answer(self.client.request(step.method, step.url, **step.kwargs))
+                except RETRYABLE_EXCEPTIONS as exc:
+                    exchange.answer(exc)
+            return exchange.result  # type: ignore[no-any-return]
+
     def request(self, call: Call) -> Any:
-        attempt = 0
-        while True:
-            try:
-                response = self.client.request(
-                    call.method, call.path.lstrip("/"), **_request_kwargs(call)
-                )
-            except RETRYABLE_EXCEPTIONS as exc:
-                if attempt >= self.policy.retries:
-                    raise _connection_failed(call, exc, attempt) from exc
-                self.sleep(self.policy.delay(attempt, None))
-                attempt += 1
-                continue
-            if self.policy.retryable_status(response.status_code) and (
-                attempt < self.policy.retries
-            ):
-                self.sleep(self.policy.delay(attempt, response))
-                attempt += 1
-                continue
-            return _decode(response)
+        return self.run(one(call))
 
     def close(self) -> None:
         self.client.close()
 
 
 class AsyncHttp:
-    """Non-blocking transport over `httpx.AsyncClient`."""
+    """Non-blocking transport over `httpx.AsyncClient`: does an `Exchange`'s steps."""
 
     def __init__(
         self,
-        base_url: str,
-        api_key: str,
+        endpoint: Endpoint,
         *,
-        timeout: float,
-        retries: int,
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] | None = None,
         policy: RetryPolicy | None = None,
     ) -> None:
-        self.policy = policy or RetryPolicy(retries=retries)
+        self.endpoint = endpoint
+        self.policy = policy or RetryPolicy(retries=endpoint.retries)
         self.sleep = sleep or asyncio.sleep
         self.client = httpx.AsyncClient(
-            base_url=_base_url(base_url),
-            headers=_headers(api_key),
-            timeout=timeout,
+            **endpoint.client_kwargs(),
             transport=transport or httpx.AsyncHTTPTransport(socket_options=NODELAY),
         )
 
+    async def run(self, operation: Operation[T]) -> T:
+        with Exchange(operation, self.policy) as exchange:
+            for step in exchange:
+                if isinstance(step, Sleep):
+                    await self.sleep(step.seconds)
+                    continue
+                try:
+                    exchange.answer(await self.client.request(step.method, step.url, **step.kwargs))
+                except RETRYABLE_EXCEPTIONS as exc:
+                    exchange.answer(exc)
+            return exchange.result  # type: ignore[no-any-return]
+
     async def request(self, call: Call) -> Any:
-        attempt = 0
-        while True:
-            try:
-                response = await self.client.request(
-                    call.method, call.path.lstrip("/"), **_request_kwargs(call)
-                )
-            except RETRYABLE_EXCEPTIONS as exc:
-                if attempt >= self.policy.retries:
-                    raise _connection_failed(call, exc, attempt) from exc
-                await self.sleep(self.policy.delay(attempt, None))
-                attempt += 1
-                continue
-            if self.policy.retryable_status(response.status_code) and (
-                attempt < self.policy.retries
-            ):
-                await self.sleep(self.policy.delay(attempt, response))
-                attempt += 1
-                continue
-            return _decode(response)
+        return await self.run(one(call))
 
     async def aclose(self) -> None:
         await self.client.aclose()

@@ -33,9 +33,9 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.pregel._algo import _uuid5_str, _xxhash_str
 
+from ctxadmin_client._langgraph_messages import MESSAGES_CHANNEL
 from ctxadmin_client.errors import SideEffectPending, SideEffectRecorded
 
-MESSAGES_CHANNEL = "messages"
 ERROR = "__error__"  # LangGraph's channel of a task's exception
 ERROR_SOURCE = "__error_source_node__"
 PULL = "__pregel_pull"

@@ -10,7 +10,7 @@ import httpx
 
 from ctxadmin_client import _api
 from ctxadmin_client import exactly_once as once
-from ctxadmin_client._http import AsyncHttp
+from ctxadmin_client._http import AsyncHttp, Endpoint
 from ctxadmin_client.exactly_once import Outcome, result_event
 
 T = TypeVar("T")
@@ -33,23 +33,11 @@ class AsyncClient:
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] | None = None,
     ) -> None:
-        self._http = AsyncHttp(
-            base_url, api_key, timeout=timeout, retries=retries, transport=transport, sleep=sleep
-        )
+        endpoint = Endpoint(base_url, api_key, timeout, retries)
+        self._http = AsyncHttp(endpoint, transport=transport, sleep=sleep)
 
     async def _run(self, operation: _api.Operation[T]) -> T:
-        answer: Any = None
-        try:
-            step = next(operation)
-            while True:
-                if isinstance(step, _api.Sleep):
-                    await self._http.sleep(step.seconds)
-                    answer = None
-                else:
-                    answer = await self._http.request(step)
-                step = operation.send(answer)
-        except StopIteration as done:
-            return done.value
+        return await self._http.run(operation)
 
     async def _call(self, call: _api.Call) -> Any:
         return await self._http.request(call)

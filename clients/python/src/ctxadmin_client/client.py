@@ -10,7 +10,7 @@ import httpx
 
 from ctxadmin_client import _api
 from ctxadmin_client import exactly_once as once
-from ctxadmin_client._http import SyncHttp
+from ctxadmin_client._http import Endpoint, SyncHttp
 from ctxadmin_client.exactly_once import Outcome
 
 T = TypeVar("T")
@@ -40,23 +40,11 @@ class Client:
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] | None = None,
     ) -> None:
-        self._http = SyncHttp(
-            base_url, api_key, timeout=timeout, retries=retries, transport=transport, sleep=sleep
-        )
+        endpoint = Endpoint(base_url, api_key, timeout, retries)
+        self._http = SyncHttp(endpoint, transport=transport, sleep=sleep)
 
     def _run(self, operation: _api.Operation[T]) -> T:
-        answer: Any = None
-        try:
-            step = next(operation)
-            while True:
-                if isinstance(step, _api.Sleep):
-                    self._http.sleep(step.seconds)
-                    answer = None
-                else:
-                    answer = self._http.request(step)
-                step = operation.send(answer)
-        except StopIteration as done:
-            return done.value
+        return self._http.run(operation)
 
     def _call(self, call: _api.Call) -> Any:
         return self._http.request(call)
