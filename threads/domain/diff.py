@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from threads.domain.canonical import canonical_json
+from threads.domain.entries import section_entries
 from threads.domain.fold import SECTIONS
 
 TASK_FIELDS = ("goal", "status")
@@ -58,11 +59,6 @@ def label(section: str, entry: Mapping[str, Any]) -> str:
     return f"{singular} {str(entry.get('text', ''))[:60]}".rstrip()
 
 
-def _entries(content: Mapping[str, Any], section: str) -> list[Mapping[str, Any]]:
-    value = content.get(section)
-    return [e for e in value if isinstance(e, Mapping)] if isinstance(value, list) else []
-
-
 def _changed_fields(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
     return {
         name: {"old": old.get(name), "new": new.get(name)}
@@ -81,8 +77,8 @@ def diff_versions(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, A
     sections: dict[str, dict[str, list[Any]]] = {}
     totals = {"added": 0, "removed": 0, "changed": 0}
     for section in SECTIONS:
-        before = {_identity(section, e): e for e in _entries(old, section)}
-        after = {_identity(section, e): e for e in _entries(new, section)}
+        before = {_identity(section, e): e for e in section_entries(old, section)}
+        after = {_identity(section, e): e for e in section_entries(new, section)}
         added = [dict(after[k]) for k in after if k not in before]
         removed = [dict(before[k]) for k in before if k not in after]
         changed = [
@@ -130,7 +126,7 @@ def citations(content: Mapping[str, Any]) -> dict[int, list[str]]:
         for seq in task.get("source_event_ids") or []:
             add(seq, "task goal")
     for section in SECTIONS:
-        for entry in _entries(content, section):
+        for entry in section_entries(content, section):
             for seq in entry.get("source_event_ids") or []:
                 add(seq, label(section, entry))
     return dict(sorted(cited.items()))

@@ -14,6 +14,12 @@ def json_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
+def section_entries(content: Mapping[str, Any], section: str) -> list[Mapping[str, Any]]:
+    """The entries of a summary's `section` that are objects; none when it holds no list."""
+    value = content.get(section)
+    return [e for e in value if isinstance(e, Mapping)] if isinstance(value, list) else []
+
+
 def cap_text(text: str, limit: int) -> tuple[str, bool]:
     return (text, False) if len(text) <= limit else (text[:limit], True)
 

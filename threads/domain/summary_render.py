@@ -9,25 +9,16 @@ verification cannot check is not given to the agent (docs/design.md §5.4).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from threads.domain.entries import json_text, section_entries
 from threads.domain.fold import SECTION_TITLES
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def _cite(entry: Mapping[str, Any]) -> str:
     seqs = entry.get("source_event_ids") or []
     return " " + "".join(f"[#{s}]" for s in seqs) if seqs else ""
-
-
-def _entries(content: Mapping[str, Any], section: str) -> list[Mapping[str, Any]]:
-    value = content.get(section)
-    return [e for e in value if isinstance(e, Mapping)] if isinstance(value, list) else []
 
 
 def _one_line(text: Any) -> str:
@@ -45,7 +36,7 @@ def entry_text(section: str, entry: Mapping[str, Any]) -> str:
     state `tool#call: status`, a pending item `kind: ref`, a completed action its text, any
     other entry its `text`."""
     if section == "facts":
-        return f"{entry.get('key')} = {_json(entry.get('value'))}"
+        return f"{entry.get('key')} = {json_text(entry.get('value'))}"
     if section == "tool_state":
         return f"{entry.get('tool')}#{entry.get('tool_call_id')}: {entry.get('status')}"
     if section == "pending":
@@ -79,16 +70,16 @@ def render_summary(content: Mapping[str, Any]) -> str:
             f"- {entry_text('constraints', c)}"
             + (" (expired)" if c.get("status") == "expired" else "")
             + _cite(c)
-            for c in _entries(content, "constraints")
+            for c in section_entries(content, "constraints")
         ),
     )
-    facts = _entries(content, "facts")
+    facts = section_entries(content, "facts")
     out += _section(
         SECTION_TITLES["facts"],
         (
             f"- {entry_text('facts', f)} ({f.get('authority')}, {f.get('confidence')})"
             + (
-                f"; was {_json(f.get('previous_value'))}"
+                f"; was {json_text(f.get('previous_value'))}"
                 if f.get("previous_value") is not None
                 else ""
             )
@@ -103,7 +94,7 @@ def render_summary(content: Mapping[str, Any]) -> str:
             f"- {entry_text('tool_state', t)}"
             + (f" side effect key={t.get('idempotency_key')}" if t.get("side_effect") else "")
             + _cite(t)
-            for t in _entries(content, "tool_state")
+            for t in section_entries(content, "tool_state")
             if t.get("side_effect") or t.get("status") not in ("succeeded",)
         ),
     )
@@ -114,7 +105,7 @@ def render_summary(content: Mapping[str, Any]) -> str:
             + (" (blocking)" if p.get("blocking") else "")
             + _cite(p)
             # Questions have their own section below.
-            for p in _entries(content, "pending")
+            for p in section_entries(content, "pending")
             if p.get("kind") != "question"
         ),
     )
@@ -122,32 +113,35 @@ def render_summary(content: Mapping[str, Any]) -> str:
         SECTION_TITLES["completed_actions"],
         (
             f"- {entry_text('completed_actions', a)}{_cite(a)}"
-            for a in _entries(content, "completed_actions")
+            for a in section_entries(content, "completed_actions")
         ),
     )
     out += _section(
         SECTION_TITLES["decisions"],
-        (f"- {entry_text('decisions', d)}{_cite(d)}" for d in _entries(content, "decisions")),
+        (
+            f"- {entry_text('decisions', d)}{_cite(d)}"
+            for d in section_entries(content, "decisions")
+        ),
     )
     out += _section(
         SECTION_TITLES["open_questions"],
         (
             f"- {entry_text('open_questions', q)}{_cite(q)}"
-            for q in _entries(content, "open_questions")
+            for q in section_entries(content, "open_questions")
         ),
     )
     out += _section(
         SECTION_TITLES["requests"],
         (
             f"- {entry_text('requests', r)}" + (" […]" if r.get("truncated") else "") + _cite(r)
-            for r in _entries(content, "requests")
+            for r in section_entries(content, "requests")
         ),
     )
     out += _section(
         SECTION_TITLES["last_replies"],
         (
             f"- {entry_text('last_replies', r)}" + (" […]" if r.get("truncated") else "") + _cite(r)
-            for r in _entries(content, "last_replies")
+            for r in section_entries(content, "last_replies")
         ),
     )
     # The narrative (the llm backend's free text) is never part of the agent's text: prose

@@ -28,7 +28,7 @@ from threads.domain.claims import (
     is_negated,
     normalise,
 )
-from threads.domain.entries import json_text
+from threads.domain.entries import json_text, section_entries
 from threads.domain.events import AUTHORITIES
 from threads.domain.fold import (
     CONFIRMED_AUTHORITIES,
@@ -111,11 +111,6 @@ def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _entries(content: Mapping[str, Any], section: str) -> list[Mapping[str, Any]]:
-    value = content.get(section)
-    return [e for e in value if isinstance(e, Mapping)] if isinstance(value, list) else []
-
-
 def _label(section: str, index: int, entry: Mapping[str, Any]) -> str:
     for name in ("key", "tool_call_id", "ref", "text"):
         value = entry.get(name)
@@ -144,7 +139,7 @@ def _cited(content: Mapping[str, Any]) -> Iterator[_Cite]:
         for seq in task["source_event_ids"]:
             yield _Cite("task", 0, task, seq)
     for section in (*LIST_SECTIONS, "last_replies"):
-        for index, entry in enumerate(_entries(content, section)):
+        for index, entry in enumerate(section_entries(content, section)):
             sources = entry.get("source_event_ids")
             if isinstance(sources, list):
                 for seq in sources:
@@ -157,7 +152,7 @@ def _cited_seqs(content: Mapping[str, Any]) -> set[int]:
     if isinstance(task, Mapping) and isinstance(task.get("source_event_ids"), list):
         seqs.update(s for s in task["source_event_ids"] if _is_int(s))
     for section in (*LIST_SECTIONS, "last_replies"):
-        for entry in _entries(content, section):
+        for entry in section_entries(content, section):
             sources = entry.get("source_event_ids")
             if isinstance(sources, list):
                 seqs.update(s for s in sources if _is_int(s))
@@ -234,20 +229,20 @@ def check_enums(candidate: Mapping[str, Any]) -> Check:
     task = candidate.get("task")
     if isinstance(task, Mapping) and "status" in task:
         expect("task.status", task.get("status"), TASK_STATUSES)
-    for index, entry in enumerate(_entries(candidate, "constraints")):
+    for index, entry in enumerate(section_entries(candidate, "constraints")):
         expect(
             f"{_label('constraints', index, entry)}.status",
             entry.get("status"),
             CONSTRAINT_STATUSES,
         )
-    for index, entry in enumerate(_entries(candidate, "facts")):
+    for index, entry in enumerate(section_entries(candidate, "facts")):
         label = _label("facts", index, entry)
         expect(f"{label}.authority", entry.get("authority"), AUTHORITIES)
         expect(f"{label}.confidence", entry.get("confidence"), CONFIDENCES)
         expect(f"{label}.status", entry.get("status"), FACT_STATUSES)
-    for index, entry in enumerate(_entries(candidate, "tool_state")):
+    for index, entry in enumerate(section_entries(candidate, "tool_state")):
         expect(f"{_label('tool_state', index, entry)}.status", entry.get("status"), TOOL_STATUSES)
-    for index, entry in enumerate(_entries(candidate, "pending")):
+    for index, entry in enumerate(section_entries(candidate, "pending")):
         expect(f"{_label('pending', index, entry)}.kind", entry.get("kind"), PENDING_KINDS)
     return _result("enums", problems, "every status, authority and kind is allowed")
 
@@ -333,7 +328,7 @@ def check_tool_status(
     for known in expected:
         by_id.setdefault(str(known["tool_call_id"]), []).append(known)
     problems: list[str] = []
-    for index, entry in enumerate(_entries(candidate, "tool_state")):
+    for index, entry in enumerate(section_entries(candidate, "tool_state")):
         call_seq = entry.get("call_seq")
         truth: Mapping[str, Any] | None
         if _is_int(call_seq):
@@ -365,7 +360,7 @@ def _confirmed_keys(
         previous = None
         events = [e for e in events if e["seq"] > reset_at]
     events = [e for e in events if e["seq"] not in retracted]
-    for entry in _entries(previous or {}, "facts"):
+    for entry in section_entries(previous or {}, "facts"):
         if entry.get("authority") in CONFIRMED_AUTHORITIES and isinstance(entry.get("key"), str):
             seqs = [s for s in entry.get("source_event_ids") or [] if _is_int(s)]
             keys[entry["key"]] = max([keys.get(entry["key"], 0), *seqs])
@@ -390,7 +385,7 @@ def check_no_model_override(
     confirmed = _confirmed_keys(previous, events)
     problems: list[str] = []
     active: dict[str, str] = {}
-    for index, entry in enumerate(_entries(candidate, "facts")):
+    for index, entry in enumerate(section_entries(candidate, "facts")):
         label = _label("facts", index, entry)
         key = entry.get("key")
         if entry.get("authority") == "model" and entry.get("confidence") == "confirmed":
@@ -576,7 +571,7 @@ def build_ledger(
     visible: dict[int, Mapping[str, Any]] = dict(cited_events or {})
     visible.update({e["seq"]: e for e in events})
     verdicts: dict[int, str] = {}
-    for entry in _entries(previous or {}, "decisions"):
+    for entry in section_entries(previous or {}, "decisions"):
         if _is_int(entry.get("approval_seq")) and isinstance(entry.get("decision"), str):
             verdicts[entry["approval_seq"]] = entry["decision"]
     for event in sorted(visible.values(), key=lambda e: e["seq"]):
@@ -600,7 +595,7 @@ def _sources(entry: Mapping[str, Any]) -> list[Any]:
 
 def _carried(previous: Mapping[str, Any] | None, section: str, entry: Mapping[str, Any]) -> bool:
     """The entry stands in the previous (verified) summary as it is: it was checked then."""
-    return previous is not None and any(entry == old for old in _entries(previous, section))
+    return previous is not None and any(entry == old for old in section_entries(previous, section))
 
 
 def _norm_key(key: Any) -> str:
@@ -712,7 +707,7 @@ def check_completed_actions_match_ledger(candidate: Mapping[str, Any], ledger: L
     """A completed action names a call the ledger says succeeded, and cites that call's
     succeeding result or resolution (not the call alone, not a sibling call's events)."""
     problems: list[str] = []
-    for index, entry in enumerate(_entries(candidate, "completed_actions")):
+    for index, entry in enumerate(section_entries(candidate, "completed_actions")):
         if _carried(ledger.previous, "completed_actions", entry):
             continue
         label = _label("completed_actions", index, entry)
@@ -729,7 +724,7 @@ def check_completed_actions_match_ledger(candidate: Mapping[str, Any], ledger: L
         if not chosen:
             if not any(e.get("tool_call_id") == call_id for e in visible) and not any(
                 str(a.get("tool_call_id")) == call_id
-                for a in _entries(ledger.previous or {}, "completed_actions")
+                for a in section_entries(ledger.previous or {}, "completed_actions")
             ):
                 problems.append(f"{label} names a call the log lacks")
             continue
@@ -827,7 +822,7 @@ def check_facts_cite_support(candidate: Mapping[str, Any], ledger: Ledger) -> Ch
     fact, or a message or result whose words contain it)."""
     problems: list[str] = []
     confirmed = _latest_confirmed(ledger.previous, ledger.folded)
-    for index, entry in enumerate(_entries(candidate, "facts")):
+    for index, entry in enumerate(section_entries(candidate, "facts")):
         if _carried(ledger.previous, "facts", entry):
             continue
         if entry.get("authority") == "model" and _norm_key(entry.get("key")) in confirmed:
@@ -906,7 +901,7 @@ def _latest_confirmed(
     if reset_at is not None:
         previous = None
         events = [e for e in events if e["seq"] > reset_at]
-    for entry in _entries(previous or {}, "facts"):
+    for entry in section_entries(previous or {}, "facts"):
         if (
             entry.get("status") == "active"
             and entry.get("authority") in CONFIRMED_AUTHORITIES
@@ -948,7 +943,7 @@ def check_facts_current(
     superseded."""
     latest = _latest_confirmed(previous, events)
     problems: list[str] = []
-    facts = _entries(candidate, "facts")
+    facts = section_entries(candidate, "facts")
     active_current: set[str] = set()
     for index, entry in enumerate(facts):
         key = _norm_key(entry.get("key"))
@@ -1003,7 +998,7 @@ def check_constraints_verbatim(candidate: Mapping[str, Any], ledger: Ledger) -> 
             for target in event.get("refers_to") or []:
                 if _is_int(target):
                     expired_by[target] = event["seq"]
-    for index, entry in enumerate(_entries(candidate, "constraints")):
+    for index, entry in enumerate(section_entries(candidate, "constraints")):
         if _carried(ledger.previous, "constraints", entry):
             continue
         label = _label("constraints", index, entry)
@@ -1048,8 +1043,8 @@ def check_constraints_verbatim(candidate: Mapping[str, Any], ledger: Ledger) -> 
     if last_reset(ledger.folded) is None:
         # A constraint is never dropped (only a reset leaves it behind; a retraction makes
         # the fold rebuild without the previous content).
-        kept = {normalise(c.get("text", "")) for c in _entries(candidate, "constraints")}
-        for entry in _entries(ledger.previous or {}, "constraints"):
+        kept = {normalise(c.get("text", "")) for c in section_entries(candidate, "constraints")}
+        for entry in section_entries(ledger.previous or {}, "constraints"):
             if normalise(entry.get("text", "")) not in kept:
                 problems.append(
                     f"the constraint {str(entry.get('text', ''))[:50]!r} "
@@ -1086,7 +1081,7 @@ def check_decisions_cite_support(candidate: Mapping[str, Any], ledger: Ledger) -
     result whose words it repeats (negated alike), or an approval's decision with the same
     verdict — never a verdict on an approval still pending."""
     problems: list[str] = []
-    for index, entry in enumerate(_entries(candidate, "decisions")):
+    for index, entry in enumerate(section_entries(candidate, "decisions")):
         if _carried(ledger.previous, "decisions", entry):
             continue
         label = _label("decisions", index, entry)
@@ -1134,13 +1129,13 @@ def check_claims_match_ledger(candidate: Mapping[str, Any], ledger: Ledger) -> C
     """Facts and decisions that put their own words on a call (not a repetition of a cited
     annotation) state no outcome or verdict the ledger contradicts."""
     problems: list[str] = []
-    for index, entry in enumerate(_entries(candidate, "facts")):
+    for index, entry in enumerate(section_entries(candidate, "facts")):
         if entry.get("status") != "active" or _carried(ledger.previous, "facts", entry):
             continue
         if _faithful_fact(entry, ledger.visible(entry)):
             continue
         problems += claim_problems(_fact_text(entry), ledger, _label("facts", index, entry))
-    for index, entry in enumerate(_entries(candidate, "decisions")):
+    for index, entry in enumerate(section_entries(candidate, "decisions")):
         if _carried(ledger.previous, "decisions", entry):
             continue
         visible = ledger.visible(entry)
@@ -1169,7 +1164,7 @@ def check_citations_fit_entries(candidate: Mapping[str, Any], ledger: Ledger) ->
     message; the goal a user message or goal annotation with its words."""
     problems: list[str] = []
     for section, role in (("requests", "user"), ("last_replies", "assistant")):
-        for index, entry in enumerate(_entries(candidate, section)):
+        for index, entry in enumerate(section_entries(candidate, section)):
             if _carried(ledger.previous, section, entry):
                 continue
             visible = ledger.visible(entry)
