@@ -13,6 +13,7 @@ from threads.selectors.approval_context import (
     approval_open_side_effects,
     approval_related_side_effects,
     approval_subject,
+    approval_title,
 )
 from threads.selectors.audit import (
     audit_facets_for_member,
@@ -133,6 +134,7 @@ __all__ = [
     "approval_open_side_effects",
     "approval_related_side_effects",
     "approval_subject",
+    "approval_title",
     "approval_get_in",
     "fork_copied_from",
     "approval_rows",

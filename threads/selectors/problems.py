@@ -43,6 +43,7 @@ from threads.models import (
     TaskState,
     Thread,
 )
+from threads.selectors.approval_context import approval_title
 from threads.selectors.threads import thread_with_flags_and_budget
 
 OPEN_EFFECT_STATUSES = (SideEffectStatus.UNKNOWN, SideEffectStatus.RUNNING)
@@ -130,11 +131,11 @@ def thread_problems(*, thread: Thread) -> list[Problem]:
             thread=thread,
             status=ApprovalStatus.PENDING,
         ).order_by("pk")
-        for approval in approvals.only("pk", "action", "tool_name"):
+        for approval in approvals.only("pk", "action", "tool_name", "arguments"):
             found.append(
                 problem(
                     kind=APPROVAL_PENDING,
-                    text=f"Approval pending: {approval.action}.",
+                    text=f"Approval pending: {approval_title(approval)}.",
                     action="Review",
                     target=approval_target(approval, thread),
                 )
