@@ -66,6 +66,7 @@ from threads.selectors.integrity import (
 from threads.selectors.problems import (
     OPEN_EFFECT_STATUSES,
     approval_target,
+    listed_problems,
     side_effect_target,
     thread_problems,
 )
@@ -189,6 +190,7 @@ __all__ = [
     "threads_due_full_verify",
     "thread_list_page",
     "thread_tools",
+    "listed_problems",
     "thread_problems",
     "thread_with_flags",
     "thread_with_flags_and_budget",

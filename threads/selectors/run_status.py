@@ -1,0 +1,80 @@
+"""What a thread's agent has to pick up (docs/design.md §9, "Run status"): the decisions,
+resolutions and rollbacks made since it last picked one up, for the thread header's run-status
+chip and the stalled problem."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from threads.domain.external_ids import text_storable
+from threads.models import ApprovalRequest, AuditEntry, Thread, Workspace
+
+# The audit actions that owe the agent a pickup (threads.services.run_status.agent_owed_locked
+# runs in each of their transactions, before the entry is written).
+OWING_ACTIONS = {
+    "approval.decide": "approval decided",
+    "side_effect.resolve": "side effect resolved",
+    "thread.rollback": "rolled back",
+}
+SHOWN = 5
+
+
+@dataclass(frozen=True)
+class Pickup:
+    what: str  # "approval decided", ...
+    detail: str  # "approve: Refund 89.90 (reason)", ...
+    by: str
+    at: datetime
+
+
+def agent_pickups(*, thread: Thread) -> list[Pickup]:
+    """The changes the agent has not picked up yet, oldest first (at most SHOWN): none unless
+    the thread waits for its agent. One query on the thread's audit entries, or none."""
+    since = thread.agent_owed_since
+    if since is None:
+        return []
+    entries = AuditEntry.objects.filter(
+        thread=thread, action__in=list(OWING_ACTIONS), created_at__gte=since
+    ).order_by("created_at", "pk")[:SHOWN]
+    return [
+        Pickup(
+            what=OWING_ACTIONS[entry.action],
+            detail=_detail(entry.action, entry.after or {}),
+            by=entry.actor_label,
+            at=entry.created_at,
+        )
+        for entry in entries
+    ]
+
+
+def _detail(action: str, after: dict[str, Any]) -> str:
+    if action == "approval.decide":
+        return f"{after.get('decision', '')}: {after.get('reason', '')}"
+    if action == "side_effect.resolve":
+        return f"{after.get('status', '')} (event #{after.get('seq', '?')})"
+    return f"to checkpoint {after.get('checkpoint', '?')}: {after.get('reason', '')}"
+
+
+def approval_picked_up(approval: ApprovalRequest, thread: Thread) -> bool | None:
+    """Whether the agent has picked up this request's decision: None while it is undecided,
+    or for a request closed by ctxadmin (no person decided it, nothing waits for the agent).
+    The decision's time is the thread's owed time of that change (approval_decide), so it is
+    picked up unless the thread still owes a pickup from that time or before."""
+    if approval.decided_at is None or approval.decided_by_id is None:
+        return None
+    since = thread.agent_owed_since
+    return since is None or since > approval.decided_at
+
+
+def thread_owed_mark(*, workspace: Workspace, external_id: str) -> Thread | None:
+    """The thread's key and agent_owed_at only, by external_id within the agent's workspace:
+    what a LangGraph list read picks up (threads.api.auth.agent_read_mark), read before it."""
+    if not text_storable(external_id):
+        return None
+    return (
+        Thread.objects.filter(workspace=workspace, external_id=external_id)
+        .only("pk", "agent_owed_at")
+        .first()
+    )
