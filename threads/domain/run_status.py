@@ -28,7 +28,8 @@ RUN_STATUSES: tuple[str, ...] = (WAITING_FOR_PERSON, STALLED, WAITING_FOR_AGENT,
 # within this window.
 RUNNING_WINDOW = timedelta(seconds=60)
 # A side effect still `running` this long after its call is a held call: the tool has had its
-# time, and an agent that asks the ledger is held at it until a person resolves it (§7.4).
+# time, and an agent that asks the ledger is held at it until a person resolves it
+# (docs/design.md §7.4).
 HELD_CALL_AFTER = RUNNING_WINDOW
 # An agent's read is written at most this often while nothing waits for it (a busy thread's
 # reads cost no write each); a read that picks something up is always written.

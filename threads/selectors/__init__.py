@@ -81,6 +81,12 @@ from threads.selectors.queues import (
     side_effect_rows,
     side_effects_in,
 )
+from threads.selectors.run_status import (
+    Pickup,
+    agent_pickups,
+    approval_picked_up,
+    thread_owed_mark,
+)
 from threads.selectors.search import (
     MAX_HITS,
     SearchHit,
@@ -101,6 +107,7 @@ from threads.selectors.threads import (
     member_roles,
     member_workspace_ids,
     memberships_for_user,
+    run_status_counts,
     thread_get_for_member,
     thread_get_for_workspace,
     thread_list_page,
@@ -117,6 +124,11 @@ from threads.selectors.tools import (
 )
 
 __all__ = [
+    "run_status_counts",
+    "Pickup",
+    "agent_pickups",
+    "approval_picked_up",
+    "thread_owed_mark",
     "OPEN_EFFECT_STATUSES",
     "CONTEXT_OVERRIDES",
     "MAX_HITS",

@@ -156,11 +156,12 @@ def _agent_stalled(flagged: Any) -> Problem:
     )
 
 
-def thread_problems(*, thread: Thread) -> list[Problem]:
+def thread_problems(*, thread: Thread, flags: Thread | None = None) -> list[Problem]:
     """The thread's open problems, most severe first (threads.domain.problems.PROBLEM_KINDS).
-    At most six queries, none of which grows with the thread's length."""
-    # Annotated: has_pending, has_rejected, budget_use, history_tokens, high_tokens.
-    flagged: Any = thread_with_flags_and_budget(thread)
+    At most six queries, none of which grows with the thread's length; one fewer when the
+    caller hands in the thread as thread_with_flags_and_budget read it (`flags`)."""
+    # Annotated: has_pending, has_rejected, budget_use, history_tokens, high_tokens, run_status.
+    flagged: Any = flags if flags is not None else thread_with_flags_and_budget(thread)
     found: list[Problem] = []
     summaries = reverse("summary-list", args=[thread.pk])
     timeline = reverse("thread-timeline", args=[thread.pk])

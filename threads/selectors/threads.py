@@ -11,6 +11,7 @@ from django.db.models import (
     BooleanField,
     Case,
     CharField,
+    Count,
     DateTimeField,
     DurationField,
     Exists,
@@ -414,6 +415,20 @@ def _with_run_status(queryset: QuerySet[Thread], now: datetime | None = None) ->
             output_field=CharField(),
         ),
     )
+
+
+def run_status_counts(*, workspace_ids: Any = None) -> dict[str, int]:
+    """How many threads are in each run status, every status named (0 when none): of the
+    given workspaces, or of all (`/metrics`). One grouped query."""
+    threads = Thread.objects.all()
+    if workspace_ids is not None:
+        threads = threads.filter(workspace_id__in=workspace_keys(workspace_ids))
+    flagged: Any = _thread_flags(threads)
+    rows = flagged.order_by().values("run_status").annotate(n=Count("pk"))
+    counts = dict.fromkeys(RUN_STATUSES, 0)
+    for row in rows:
+        counts[row["run_status"]] = row["n"]
+    return counts
 
 
 def _run_status_narrowed(run_status: str) -> Q:
