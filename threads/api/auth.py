@@ -89,7 +89,7 @@ def agent_read_mark(request: Request, thread: Thread | None) -> None:
     state: it has picked up what the thread row owed it when the request read that row, before
     the answer (run status, docs/design.md §9). A person's read marks nothing."""
     if thread is not None and agent_of(request) is not None:
-        agent_read_record(thread_id=thread.pk, seen_owed_at=thread.agent_owed_at)
+        agent_read_record(thread=thread)
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):

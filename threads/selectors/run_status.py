@@ -69,12 +69,13 @@ def approval_picked_up(approval: ApprovalRequest, thread: Thread) -> bool | None
 
 
 def thread_owed_mark(*, workspace: Workspace, external_id: str) -> Thread | None:
-    """The thread's key and agent_owed_at only, by external_id within the agent's workspace:
-    what a LangGraph list read picks up (threads.api.auth.agent_read_mark), read before it."""
+    """The thread's key and run-status marks only, by external_id within the agent's
+    workspace: what a LangGraph list read picks up (threads.api.auth.agent_read_mark), read
+    before it."""
     if not text_storable(external_id):
         return None
     return (
         Thread.objects.filter(workspace=workspace, external_id=external_id)
-        .only("pk", "agent_owed_at")
+        .only("pk", "agent_owed_at", "agent_owed_since", "agent_read_at")
         .first()
     )

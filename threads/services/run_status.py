@@ -38,22 +38,32 @@ def agent_owed_locked(thread: Thread, *, now: datetime) -> datetime:
     return now
 
 
-def agent_read_record(*, thread_id: Any, seen_owed_at: datetime | None) -> bool:
+def agent_read_record(*, thread: Thread) -> bool:
     """Record that the thread's agent read its context, approvals or LangGraph state; return
     whether a row was written.
 
-    `seen_owed_at` is the thread row's agent_owed_at as the request read it *before* reading
-    what it answers: every change up to it was committed before that answer was read, so the
-    agent has seen them, and they are picked up. One conditional UPDATE of the thread row, no
-    lock taken first, and none at all (no write) unless the read picks something up or the
-    stored read time is older than READ_RECORD_EVERY: a busy agent's reads do not write one
-    row each.
+    `thread` is the thread row as the request read it *before* reading what it answers: every
+    change up to its agent_owed_at was committed before that answer was read, so the agent
+    has seen them, and they are picked up. Nothing is sent to the database unless the read
+    picks something up or the stored read time is older than READ_RECORD_EVERY (by that row),
+    so a busy agent's reads cost no statement, let alone a write, each; otherwise one
+    conditional UPDATE of the thread row, no lock taken first, which re-checks the same
+    conditions against the row as it is then.
 
     When a change came after what the read saw, the thread still owes a pickup; its
     agent_owed_since moves up to the last change's time (the first one after the read is not
     kept), so "since when" may read late by the time between two changes."""
     now = timezone.now()
-    due = Q(agent_read_at__isnull=True) | Q(agent_read_at__lt=now - READ_RECORD_EVERY)
+    seen_owed_at = thread.agent_owed_at
+    stale = now - READ_RECORD_EVERY
+    picks_up = (
+        seen_owed_at is not None
+        and thread.agent_owed_since is not None
+        and thread.agent_owed_since <= seen_owed_at
+    )
+    if not picks_up and thread.agent_read_at is not None and thread.agent_read_at >= stale:
+        return False
+    due = Q(agent_read_at__isnull=True) | Q(agent_read_at__lt=stale)
     values: dict[str, Any] = {"agent_read_at": now}
     if seen_owed_at is not None:
         due |= Q(agent_owed_since__lte=seen_owed_at)
@@ -62,4 +72,4 @@ def agent_read_record(*, thread_id: Any, seen_owed_at: datetime | None) -> bool:
             When(agent_owed_since__lte=seen_owed_at, then=F("agent_owed_at")),
             default=F("agent_owed_since"),
         )
-    return bool(Thread.objects.filter(due, pk=thread_id).update(**values))
+    return bool(Thread.objects.filter(due, pk=thread.pk).update(**values))
