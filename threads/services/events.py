@@ -618,12 +618,12 @@ def _append_locked(
     thread.last_seq, thread.chain_head = seq, head
     thread.token_total += sum(row.token_count for row in rows)
     if by_agent:
+        # Under the lock `thread` is the row: the events ctxadmin writes keep its value.
         thread.agent_appended_at = now
     insert_events_and_head(
         thread,
         rows,
         now,
-        by_agent=by_agent,
         texts=[(row.metadata_text, row.data_text) for row in rows],
         then=side_effect_and_approval_statements(thread, rows, side_effect_calls)
         + events_appended_statements(
