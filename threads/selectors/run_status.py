@@ -58,14 +58,21 @@ def _detail(action: str, after: dict[str, Any]) -> str:
 
 
 def approval_picked_up(approval: ApprovalRequest, thread: Thread) -> bool | None:
-    """Whether the agent has picked up this request's decision: None while it is undecided,
-    or for a request closed by ctxadmin (no person decided it, nothing waits for the agent).
-    The decision's time is the thread's owed time of that change (approval_decide), so it is
-    picked up unless the thread still owes a pickup from that time or before."""
-    if approval.decided_at is None or approval.decided_by_id is None:
+    """Whether the agent has picked up this request's decision: False while the thread still
+    owes a pickup from the decision's time or before (approval_decide stores that time as
+    decided_at), True once the agent has read since; None when nothing is to be said — an
+    undecided request, one closed by ctxadmin (no person decided it, nothing waits for the
+    agent), or one decided before reads were recorded."""
+    decided_at = approval.decided_at
+    if decided_at is None or approval.decided_by_id is None:
         return None
     since = thread.agent_owed_since
-    return since is None or since > approval.decided_at
+    if since is not None and since <= decided_at:
+        return False
+    # A read that picks something up is always recorded, at its own time, after the decision.
+    if thread.agent_read_at is not None and thread.agent_read_at >= decided_at:
+        return True
+    return None
 
 
 def thread_owed_mark(*, workspace: Workspace, external_id: str) -> Thread | None:
