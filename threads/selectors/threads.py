@@ -379,8 +379,8 @@ def _with_run_status(queryset: QuerySet[Thread], now: datetime | None = None) ->
     - running: the agent appended or read within RUNNING_WINDOW;
     - idle.
 
-    Also `run_status_since`: since when it waits for its agent (null otherwise), and
-    `stalled_at`: when that wait becomes (or became) stalled. Needs _problem_flags."""
+    Also `has_held_call`, and `stalled_at`: when a wait for the agent becomes (or became)
+    stalled, null when the thread does not wait for it. Needs _problem_flags."""
     now = now or timezone.now()
     recent = now - RUNNING_WINDOW
     # Integer seconds times one second: a duration on both databases (SQLite refuses the
