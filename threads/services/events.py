@@ -481,9 +481,11 @@ def _append_locked(
     with_pks: bool = False,
     counts: TokenCounts | None = None,
     batch: bool | None = None,
+    by_agent: bool = True,
 ) -> list[Appended]:
     """`counts`: the events' token counts, already being counted (in the right encoding or
-    not: a wrong one is cancelled and counted again)."""
+    not: a wrong one is cancelled and counted again). `by_agent`: the agent's events, which
+    mark the thread's agent_appended_at (run status); False for those ctxadmin writes."""
     key = thread_key(thread)
     if counts is None or counts.encoding != thread.encoding:
         if counts is not None:
@@ -615,6 +617,9 @@ def _append_locked(
         row.token_count = token_counts[index]
     thread.last_seq, thread.chain_head = seq, head
     thread.token_total += sum(row.token_count for row in rows)
+    if by_agent:
+        # Under the lock `thread` is the row: the events ctxadmin writes keep its value.
+        thread.agent_appended_at = now
     insert_events_and_head(
         thread,
         rows,
@@ -651,4 +656,4 @@ def server_event_append(
     Must run inside the caller's transaction, which holds the thread's lock.
     """
     new = NewEvent(kind=kind, data=data, metadata=metadata or {})
-    return _append_locked(thread, [new], with_pks=True)[0].event
+    return _append_locked(thread, [new], with_pks=True, by_agent=False)[0].event

@@ -197,6 +197,8 @@ def _approval_cards(request: HtmxHttpRequest, approvals: list[Any]) -> list[dict
                 "related": related,
                 "open_related": [r for r in related if r["status"] in OPEN_STATUSES],
                 "recent_messages": context["recent_messages"],
+                # After a decision: has the agent read it yet (run status)?
+                "picked_up": selectors.approval_picked_up(a, a.thread),
                 "copied_from": selectors.fork_copied_from(a.thread, a.request_event.seq),
                 "can_decide": a.status == ApprovalStatus.PENDING
                 and not expired
