@@ -15,6 +15,7 @@ from rest_framework.test import APIClient
 
 from tests import factories as f
 from tests.api.test_checkpoints_api import person, post, url
+from tests.api.test_imports import TWO_CHATS, eager, imported  # noqa: F401 (eager: a fixture)
 from tests.services.test_checkpoints import two_versions
 from threads.models import ApprovalRequest, SideEffect, Thread, Workspace
 from threads.services.run_status import agent_read_record
@@ -231,3 +232,15 @@ def test_a_busy_agent_s_reads_do_not_write_each_time(thread: Thread, agent: APIC
 def test_the_list_filter_is_refused_for_an_unknown_status(agent: APIClient) -> None:
     answer = agent.get("/api/v1/threads/", {"run_status": "sleeping"})
     assert answer.status_code == 400
+
+
+@pytest.mark.usefixtures("eager")
+def test_an_imported_conversation_is_idle_not_running(
+    agent: APIClient, workspace: Workspace, django_capture_on_commit_callbacks: Any
+) -> None:
+    report = imported(agent, TWO_CHATS, django_capture_on_commit_callbacks)
+    assert report["counts"]["created"] == 2
+    for line in report["report"]:
+        thread = Thread.objects.get(pk=line["thread"])
+        assert status_of(agent, thread)["run_status"] == "idle"
+    assert listed(agent, "running") == []

@@ -235,9 +235,10 @@ def _check_retraction(target: int, seq: int, retractions: _Retractions, where: s
 
 
 def event_append_batch(
-    *, thread: Thread, new_events: Sequence[NewEvent], lock: bool = True
+    *, thread: Thread, new_events: Sequence[NewEvent], lock: bool = True, by_agent: bool = True
 ) -> list[Appended]:
-    """Append events to a thread, all or nothing.
+    """Append events to a thread, all or nothing. `by_agent`: False for events that do not
+    come from the thread's agent at work (an import): they leave its run status as it was.
 
     Locks the thread row (select_for_update) before numbering anything. Idempotent by
     client_event_id: the same id and body answers with the original event, the same id with
@@ -248,7 +249,7 @@ def event_append_batch(
         locked = _with_replay_count(
             Thread.objects.select_for_update().filter(pk=thread.pk), new_events
         ).get()
-        appended = _append_locked(locked, new_events)
+        appended = _append_locked(locked, new_events, by_agent=by_agent)
     _schedule_hooks(locked, appended)
     thread.last_seq, thread.chain_head = locked.last_seq, locked.chain_head
     thread.token_total = locked.token_total
