@@ -39,6 +39,9 @@ ROLE_RANK = {Role.OPERATOR: 1, Role.REVIEWER: 2, Role.ADMIN: 3}
 
 class Workspace(models.Model):
     name = models.CharField(max_length=100, unique=True)
+    # Run status (docs/design.md §9, "Run status"): a thread that waits for its agent longer
+    # than this is `stalled`.
+    stall_after_seconds = models.PositiveIntegerField(default=15 * 60)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -155,6 +158,19 @@ class Thread(models.Model):
     pinned_at = models.DateTimeField(null=True, blank=True)
     pinned_by = models.CharField(max_length=200, blank=True, default="")  # the admin's name
     pin_reason = models.TextField(blank=True, default="")
+    # Run status (docs/design.md §9, "Run status"), kept so the list filters it in SQL:
+    # - agent_appended_at: when the agent last appended (moved with last_seq; the events
+    #   ctxadmin writes itself, decisions and resolutions, leave it);
+    # - agent_read_at: when the agent last read its context, approvals or LangGraph state
+    #   (recorded at most every few seconds unless something waits for it);
+    # - agent_owed_at: when a person last made a decision, resolution or rollback the agent
+    #   has to pick up (under the thread's lock, with the change);
+    # - agent_owed_since: set while the agent has not picked one up: the oldest such change
+    #   after its last pickup; cleared by the read that picks them all up.
+    agent_appended_at = models.DateTimeField(null=True, blank=True)
+    agent_read_at = models.DateTimeField(null=True, blank=True)
+    agent_owed_at = models.DateTimeField(null=True, blank=True)
+    agent_owed_since = models.DateTimeField(null=True, blank=True)
     # Lineage of a fork: it names its parent and never writes to it.
     parent_thread = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="forks"
@@ -194,6 +210,13 @@ class Thread(models.Model):
                 fields=["workspace", "-updated_at", "id"],
                 condition=Q(unknown_side_effects__gt=0),
                 name="thread_list_unknown",
+            ),
+            # The threads waiting for their agent (run status waiting_for_agent or stalled):
+            # few, found without reading the others.
+            models.Index(
+                fields=["workspace", "agent_owed_since"],
+                condition=Q(agent_owed_since__isnull=False),
+                name="thread_waiting_for_agent",
             ),
         ]
 

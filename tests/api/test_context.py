@@ -175,6 +175,7 @@ def test_reads_only_events_after_the_summary_in_constant_queries(
     folding.fold_run(thread_id=long.pk, trigger=MANUAL)
     _units(long, 2, start=30)
     count(short)  # warm-up: the first request of a key records its last use
+    count(long)  # and an agent's first read of a thread, its read (run status)
     short_queries, short_events = count(short)
     long_queries, long_events = count(long)
     assert short_events == long_events == 8

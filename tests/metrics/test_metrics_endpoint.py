@@ -211,7 +211,7 @@ def test_a_scrape_takes_a_fixed_number_of_queries(
     def run() -> None:
         assert client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").status_code == 200
 
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(7):
         run()
     for n in range(3):
         thread = f.make_thread(workspace, external_id=f"t-{n}")
@@ -219,5 +219,5 @@ def test_a_scrape_takes_a_fixed_number_of_queries(
         version = folding.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
         assert version is not None
         folding.summary_decide(version=version)
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(7):
         run()

@@ -5,6 +5,7 @@ first value exists; series have their badges' colours."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from django.conf import settings
 from tests import factories as f
 from tests.metrics.test_operations_page import at, login, seed, stamp
 from threads.models import Thread
-from threads.views.charts import TONES
+from threads.views.charts import TONES, Series, bar_chart
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_fold_triggers", "clock")]
 
@@ -93,3 +94,14 @@ def test_a_level_starts_where_its_first_value_exists(workspace: Any, thread: Thr
         float(x) for x in re.findall(r'<text x="([\d.]+)" y="\d+" text-anchor="middle"', backlog)
     ]
     assert _xs(unknown.group(1))[0] > max(ticks)
+
+
+@pytest.mark.parametrize("most", [1, 3, 7, 11, 24, 25, 26, 99, 101, 730, 12345])
+def test_count_ticks_are_whole_evenly_spaced_and_reach_the_tallest_bar(most: int) -> None:
+    starts = [datetime(2026, 12, 3, h, tzinfo=UTC) for h in range(3)]
+    chart = bar_chart(starts=starts, series=[Series("folds", [0, most, 1])])
+    labels = [float(t["label"]) for t in chart["yticks"]]
+    steps = {b - a for a, b in zip(labels, labels[1:], strict=False)}
+    assert labels[0] == 0 and labels[-1] >= most and len(steps) == 1
+    assert all(label == int(label) for label in labels) and 2 <= len(labels) <= 6
+    assert labels[-1] - steps.pop() < most  # no tick row above the one the bar reaches

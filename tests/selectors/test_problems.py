@@ -11,6 +11,7 @@ from django.utils import timezone
 from tests import factories as f
 from tests.views.conftest import build_story
 from threads.domain.problems import (
+    AGENT_STALLED,
     APPROVAL_PENDING,
     CHAIN_BROKEN,
     FOLD_FAILED,
@@ -99,7 +100,9 @@ def test_every_kind_appears_most_severe_first(workspace: Any) -> None:
         OVER_BUDGET,
         PINNED,
     ]
-    assert [p.kind for p in problems] == list(PROBLEM_KINDS)
+    # A stalled agent cannot be one of them: a thread that waits for a person is not stalled
+    # (docs/design.md §9, "Run status"); tests/api/test_run_status.py shows that kind.
+    assert [p.kind for p in problems] == [k for k in PROBLEM_KINDS if k != AGENT_STALLED]
     assert [p.severity for p in problems] == sorted((p.severity for p in problems), reverse=True)
     by_kind = {p.kind: p for p in problems}
     unknown = SideEffect.objects.get(thread=thread, idempotency_key="refund-10086")

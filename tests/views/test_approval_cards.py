@@ -115,6 +115,11 @@ def test_a_langgraph_interrupt_reads_as_the_call_it_asks_about(
     arguments, folded = rest.split("<details", 1)
     assert "5521" in arguments and "1f0-ckpt" not in arguments and "int-77" not in arguments
     assert "1f0-ckpt" in folded and "int-77" in folded
+    # The thread's problem banner names the call too, not the interrupt.
+    page = reviewer.get(f"/threads/{refund_thread.pk}/").content.decode()
+    banner = page.split("problem-banner", 1)[1].split("</section>", 1)[0]
+    assert "Approval pending: refund(amount=89.9, order_id=5521)" in banner
+    assert "langgraph.interrupt" not in banner
 
 
 def test_the_timeline_approval_card_names_the_unknown_refund(

@@ -27,7 +27,8 @@ def sorted_headers(page: str) -> list[str]:
         ("external_id", "Thread", "ascending"),
         ("-events", "Events", "descending"),
         ("tokens", "Log tokens", "ascending"),
-        ("", "Updated", "descending"),  # the default sort is newest first
+        ("-updated", "Updated", "descending"),
+        ("", "Problems", "descending"),  # the default sort is the most severe problems first
     ],
 )
 def test_thread_list_marks_the_sorted_column_and_only_it(

@@ -105,8 +105,14 @@ def test_the_thread_list_sorts_by_severity(operator: Client, workspace: Any) -> 
     assert rows == ["broken", "story", "quiet"]
     # the Problems header is the severity sort, its aria-sort set
     assert re.search(r'class="col-problems" aria-sort="descending"><a href="\?sort=severity"', page)
+    # the default order is the severity sort too; by last update on request
     default = operator.get("/threads/").content.decode()
     assert (
-        re.findall(r'<a class="strong" href="/threads/[^"]+/" hx-disable>([^<]+)</a>', default)[0]
+        re.findall(r'<a class="strong" href="/threads/[^"]+/" hx-disable>([^<]+)</a>', default)
+        == rows
+    )
+    by_update = operator.get("/threads/?sort=-updated").content.decode()
+    assert (
+        re.findall(r'<a class="strong" href="/threads/[^"]+/" hx-disable>([^<]+)</a>', by_update)[0]
         == "quiet"
     )

@@ -20,7 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from threads.api.auth import thread_for_request
+from threads.api.auth import agent_read_mark, thread_for_request
 from threads.api.permissions import IsPerson, workspace_ids_for_request
 from threads.api.serializers import ErrorSerializer, StrictCharField, StrictInputSerializer
 from threads.models import ApprovalStatus
@@ -201,4 +201,6 @@ class ThreadApprovalsApi(APIView):
             status=filters.validated_data.get("status", ""),
             expired=filters.validated_data["expired"],
         )
-        return Response(ApprovalOutputSerializer(approval_answers(approvals), many=True).data)
+        answer = ApprovalOutputSerializer(approval_answers(approvals), many=True).data
+        agent_read_mark(request, thread)
+        return Response(answer)

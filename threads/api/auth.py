@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from threads.access import chosen_workspace_id
 from threads.models import ApiKey, Thread, Workspace
 from threads.selectors import api_key_get_active, thread_get_for_member, thread_get_for_workspace
+from threads.services.run_status import agent_read_record
 from threads.services.workspaces import api_key_digest
 
 
@@ -81,6 +82,14 @@ def thread_for_request(request: Request, id: str) -> Thread:
     return thread_get_for_member(
         user=request.user, id=id, workspace_id=chosen_workspace_id(request)
     )
+
+
+def agent_read_mark(request: Request, thread: Thread | None) -> None:
+    """An agent (an API key, never a person) read its thread's context, approvals or LangGraph
+    state: it has picked up what the thread row owed it when the request read that row, before
+    the answer (run status, docs/design.md §9). A person's read marks nothing."""
+    if thread is not None and agent_of(request) is not None:
+        agent_read_record(thread=thread)
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):

@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from threads.api.auth import thread_for_request
+from threads.api.auth import agent_read_mark, thread_for_request
 from threads.api.serializers import QueryIntegerField, ReadIntegritySerializer
 from threads.domain.budget import MAX_TOKENS
 from threads.selectors import integrity_verdict, working_context
@@ -108,4 +108,5 @@ class ThreadContextApi(APIView):
         # The answer is plain values already (OutputSerializer documents it); running it through
         # the serializer again would cost more than the read itself on a large window.
         answer["integrity"] = integrity_verdict(thread=thread, read_until=answer["read_until"])
+        agent_read_mark(request, thread)
         return Response(answer)

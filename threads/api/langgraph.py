@@ -19,7 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from threads.api.auth import require_agent
+from threads.api.auth import agent_read_mark, require_agent
 from threads.api.langgraph_input import put_body_read, writes_body_read
 from threads.api.parsers import JSONBodyError, NumberNotRepresentable, strict_json_loads
 from threads.api.renderers import LargeJSONRenderer
@@ -42,6 +42,7 @@ from threads.selectors.langgraph import (
     langgraph_tuples,
 )
 from threads.selectors.langgraph_ledger import langgraph_ledger
+from threads.selectors.run_status import thread_owed_mark
 from threads.services.langgraph import (
     PRUNE_STRATEGIES,
     InterruptIn,
@@ -283,6 +284,12 @@ def _list(request: Request, external_id: str | None) -> Response:
     query.is_valid(raise_exception=True)
     data = query.validated_data
     limit = data["limit"]
+    # Read before the list: what it owed then is what the list shows the agent (run status).
+    owed = (
+        thread_owed_mark(workspace=agent.workspace, external_id=external_id)
+        if external_id is not None
+        else None
+    )
     rows = langgraph_checkpoints_list(
         workspace=agent.workspace,
         external_id=external_id,
@@ -295,12 +302,12 @@ def _list(request: Request, external_id: str | None) -> Response:
     )
     more = len(rows) > limit
     rows = rows[:limit]
-    return Response(
-        {
-            "checkpoints": [_tuple_json(found) for found in langgraph_tuples(rows)],
-            "next": f"{rows[-1].checkpoint_id}:{rows[-1].pk}" if more else None,
-        }
-    )
+    answer = {
+        "checkpoints": [_tuple_json(found) for found in langgraph_tuples(rows)],
+        "next": f"{rows[-1].checkpoint_id}:{rows[-1].pk}" if more else None,
+    }
+    agent_read_mark(request, owed)
+    return Response(answer)
 
 
 class ThreadLanggraphCheckpointsApi(APIView):
@@ -431,7 +438,10 @@ class ThreadLanggraphCheckpointApi(APIView):
         if row is None:
             raise NotFound("checkpoint not found")
         found = langgraph_tuple(row)
-        return Response({**_tuple_json(found), "ledger": langgraph_ledger(found)})
+        answer = {**_tuple_json(found), "ledger": langgraph_ledger(found)}
+        # The thread row came with the checkpoint, in the same statement (run status).
+        agent_read_mark(request, row.thread)
+        return Response(answer)
 
 
 class InterruptSerializer(StrictInputSerializer):

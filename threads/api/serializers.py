@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -22,7 +23,9 @@ from threads.domain.events import (
     ROLES,
 )
 from threads.domain.external_ids import external_id_problem
+from threads.domain.run_status import RUN_STATUSES, STALLED, WAITING_FOR_AGENT
 from threads.models import Thread
+from threads.selectors.problems import listed_problems, thread_problems
 
 
 def external_id_validated(value: str) -> str:
@@ -128,6 +131,12 @@ class ErrorSerializer(serializers.Serializer):
     error = ErrorDetailSerializer()
 
 
+class ProblemSerializer(serializers.Serializer):
+    kind = serializers.CharField(help_text="threads.domain.problems.PROBLEM_KINDS")
+    ref = serializers.CharField(help_text='what it is about: "side_effect:12", "approval:3", ...')
+    action_url = serializers.CharField(help_text="the dashboard page that acts on it")
+
+
 class ThreadOutputSerializer(serializers.Serializer):
     """A thread: its log head, summary head, budget settings, integrity verdict and lineage."""
 
@@ -173,6 +182,22 @@ class ThreadOutputSerializer(serializers.Serializer):
     verification_failed = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+    run_status = serializers.SerializerMethodField(
+        help_text="what the thread waits for: " + ", ".join(RUN_STATUSES) + " (docs/api.md §2.3)"
+    )
+    run_status_since = serializers.SerializerMethodField(
+        help_text="waiting_for_agent or stalled: since when the agent has not picked up a "
+        "decision, resolution or rollback; null otherwise"
+    )
+    agent_read_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="when the agent last read its context, approvals or LangGraph state (to a "
+        "few seconds)",
+    )
+    problems = serializers.SerializerMethodField(
+        help_text="the open problems, most severe first, each with the link that acts on it; "
+        "in the list, the kinds its flags show (docs/api.md §2.3)"
+    )
 
     # The flags are annotations (threads.selectors.threads._thread_flags); null when a caller
     # hands in a thread read without them.
@@ -190,6 +215,35 @@ class ThreadOutputSerializer(serializers.Serializer):
     @extend_schema_field(OpenApiTypes.BOOL)
     def get_verification_failed(self, thread: Thread) -> bool | None:
         return getattr(thread, "has_rejected", None)
+
+    @extend_schema_field(serializers.ChoiceField(choices=RUN_STATUSES, allow_null=True))
+    def get_run_status(self, thread: Thread) -> str | None:
+        return getattr(thread, "run_status", None)
+
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
+    def get_run_status_since(self, thread: Thread) -> str | None:
+        since = thread.agent_owed_since
+        if since is None or getattr(thread, "run_status", None) not in (WAITING_FOR_AGENT, STALLED):
+            return None
+        return serializers.DateTimeField().to_representation(since)
+
+    @extend_schema_field(ProblemSerializer(many=True))
+    def get_problems(self, thread: Thread) -> list[dict[str, str]]:
+        timeline = reverse("thread-timeline", args=[thread.pk])
+        return [
+            {
+                "kind": p.kind,
+                "ref": p.ref,
+                # An anchor of the thread page (the pin box, the run-status chip) as a path.
+                "action_url": f"{timeline}{p.target}" if p.target.startswith("#") else p.target,
+            }
+            for p in (
+                # A list page: from each row's flags, no query per thread.
+                listed_problems(thread=thread)
+                if self.context.get("listed")
+                else thread_problems(thread=thread)
+            )
+        ]
 
 
 class EventInputSerializer(serializers.Serializer):

@@ -25,6 +25,7 @@ from threads.api.serializers import (
     external_id_validated,
 )
 from threads.domain.budget import MAX_TOKENS, settings_problems
+from threads.domain.run_status import RUN_STATUSES
 from threads.domain.tokens import SUPPORTED_ENCODINGS
 from threads.models import SummarizerBackend, Thread, ThreadStatus
 from threads.selectors import thread_with_flags, threads_in
@@ -98,6 +99,11 @@ class ThreadListCreateApi(APIView):
             "is broken",
         )
         pending_approvals = serializers.BooleanField(required=False, default=None)
+        run_status = serializers.ChoiceField(
+            choices=RUN_STATUSES,
+            required=False,
+            help_text="only threads in this run status (docs/api.md §2.3)",
+        )
         limit = QueryIntegerField(min_value=1, max_value=MAX_PAGE_SIZE, default=DEFAULT_PAGE_SIZE)
         # Bounded: an OFFSET past 64 bits fails in the database, not here.
         offset = QueryIntegerField(min_value=0, max_value=2**63 - 1, default=0)
@@ -150,6 +156,7 @@ class ThreadListCreateApi(APIView):
             unknown=params.get("has_unknown_side_effects"),
             failed=params.get("verification") == "failed",
             pending=params.get("pending_approvals"),
+            run_status=params.get("run_status", ""),
         )
         count = threads.count()
         page = list(threads[offset : offset + limit])
@@ -159,7 +166,7 @@ class ThreadListCreateApi(APIView):
                 "limit": limit,
                 "offset": offset,
                 "next_offset": offset + limit if offset + limit < count else None,
-                "results": ThreadOutputSerializer(page, many=True).data,
+                "results": ThreadOutputSerializer(page, many=True, context={"listed": True}).data,
             }
         )
 

@@ -13,6 +13,7 @@ from threads.selectors.approval_context import (
     approval_open_side_effects,
     approval_related_side_effects,
     approval_subject,
+    approval_title,
 )
 from threads.selectors.audit import (
     audit_facets_for_member,
@@ -68,6 +69,7 @@ from threads.selectors.integrity import (
 from threads.selectors.problems import (
     OPEN_EFFECT_STATUSES,
     approval_target,
+    listed_problems,
     side_effect_target,
     thread_problems,
 )
@@ -81,6 +83,12 @@ from threads.selectors.queues import (
     side_effect_get_in,
     side_effect_rows,
     side_effects_in,
+)
+from threads.selectors.run_status import (
+    Pickup,
+    agent_pickups,
+    approval_picked_up,
+    thread_owed_mark,
 )
 from threads.selectors.search import (
     MAX_HITS,
@@ -102,6 +110,7 @@ from threads.selectors.threads import (
     member_roles,
     member_workspace_ids,
     memberships_for_user,
+    run_status_counts,
     thread_get_for_member,
     thread_get_for_workspace,
     thread_list_page,
@@ -118,6 +127,11 @@ from threads.selectors.tools import (
 )
 
 __all__ = [
+    "run_status_counts",
+    "Pickup",
+    "agent_pickups",
+    "approval_picked_up",
+    "thread_owed_mark",
     "OPEN_EFFECT_STATUSES",
     "CONTEXT_OVERRIDES",
     "MAX_HITS",
@@ -133,6 +147,7 @@ __all__ = [
     "approval_open_side_effects",
     "approval_related_side_effects",
     "approval_subject",
+    "approval_title",
     "approval_get_in",
     "fork_copied_from",
     "approval_rows",
@@ -193,6 +208,7 @@ __all__ = [
     "threads_due_full_verify",
     "thread_list_page",
     "thread_tools",
+    "listed_problems",
     "thread_problems",
     "thread_with_flags",
     "thread_with_flags_and_budget",

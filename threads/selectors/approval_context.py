@@ -14,6 +14,7 @@ from typing import Any
 from django.db.models import OuterRef, Q, Subquery
 
 from threads.domain.claims import event_text
+from threads.domain.langgraph import INTERRUPT_ACTION
 from threads.models import ApprovalRequest, Event, EventKind, SideEffect, SideEffectStatus
 from threads.selectors.threads import active_constraints
 
@@ -41,6 +42,20 @@ def approval_subject(approval: ApprovalRequest) -> dict[str, Any]:
         "tool_arguments": dict(tool_arguments),
         "idempotency_key": key if isinstance(key, str) else str(key),
     }
+
+
+def approval_title(approval: ApprovalRequest) -> str:
+    """An approval's title as people read it: its action, or for a LangGraph interrupt the
+    call it asks about (`refund(amount=89.9, order_id=5521)`), at most 160 characters."""
+    if approval.action != INTERRUPT_ACTION:
+        return approval.action
+    subject = approval_subject(approval)
+    if not subject["tool_name"]:
+        return "LangGraph interrupt"
+    # By name: the database may keep a JSON object's keys in its own order.
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(subject["tool_arguments"].items()))
+    title = f"{subject['tool_name']}({shown})"
+    return title if len(title) <= 160 else title[:159] + "…"
 
 
 def approval_related_side_effects(

@@ -13,9 +13,11 @@ from urllib.parse import urlencode
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.timesince import timesince
 
 from threads.domain.ledger import DUPLICATE_OF
 from threads.domain.problems import (
+    AGENT_STALLED,
     APPROVAL_PENDING,
     CHAIN_BROKEN,
     FOLD_FAILED,
@@ -29,6 +31,7 @@ from threads.domain.problems import (
     in_severity_order,
     problem,
 )
+from threads.domain.run_status import STALLED
 from threads.models import (
     TOOL_CALL_INDEXED,
     ApprovalRequest,
@@ -43,6 +46,7 @@ from threads.models import (
     TaskState,
     Thread,
 )
+from threads.selectors.approval_context import approval_title
 from threads.selectors.threads import thread_with_flags_and_budget
 
 OPEN_EFFECT_STATUSES = (SideEffectStatus.UNKNOWN, SideEffectStatus.RUNNING)
@@ -60,11 +64,105 @@ def approval_target(approval: ApprovalRequest, thread: Thread) -> str:
     return f"{reverse('approval-list')}?{query}#approval-{approval.pk}"
 
 
-def thread_problems(*, thread: Thread) -> list[Problem]:
+def listed_problems(*, thread: Any) -> list[Problem]:
+    """The problems a row of the thread list shows, from its flags alone (threads_in's
+    annotations; no query): the kinds of the list's Problems column, each linked to the queue
+    or page that acts on it for this thread. The thread page's banner (thread_problems) names
+    each record; both agree on whether the thread has a problem of a flagged kind."""
+    found: list[Problem] = []
+    external = urlencode({"thread": thread.external_id})
+    ref = f"thread:{thread.pk}"
+    if not thread.chain_ok:
+        found.append(
+            problem(
+                kind=CHAIN_BROKEN,
+                text=f"The chain is broken at event #{thread.first_bad_seq}.",
+                action="Verify on the integrity page",
+                target=reverse("integrity"),
+                ref=f"event:{thread.first_bad_seq}",
+            )
+        )
+    if getattr(thread, "has_unknown", False):
+        found.append(
+            problem(
+                kind=SIDE_EFFECT_UNKNOWN,
+                text=f"{thread.unknown_side_effects} side effect(s) unknown.",
+                action="Resolve",
+                target=f"{reverse('side-effect-list')}?{external}&status=unknown",
+                ref=ref,
+            )
+        )
+    if getattr(thread, "run_status", None) == STALLED:
+        found.append(_agent_stalled(thread))
+    if getattr(thread, "has_pending", False):
+        found.append(
+            problem(
+                kind=APPROVAL_PENDING,
+                text="Approval pending.",
+                action="Review",
+                target=f"{reverse('approval-list')}?{external}",
+                ref=ref,
+            )
+        )
+    if getattr(thread, "has_rejected", False):
+        found.append(
+            problem(
+                kind=FOLD_REJECTED,
+                text="A candidate failed verification.",
+                action="See why, or fold again",
+                target=reverse("summary-list", args=[thread.pk]),
+                ref=ref,
+            )
+        )
+    if getattr(thread, "budget_use", None) is not None and thread.history_tokens > (
+        thread.high_tokens
+    ):
+        found.append(
+            problem(
+                kind=OVER_BUDGET,
+                text="History is above the high watermark.",
+                action="Fold now from the summaries tab",
+                target=reverse("summary-list", args=[thread.pk]),
+                ref=ref,
+            )
+        )
+    if thread.pinned_at is not None:
+        found.append(
+            problem(
+                kind=PINNED,
+                text=f"Pinned by {thread.pinned_by}: {thread.pin_reason}.",
+                action="See the pin",
+                target="#thread-repair",
+                ref=ref,
+            )
+        )
+    return in_severity_order(found)
+
+
+def _agent_stalled(flagged: Any) -> Problem:
+    """The agent has not picked up a decision, resolution or rollback for longer than its
+    workspace allows: the header's run-status chip says what, and when it last read."""
+    waited = timesince(flagged.agent_owed_since)
+    last = (
+        f"its last read was {timesince(flagged.agent_read_at)} ago"
+        if flagged.agent_read_at is not None
+        else "it has never read its context, approvals or LangGraph state"
+    )
+    return problem(
+        kind=AGENT_STALLED,
+        text=f"The agent has not picked up what was decided for {waited}: {last}.",
+        action="Look at the agent and its last read",
+        target=f"{reverse('thread-timeline', args=[flagged.pk])}#run-status",
+        ref=f"thread:{flagged.pk}",
+    )
+
+
+def thread_problems(*, thread: Thread, flags: Thread | None = None) -> list[Problem]:
     """The thread's open problems, most severe first (threads.domain.problems.PROBLEM_KINDS).
-    At most six queries, none of which grows with the thread's length."""
-    # Annotated: has_pending, has_rejected, budget_use, history_tokens, high_tokens.
-    flagged: Any = thread_with_flags_and_budget(thread)
+    At most six queries, none of which grows with the thread's length; one fewer when the
+    caller hands in the thread as thread_with_flags_and_budget read it (`flags`)."""
+    # Annotated: has_pending, has_rejected, budget_use, history_tokens, high_tokens, run_status.
+    flagged: Any = flags if flags is not None else thread_with_flags_and_budget(thread)
     found: list[Problem] = []
     summaries = reverse("summary-list", args=[thread.pk])
     timeline = reverse("thread-timeline", args=[thread.pk])
@@ -76,6 +174,7 @@ def thread_problems(*, thread: Thread) -> list[Problem]:
                 "changed after it was written.",
                 action="Verify on the integrity page",
                 target=reverse("integrity"),
+                ref=f"event:{flagged.first_bad_seq}",
             )
         )
     effects = SideEffect.objects.filter(thread=thread, status__in=OPEN_EFFECT_STATUSES).order_by(
@@ -95,6 +194,7 @@ def thread_problems(*, thread: Thread) -> list[Problem]:
                 ),
                 action="Resolve",
                 target=side_effect_target(effect, thread),
+                ref=f"side_effect:{effect.pk}",
             )
         )
     seconds = list(
@@ -122,21 +222,25 @@ def thread_problems(*, thread: Thread) -> list[Problem]:
                 "one: did the tool run twice?",
                 action="Look at the side effect" if record else "Look at the result",
                 target=side_effect_target(record, thread) if record else f"{timeline}?seq={seq}",
+                ref=f"event:{seq}",
             )
         )
+    if flagged.run_status == STALLED:
+        found.append(_agent_stalled(flagged))
     if flagged.has_pending:
         approvals = ApprovalRequest.objects.filter(
             Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()),
             thread=thread,
             status=ApprovalStatus.PENDING,
         ).order_by("pk")
-        for approval in approvals.only("pk", "action", "tool_name"):
+        for approval in approvals.only("pk", "action", "tool_name", "arguments"):
             found.append(
                 problem(
                     kind=APPROVAL_PENDING,
-                    text=f"Approval pending: {approval.action}.",
+                    text=f"Approval pending: {approval_title(approval)}.",
                     action="Review",
                     target=approval_target(approval, thread),
+                    ref=f"approval:{approval.pk}",
                 )
             )
     if (
@@ -149,6 +253,7 @@ def thread_problems(*, thread: Thread) -> list[Problem]:
                 text="The last fold failed before it could be verified.",
                 action="Fold again from the summaries tab",
                 target=summaries,
+                ref=f"task:{flagged.fold_task_id}",
             )
         )
     if flagged.has_rejected:
@@ -169,6 +274,7 @@ def thread_problems(*, thread: Thread) -> list[Problem]:
                 target=reverse("summary-detail", args=[thread.pk, rejected])
                 if rejected
                 else summaries,
+                ref=f"summary:{rejected}",
             )
         )
     if flagged.budget_use is not None and flagged.history_tokens > flagged.high_tokens:
@@ -179,6 +285,7 @@ def thread_problems(*, thread: Thread) -> list[Problem]:
                 "watermark.",
                 action="Fold now from the summaries tab",
                 target=summaries,
+                ref=f"thread:{thread.pk}",
             )
         )
     if flagged.pinned_at is not None:
@@ -189,6 +296,7 @@ def thread_problems(*, thread: Thread) -> list[Problem]:
                 "until the pin is released.",
                 action="See the pin",
                 target="#thread-repair",
+                ref=f"thread:{thread.pk}",
             )
         )
     return in_severity_order(found)

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import (
     BigIntegerField,
     BooleanField,
     Case,
+    CharField,
+    Count,
+    DateTimeField,
+    DurationField,
     Exists,
     ExpressionWrapper,
     F,
@@ -28,6 +33,7 @@ from django.utils import timezone
 from threads.domain.errors import NotFound
 from threads.domain.external_ids import text_storable
 from threads.domain.problems import (
+    AGENT_STALLED,
     APPROVAL_PENDING,
     CHAIN_BROKEN,
     FOLD_REJECTED,
@@ -36,12 +42,24 @@ from threads.domain.problems import (
     SIDE_EFFECT_UNKNOWN,
     severity_weight,
 )
+from threads.domain.run_status import (
+    HELD_CALL_AFTER,
+    IDLE,
+    RUN_STATUSES,
+    RUNNING,
+    RUNNING_WINDOW,
+    STALLED,
+    WAITING_FOR_AGENT,
+    WAITING_FOR_PERSON,
+)
 from threads.models import (
     ApprovalRequest,
     ApprovalStatus,
     Event,
     EventKind,
     Membership,
+    SideEffect,
+    SideEffectStatus,
     SummaryPhase,
     SummaryVersion,
     Thread,
@@ -192,6 +210,7 @@ def threads_in(
     failed: bool = False,
     pending: bool | None = None,
     over_budget: bool = False,
+    run_status: str = "",
     sort: str = "-updated",
 ) -> QuerySet[Thread]:
     """The thread list of the API and the dashboard: threads of the given workspaces (an
@@ -205,8 +224,11 @@ def threads_in(
     - failed: verification failed — the latest decided summary version was rejected, or the
       chain is broken;
     - over_budget: history above the high watermark;
+    - run_status: one of threads.domain.run_status.RUN_STATUSES (docs/design.md §9, "Run
+      status"), computed in SQL from the thread row's marks;
     - sort: a THREAD_SORTS key, "-" first for descending; most recently active first by
-      default; "-severity": the most severe problems first (threads.domain.problems).
+      default; "-severity": the most severe problems first (threads.domain.problems), the
+      most recently active first among equals.
     Budget use is computed only when a filter or the sort needs it (thread_list_page adds it
     to a page's rows).
 
@@ -256,7 +278,11 @@ def threads_in(
         threads = threads.filter(Q(has_pending=pending))
     if over_budget:
         threads = threads.filter(Q(history_tokens__gt=F("high_tokens")))
+    if run_status in RUN_STATUSES:
+        threads = threads.filter(_run_status_narrowed(run_status), Q(run_status=run_status))
     order = f"-{field}" if sort.startswith("-") else field
+    if field == "severity":
+        return threads.order_by(order, "-updated_at", "pk")
     return threads.order_by(order, "pk")
 
 
@@ -314,7 +340,11 @@ def active_constraints(*, thread_ids: set[Any]) -> dict[Any, list[dict[str, Any]
 
 def _thread_flags(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
     """Per-thread problem flags, as EXISTS subqueries but for the count of unknown side effects
-    the thread row keeps: one query for any page size."""
+    the thread row keeps, and the run status: one query for any page size."""
+    return _with_run_status(_problem_flags(queryset))
+
+
+def _problem_flags(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
     return queryset.annotate(
         has_unknown=ExpressionWrapper(Q(unknown_side_effects__gt=0), output_field=BooleanField()),
         # Pending and still decidable: a request past its expires_at waits for nobody.
@@ -337,6 +367,82 @@ def _thread_flags(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
     )
 
 
+def _with_run_status(queryset: QuerySet[Thread], now: datetime | None = None) -> QuerySet[Thread]:
+    """The run status (docs/design.md §9, "Run status"; threads.domain.run_status), from the
+    thread row's marks and the problem flags, first that holds:
+
+    - waiting_for_person: an unknown side effect, a decidable pending approval, or a held
+      call (a side effect still `running` HELD_CALL_AFTER after its call);
+    - stalled: the agent owes a pickup since longer than its workspace's
+      stall_after_seconds;
+    - waiting_for_agent: the agent owes a pickup (agent_owed_since is set);
+    - running: the agent appended or read within RUNNING_WINDOW;
+    - idle.
+
+    Also `has_held_call`, and `stalled_at`: when a wait for the agent becomes (or became)
+    stalled, null when the thread does not wait for it. Needs _problem_flags."""
+    now = now or timezone.now()
+    recent = now - RUNNING_WINDOW
+    # Integer seconds times one second: a duration on both databases (SQLite refuses the
+    # multiplication for an unsigned field, hence the cast).
+    stall_after = ExpressionWrapper(
+        Cast("workspace__stall_after_seconds", IntegerField()) * Value(timedelta(seconds=1)),
+        output_field=DurationField(),
+    )
+    return queryset.annotate(
+        has_held_call=Exists(
+            SideEffect.objects.filter(
+                thread=OuterRef("pk"),
+                status=SideEffectStatus.RUNNING,
+                updated_at__lt=now - HELD_CALL_AFTER,
+            )
+        ),
+        stalled_at=ExpressionWrapper(
+            F("agent_owed_since") + stall_after, output_field=DateTimeField()
+        ),
+        run_status=Case(
+            When(
+                Q(unknown_side_effects__gt=0) | Q(has_pending=True) | Q(has_held_call=True),
+                then=Value(WAITING_FOR_PERSON),
+            ),
+            When(Q(stalled_at__lte=now), then=Value(STALLED)),
+            When(Q(agent_owed_since__isnull=False), then=Value(WAITING_FOR_AGENT)),
+            When(
+                Q(agent_appended_at__gt=recent) | Q(agent_read_at__gt=recent),
+                then=Value(RUNNING),
+            ),
+            default=Value(IDLE),
+            output_field=CharField(),
+        ),
+    )
+
+
+def run_status_counts(*, workspace_ids: Any = None) -> dict[str, int]:
+    """How many threads are in each run status, every status named (0 when none): of the
+    given workspaces, or of all (`/metrics`). One grouped query."""
+    threads = Thread.objects.all()
+    if workspace_ids is not None:
+        threads = threads.filter(workspace_id__in=workspace_keys(workspace_ids))
+    flagged: Any = _thread_flags(threads)
+    rows = flagged.order_by().values("run_status").annotate(n=Count("pk"))
+    counts = dict.fromkeys(RUN_STATUSES, 0)
+    for row in rows:
+        counts[row["run_status"]] = row["n"]
+    return counts
+
+
+def _run_status_narrowed(run_status: str) -> Q:
+    """A condition every thread of `run_status` meets, on the row's own columns, so that the
+    filter reads the few threads that can have it (the waiting ones: the
+    thread_waiting_for_agent index) before computing the status of those."""
+    if run_status in (STALLED, WAITING_FOR_AGENT):
+        return Q(agent_owed_since__isnull=False)
+    if run_status == RUNNING:
+        recent = timezone.now() - RUNNING_WINDOW
+        return Q(agent_appended_at__gt=recent) | Q(agent_read_at__gt=recent)
+    return Q()
+
+
 def thread_with_flags(thread: Thread) -> Thread:
     """The same thread re-read with its problem flags (for the detail answer)."""
     return _thread_flags(Thread.objects.filter(pk=thread.pk)).get()
@@ -355,6 +461,7 @@ def _with_severity(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
     weighed = [
         (Q(chain_ok=False), CHAIN_BROKEN),
         (Q(has_unknown=True), SIDE_EFFECT_UNKNOWN),
+        (Q(run_status=STALLED), AGENT_STALLED),
         (Q(has_pending=True), APPROVAL_PENDING),
         (Q(has_rejected=True), FOLD_REJECTED),
         (Q(history_tokens__gt=F("high_tokens")), OVER_BUDGET),

@@ -20,6 +20,7 @@ from threads.models import ApprovalRequest, ApprovalStatus, Event, EventKind, Ro
 from threads.selectors.approval_context import approval_open_side_effects
 from threads.services.audit import MAX_REASON, audit_record, reason_clean, required_text_clean
 from threads.services.events import announce_after_commit, server_event_append
+from threads.services.run_status import agent_owed_locked
 from threads.services.threads import thread_lock
 
 DECISIONS = {"approve": ApprovalStatus.APPROVED, "reject": ApprovalStatus.REJECTED}
@@ -56,6 +57,8 @@ def approval_decide(
     RelatedSideEffectUnknown (409) naming them, unless the reviewer acknowledges them
     (`acknowledge_unknown` with an `acknowledge_reason`); the audit entry then names the
     side effects acknowledged. Rejecting is never refused.
+
+    The thread then owes its agent a pickup of the decision (threads.services.run_status).
 
     Locks the thread row (select_for_update) before appending. The status moves by a
     conditional `UPDATE ... WHERE status = 'pending'` inside that transaction: of two
@@ -100,6 +103,9 @@ def approval_decide(
                     f"approval {approval.pk} expired at {approval.expires_at.isoformat()}",
                     fields={"expires_at": approval.expires_at.isoformat()},
                 )
+        # The agent owes a pickup of the decision (run status waiting_for_agent), from the
+        # decision's own time: its card says whether the agent has read it since.
+        now = agent_owed_locked(locked, now=now)
         moved = ApprovalRequest.objects.filter(
             pk=approval.pk, status=ApprovalStatus.PENDING
         ).update(status=DECISIONS[decision], decided_by=actor, decided_at=now, reason=reason)

@@ -208,8 +208,9 @@ def insert_events_and_head(
     texts: Sequence[tuple[str, str]] | None = None,
     then: Sequence[Statement] = (),
 ) -> None:
-    """Write the new events, move the thread's head (last_seq, chain_head, token_total), then
-    run the `then` statements (rows that point at the new events).
+    """Write the new events, move the thread's head (last_seq, chain_head, token_total, and
+    agent_appended_at, the run status's "running", as `thread` holds them), then run the
+    `then` statements (rows that point at the new events).
 
     PostgreSQL: the rows (executemany, or COPY for a large batch before it), the head's UPDATE
     and the statements go in one psycopg pipeline, one round trip for the whole batch. SQLite
@@ -230,6 +231,7 @@ def insert_events_and_head(
             "chain_head": thread.chain_head,
             "token_total": thread.token_total,
             "updated_at": now,
+            "agent_appended_at": thread.agent_appended_at,
         },
     )
     if connection.vendor != "postgresql":

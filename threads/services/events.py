@@ -231,9 +231,10 @@ def _check_retraction(target: int, seq: int, retractions: _Retractions, where: s
 
 
 def event_append_batch(
-    *, thread: Thread, new_events: Sequence[NewEvent], lock: bool = True
+    *, thread: Thread, new_events: Sequence[NewEvent], lock: bool = True, by_agent: bool = True
 ) -> list[Appended]:
-    """Append events to a thread, all or nothing.
+    """Append events to a thread, all or nothing. `by_agent`: False for events that do not
+    come from the thread's agent at work (an import): they leave its run status as it was.
 
     Locks the thread row (select_for_update) before numbering anything. Idempotent by
     client_event_id: the same id and body answers with the original event, the same id with
@@ -244,7 +245,7 @@ def event_append_batch(
         locked = _with_replay_count(
             Thread.objects.select_for_update().filter(pk=thread.pk), new_events
         ).get()
-        appended = _append_locked(locked, new_events)
+        appended = _append_locked(locked, new_events, by_agent=by_agent)
     _schedule_hooks(locked, appended)
     thread.last_seq, thread.chain_head = locked.last_seq, locked.chain_head
     thread.token_total = locked.token_total
@@ -473,9 +474,11 @@ def _append_locked(
     with_pks: bool = False,
     counts: TokenCounts | None = None,
     batch: bool | None = None,
+    by_agent: bool = True,
 ) -> list[Appended]:
     """`counts`: the events' token counts, already being counted (in the right encoding or
-    not: a wrong one is cancelled and counted again)."""
+    not: a wrong one is cancelled and counted again). `by_agent`: the agent's events, which
+    mark the thread's agent_appended_at (run status); False for those ctxadmin writes."""
     key = thread_key(thread)
     if counts is None or counts.encoding != thread.encoding:
         if counts is not None:
@@ -607,6 +610,9 @@ def _append_locked(
         row.token_count = token_counts[index]
     thread.last_seq, thread.chain_head = seq, head
     thread.token_total += sum(row.token_count for row in rows)
+    if by_agent:
+        # Under the lock `thread` is the row: the events ctxadmin writes keep its value.
+        thread.agent_appended_at = now
     insert_events_and_head(
         thread,
         rows,
@@ -643,4 +649,4 @@ def server_event_append(
     Must run inside the caller's transaction, which holds the thread's lock.
     """
     new = NewEvent(kind=kind, data=data, metadata=metadata or {})
-    return _append_locked(thread, [new], with_pks=True)[0].event
+    return _append_locked(thread, [new], with_pks=True, by_agent=False)[0].event

@@ -177,7 +177,7 @@ def conversation_import(
     for start in range(0, len(normalized), BATCH_SIZE):
         try:
             appended = event_append_batch(
-                thread=thread, new_events=normalized[start : start + BATCH_SIZE]
+                thread=thread, new_events=normalized[start : start + BATCH_SIZE], by_agent=False
             )
         except DomainError as exc:
             raise ConversationRefused(

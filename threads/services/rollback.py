@@ -37,6 +37,7 @@ from threads.services.checkpoints import (
 )
 from threads.services.langgraph import langgraph_repair_put
 from threads.services.pins import pin_locked
+from threads.services.run_status import agent_owed_locked
 from threads.services.threads import thread_lock
 
 
@@ -153,6 +154,8 @@ def checkpoint_rollback(
                 "parent_checkpoint_id": repaired.parent_checkpoint_id,
                 "side_effects": len(repaired.metadata[REPAIR_KEY]["side_effects"]),
             }
+        # The agent owes a pickup of what it will read now (run status).
+        agent_owed_locked(locked, now=timezone.now())
         audit_record(
             workspace=locked.workspace,
             actor=actor,

@@ -20,6 +20,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.utils import timezone
 
 from threads.access import require_role
 from threads.domain.canonical import canonical_json
@@ -36,6 +37,7 @@ from threads.models import (
 from threads.services.audit import audit_record, required_text_clean
 from threads.services.enqueue import SIDE_EFFECT_STATUS_CHECK, task_run_enqueue
 from threads.services.events import announce_after_commit, server_event_append
+from threads.services.run_status import agent_owed_locked
 from threads.services.tasks import task_run_tracked
 from threads.services.threads import thread_lock
 
@@ -101,6 +103,8 @@ def side_effect_resolve(
                 "unknown side effects can be resolved",
                 fields={"status": current.status},
             )
+        # The agent held at the call owes a pickup of its outcome (run status).
+        agent_owed_locked(locked, now=timezone.now())
         event = server_event_append(
             thread=locked,
             kind=EventKind.SIDE_EFFECT_RESOLUTION,

@@ -13,6 +13,7 @@ from django.db import transaction
 
 from threads.domain.errors import InvalidEvent
 from threads.models import ApiKey, Membership, Role, Workspace
+from threads.services.audit import audit_record
 
 API_KEY_PREFIX = "ctx_"
 
@@ -73,3 +74,32 @@ def member_add(
             user.save()
         Membership.objects.update_or_create(workspace=workspace, user=user, defaults={"role": role})
     return user
+
+
+def workspace_settings_update(
+    *, workspace: Workspace, actor_label: str, stall_after_seconds: int
+) -> Workspace:
+    """Change a workspace's settings, audited: `stall_after_seconds`, after how long a thread
+    that waits for its agent is `stalled` (docs/design.md §9, "Run status"). Locks the
+    workspace row (select_for_update) for the before/after of the audit entry."""
+    if stall_after_seconds < 1:
+        raise InvalidEvent(
+            "stall_after_seconds must be at least 1",
+            fields={"stall_after_seconds": "at least 1 second"},
+        )
+    with transaction.atomic(durable=True):
+        locked = Workspace.objects.select_for_update().get(pk=workspace.pk)
+        before = {"stall_after_seconds": locked.stall_after_seconds}
+        locked.stall_after_seconds = stall_after_seconds
+        locked.save(update_fields=["stall_after_seconds"])
+        audit_record(
+            workspace=locked,
+            actor=None,
+            actor_label=actor_label,
+            action="workspace.settings",
+            target_type="workspace",
+            target_id=locked.pk,
+            before=before,
+            after={"stall_after_seconds": stall_after_seconds},
+        )
+    return locked

@@ -57,6 +57,16 @@ def _nice_top(top: float) -> float:
     return next(step * magnitude for step in (1, 2, 2.5, 5, 10) if top <= step * magnitude)
 
 
+def _count_scale(top: float) -> tuple[int, int]:
+    """A scale for counts: the tick step (1, 2 or 5 × a power of ten, whole) that draws at most
+    five ticks above zero, and the top (a multiple of it at or above `top`)."""
+    if top <= 1:
+        return 1, 1
+    magnitude = 10 ** max(math.floor(math.log10(top / 5)), 0)
+    step = next(s * magnitude for s in (1, 2, 5, 10) if top <= 5 * s * magnitude)
+    return math.ceil(top / step) * step, step
+
+
 def line_chart(
     *,
     starts: Sequence[datetime],
@@ -129,7 +139,7 @@ def bar_chart(
     numbers. Empty (no data yet) when every count is zero."""
     n = len(starts)
     totals = [sum(s.values[i] or 0 for s in series) for i in range(n)]
-    top = _nice_top(max([*totals, 0.0]))
+    top, tick = _count_scale(max([*totals, 0.0]))
     slot = (CHART_W - PAD_L - PAD_R) / max(n, 1)
     width = round(max(slot * 0.7, 1.0), 1)
 
@@ -155,7 +165,7 @@ def bar_chart(
             )
             below[i] += v
     step = max(n // 8, 1)
-    ticks = sorted({round(top * f) for f in (0, 0.25, 0.5, 0.75, 1.0)})
+    ticks = range(0, top + 1, tick)
     return {
         "kind": "bar",
         "empty": not any(totals),

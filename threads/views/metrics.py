@@ -25,6 +25,7 @@ from prometheus_client.registry import Collector
 
 from threads.models import EventKind
 from threads.selectors import metrics as figures
+from threads.selectors import run_status_counts
 from threads.services import metrics as counted
 
 LOOPBACK = ("127.0.0.1", "::1")
@@ -123,6 +124,14 @@ class DatabaseCollector(Collector):
         for status, n in figures.side_effect_counts().items():
             effects.add_metric([status], n)
         yield effects
+        by_run_status = GaugeMetricFamily(
+            "ctxadmin_threads",
+            "Threads by run status, now (docs/design.md §9, Run status).",
+            labels=["run_status"],
+        )
+        for run_status, n in run_status_counts().items():
+            by_run_status.add_metric([run_status], n)
+        yield by_run_status
         approvals = figures.approval_figures()
         yield GaugeMetricFamily(
             "ctxadmin_approvals_pending",

@@ -14,6 +14,8 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from threads import selectors
+from threads.domain.run_status import LABELS as RUN_STATUS_LABELS
 from threads.domain.timeseries import Buckets, counts, levels, percentile, ratio
 from threads.models import Role
 from threads.selectors import metrics as figures
@@ -172,5 +174,10 @@ def operations(request: HtmxHttpRequest) -> HttpResponse:
             "checks": data["checks"],
             "charts": _charts(buckets.starts(), data),
             "since": buckets.start,
+            # Now, not per hour: a run status is a state, derived when read.
+            "run_statuses": [
+                (value, RUN_STATUS_LABELS[value], n)
+                for value, n in selectors.run_status_counts(workspace_ids=workspace_ids).items()
+            ],
         },
     )

@@ -168,18 +168,15 @@ def approval_presented(approval: Any) -> dict[str, Any]:
     if approval.action != INTERRUPT_ACTION:
         return {"title": approval.action, "arguments": approval.arguments, "interrupt": None}
     subject = selectors.approval_subject(approval)
-    if subject["tool_name"]:
-        # By name: the database may keep a JSON object's keys in its own order.
-        shown = ", ".join(f"{k}={v}" for k, v in sorted(subject["tool_arguments"].items()))
-        title = f"{subject['tool_name']}({shown})"
-        if len(title) > 160:
-            title = title[:159] + "…"
-        shown_arguments: Any = subject["tool_arguments"]
-    else:
-        title = "LangGraph interrupt"
-        shown_arguments = arguments.get("value", {})
+    shown_arguments: Any = (
+        subject["tool_arguments"] if subject["tool_name"] else arguments.get("value", {})
+    )
     details = {k: arguments[k] for k in INTERRUPT_IDS if k in arguments}
-    return {"title": title, "arguments": shown_arguments, "interrupt": details}
+    return {
+        "title": selectors.approval_title(approval),
+        "arguments": shown_arguments,
+        "interrupt": details,
+    }
 
 
 def _approval_cards(request: HtmxHttpRequest, approvals: list[Any]) -> list[dict[str, Any]]:
@@ -200,6 +197,8 @@ def _approval_cards(request: HtmxHttpRequest, approvals: list[Any]) -> list[dict
                 "related": related,
                 "open_related": [r for r in related if r["status"] in OPEN_STATUSES],
                 "recent_messages": context["recent_messages"],
+                # After a decision: has the agent read it yet (run status)?
+                "picked_up": selectors.approval_picked_up(a, a.thread),
                 "copied_from": selectors.fork_copied_from(a.thread, a.request_event.seq),
                 "can_decide": a.status == ApprovalStatus.PENDING
                 and not expired

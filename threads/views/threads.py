@@ -15,6 +15,17 @@ from django.views.decorators.http import require_GET
 from threads import selectors
 from threads.access import chosen_workspace_id
 from threads.domain.markers import RETRACTABLE_KINDS
+from threads.domain.run_status import (
+    IDLE,
+    RUN_STATUSES,
+    RUNNING,
+    STALLED,
+    WAITING_FOR_AGENT,
+    WAITING_FOR_PERSON,
+)
+from threads.domain.run_status import (
+    LABELS as RUN_STATUS_LABELS,
+)
 from threads.domain.search import MAX_QUERY_TERMS, too_many_terms
 from threads.domain.timing import duration_text, gap_seconds
 from threads.domain.units import split_units
@@ -36,6 +47,14 @@ from threads.views.queues import approval_presented
 TIMELINE_PAGE = 200
 THREADS_PER_PAGE = 50
 HITS_PER_PAGE = 20
+# The chip's colour, as the badges have it: stalled is a problem (warn), a wait is news (info).
+RUN_STATUS_LEVELS = {
+    RUNNING: "ok",
+    WAITING_FOR_PERSON: "info",
+    WAITING_FOR_AGENT: "info",
+    STALLED: "warn",
+    IDLE: "",
+}
 FILTERS = {
     "unknown": "Unknown side effects",
     "failed": "Failed verification",
@@ -52,6 +71,7 @@ def home(request: HtmxHttpRequest) -> HttpResponse:
 
 def thread_tabs(request: HtmxHttpRequest, thread: Thread, tab: str) -> dict[str, Any]:
     """What every thread tab shows in its header."""
+    flagged = selectors.thread_with_flags_and_budget(thread)
     return {
         "thread": thread,
         "tab": tab,
@@ -60,7 +80,8 @@ def thread_tabs(request: HtmxHttpRequest, thread: Thread, tab: str) -> dict[str,
         "can_admin": can(request, thread.workspace_id, Role.ADMIN),
         "summarizers": SummarizerBackend.choices,
         # The banner: every open problem, most severe first, with the link that acts on it.
-        "problems": selectors.thread_problems(thread=thread),
+        "problems": selectors.thread_problems(thread=thread, flags=flagged),
+        **run_status_chip(flagged),
         # A LangGraph thread: the node it stopped at and what runs next (None otherwise).
         "graph": graph_presented(thread),
     }
@@ -79,12 +100,30 @@ def graph_presented(thread: Thread) -> dict[str, Any] | None:
     }
 
 
+def run_status_chip(flagged: Any) -> dict[str, Any]:
+    """The header's run-status chip of a thread read with its flags: the status, and for a
+    thread waiting for its agent since when and what it has to pick up (docs/design.md §9,
+    "Run status")."""
+    waiting = flagged.run_status in (WAITING_FOR_AGENT, STALLED)
+    return {
+        "run_status": flagged.run_status,
+        "run_status_label": RUN_STATUS_LABELS[flagged.run_status],
+        "run_status_level": RUN_STATUS_LEVELS[flagged.run_status],
+        "run_status_since": flagged.agent_owed_since if waiting else None,
+        "stalled_at": flagged.stalled_at if waiting else None,
+        "agent_read_at": flagged.agent_read_at,
+        "pickups": selectors.agent_pickups(thread=flagged) if waiting else [],
+    }
+
+
 @login_required
 @require_GET
 def thread_list(request: HtmxHttpRequest) -> HttpResponse:
     params = request.GET
     active = {name: params.get(name) == "1" for name in FILTERS}
-    sort = params.get("sort", "-updated")
+    # Most severe problems first unless the person sorts otherwise (docs/design.md §9).
+    sort = params.get("sort", "-severity")
+    run_status = params.get("run_status", "")
     content = _search_events(request)
     threads = selectors.threads_in(
         workspace_ids=selectors.member_workspace_ids(request.user),
@@ -96,6 +135,7 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
         failed=active["failed"],
         pending=True if active["pending"] else None,
         over_budget=active["over_budget"],
+        run_status=run_status,
         sort=sort,
     )
     page = page_of(threads, request, THREADS_PER_PAGE)
@@ -107,6 +147,9 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
         "search": params.get("q", ""),
         "names_only": not content,
         "filters": [(name, label, active[name]) for name, label in FILTERS.items()],
+        "run_statuses": [(value, RUN_STATUS_LABELS[value]) for value in RUN_STATUSES],
+        "run_status": run_status,
+        "run_status_labels": RUN_STATUS_LABELS,
         "sort": sort,
         "sort_query": query_without(request, "sort", "page"),
         "page_query": query_without(request, "page"),
@@ -238,6 +281,7 @@ def thread_timeline(request: HtmxHttpRequest, id: str) -> HttpResponse:
         item["approval_expired"] = approval is not None and selectors.approval_expired(approval)
         if approval is not None:
             item["headline"] = approval_presented(approval)["title"]
+            item["approval_picked_up"] = selectors.approval_picked_up(approval, thread)
             item["approval_related"] = related.get(approval.pk, [])
             item["approval_open_related"] = [
                 r for r in item["approval_related"] if r["status"] in OPEN_STATUSES
