@@ -52,9 +52,10 @@ def convert(conversation: Conversation) -> Converted:
                 f"message {index}: OpenAI-style `tool_calls` (Anthropic calls tools with "
                 "tool_use blocks): its tool calls were not imported"
             )
+            if content in (None, "", []):
+                continue  # nothing else in it: named once
         if isinstance(content, str):
-            if content.strip() or not item.get("tool_calls"):
-                out.events.append(message(role, content))
+            out.events.append(message(role, content))
             continue
         if not isinstance(content, list) or not content:
             out.skipped.append(
