@@ -92,7 +92,7 @@ def test_an_agent_imports_only_once_an_admin_allows_it(
     )
     assert denied.status_code == 403
     page = admin.get("/imports/").content.decode()
-    assert "may not import" in page and "Let agents import" in page
+    assert "may not import" in page and "Allow agent uploads" in page
     answer = admin.post(
         "/imports/agents/", {"workspace": workspace.pk, "allowed": "1"}, **csrf(admin)
     )
@@ -292,3 +292,20 @@ def test_the_imports_page_shows_events_and_a_cancel_button(
     detail = admin.get(f"/imports/{import_id}/").content.decode()
     assert "Cancel import" not in detail and "before it started" in detail
     assert TraceImport.objects.get().state == ImportState.CANCELLED
+    other_id = agent.post(
+        URL,
+        {"file": SimpleUploadedFile("more.json", chats(3)), "format": "openai-chat"},
+        format="multipart",
+    ).json()["import_id"]
+    # The progress line polls itself and shows the import's figures as they move.
+    TraceImport.objects.filter(pk=other_id).update(
+        state=ImportState.RUNNING,
+        conversations_total=3,
+        conversations_done=1,
+        created_count=1,
+        events_appended=7,
+    )
+    part = admin.get(f"/imports/{other_id}/?part=progress", HTTP_HX_REQUEST="true")
+    text = part.content.decode()
+    assert text.lstrip().startswith('<p class="small muted" id="import-progress"')
+    assert "1 of 3 conversations · 7 events appended" in text and "every 2s" in text

@@ -158,6 +158,12 @@ def import_upload(request: HtmxHttpRequest) -> HttpResponse:
 def import_detail(request: HtmxHttpRequest, id: str) -> HttpResponse:
     trace_import = found(trace_import_get_for_member, user=request.user, id=id)
     require(request, trace_import.workspace_id, Role.ADMIN)
+    if request.htmx and request.GET.get("part") == "progress":
+        return render(
+            request,
+            "threads/import_detail.html#import_progress",
+            _import_context(request, trace_import),
+        )
     return region(
         request,
         "threads/import_detail.html",
