@@ -643,7 +643,8 @@ def import_cancel(*, trace_import: TraceImport, actor: AbstractBaseUser) -> Trac
     label = actor.get_username()
     now = timezone.now()
     with transaction.atomic(durable=True):
-        row = TraceImport.objects.select_for_update().get(pk=trace_import.pk)
+        # Not the uploaded bytes: only the worker reads them.
+        row = TraceImport.objects.select_for_update().defer("content").get(pk=trace_import.pk)
         if row.state in FINISHED:
             raise Conflict(f"the import has ended ({row.state}): there is nothing to cancel")
         before = row.state
