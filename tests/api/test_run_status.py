@@ -248,6 +248,7 @@ def test_the_list_filter_is_refused_for_an_unknown_status(agent: APIClient) -> N
 def test_an_imported_conversation_is_idle_not_running(
     agent: APIClient, workspace: Workspace, django_capture_on_commit_callbacks: Any
 ) -> None:
+    Workspace.objects.filter(pk=workspace.pk).update(agents_may_import=True)
     report = imported(agent, TWO_CHATS, django_capture_on_commit_callbacks)
     assert report["counts"]["created"] == 2
     for line in report["report"]:
