@@ -285,6 +285,10 @@ CELERY_TASK_IGNORE_RESULT = True  # task state lives in the TaskRun table, not a
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Imports run on a queue of their own, so a long one never holds up folds, verification or
+# recovery (docs/operations.md, Redis and Celery): start a worker with `-Q imports` beside the
+# one(s) on the default queue `celery`.
+CELERY_TASK_ROUTES = {"ctxadmin.import_trace": {"queue": "imports"}}
 # Signed chain heads are published this often (seconds; docs/design.md §6.6).
 CTXADMIN_HEADS_PERIOD = timedelta(seconds=env.int("CTXADMIN_HEADS_PERIOD", default=600))
 CELERY_BEAT_SCHEDULE = {
@@ -358,6 +362,12 @@ CTXADMIN_MAX_IMPORT_BYTES = env.int("CTXADMIN_MAX_IMPORT_BYTES", default=50 * 10
 CTXADMIN_MAX_IMPORT_UNPACKED_BYTES = env.int(
     "CTXADMIN_MAX_IMPORT_UNPACKED_BYTES", default=512 * 1024 * 1024
 )
+# Per import: how many conversations a file may hold and how many events they may convert to
+# (docs/api.md, Imports). Past either, the import ends `failed` with the limit named: a file
+# over the conversations limit imports nothing; the events limit stops before the conversation
+# that would cross it.
+CTXADMIN_MAX_IMPORT_CONVERSATIONS = env.int("CTXADMIN_MAX_IMPORT_CONVERSATIONS", default=10_000)
+CTXADMIN_MAX_IMPORT_EVENTS = env.int("CTXADMIN_MAX_IMPORT_EVENTS", default=1_000_000)
 
 _LOG_LEVEL = env.str("CTXADMIN_LOG_LEVEL", default="WARNING")
 LOGGING = {

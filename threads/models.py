@@ -43,6 +43,9 @@ class Workspace(models.Model):
     # than this is `stalled`.
     stall_after_seconds = models.PositiveIntegerField(default=15 * 60)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Whether the workspace's agent keys may upload trace imports (people with the admin role
+    # always may): an import is heavy work, so it is opted into (docs/api.md, Imports).
+    agents_may_import = models.BooleanField(default=False)
 
     def __str__(self) -> str:
         return self.name
@@ -560,7 +563,8 @@ class ImportState(models.TextChoices):
     PENDING = "pending"
     RUNNING = "running"
     SUCCEEDED = "succeeded"
-    FAILED = "failed"  # the file as a whole could not be read (or the task died with an error)
+    FAILED = "failed"  # the file could not be read, a limit was reached, or the task died
+    CANCELLED = "cancelled"  # an admin stopped it; the conversations before that stay imported
 
 
 class ImportOutcome(models.TextChoices):
@@ -605,6 +609,9 @@ class TraceImport(models.Model):
     task_run = models.OneToOneField(
         TaskRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="trace_import"
     )
+    # Set by an admin's cancel; the running import stops before its next conversation.
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    cancelled_by = models.CharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

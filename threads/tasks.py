@@ -234,7 +234,8 @@ def side_effect_status_check_task(task_id: str | None, side_effect_id: int) -> d
 @tracked
 def import_trace_task(task_id: str | None, import_id: str) -> dict[str, Any]:
     """Import an uploaded file of conversations (threads.services.imports.import_run); the
-    task run's progress counts conversations.
+    task run's progress counts conversations. Routed to the `imports` queue
+    (CELERY_TASK_ROUTES), so it never holds a worker that folds.
 
     Redelivered after a worker died, it resumes after the last conversation it recorded; the
     `import-<index>` client_event_ids make nothing be appended twice.

@@ -47,6 +47,14 @@ def chat(id: str, *texts: str) -> dict[str, Any]:
 TWO_CHATS = json.dumps([chat("chat-1", "hi", "hello"), chat("chat-2", "a", "b", "c")]).encode()
 
 
+@pytest.fixture(autouse=True)
+def agents_may_import(workspace: Any) -> None:
+    """These tests upload as the workspace's agent: the workspace allows it (off by default,
+    tests/api/test_import_limits.py)."""
+    workspace.agents_may_import = True
+    workspace.save(update_fields=["agents_may_import"])
+
+
 @pytest.fixture
 def eager() -> Iterator[None]:
     before = celery_app.conf.task_always_eager

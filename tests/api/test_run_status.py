@@ -98,12 +98,22 @@ def test_a_round_trip_of_an_approval(
     operator = person(workspace, "operator")
     assert operator.get(f"/api/v1/threads/{thread.pk}/context/").status_code == 200
     assert status_of(agent, thread)["run_status"] == "waiting_for_agent"
+    assert picked_up(operator, approval) is False
 
     assert agent.get(f"/api/v1/threads/{thread.pk}/context/").status_code == 200
     body = status_of(agent, thread)
     assert body["run_status"] == "running"  # it read just now
     assert body["run_status_since"] is None and body["agent_read_at"] is not None
     assert listed(agent, "waiting_for_agent") == []
+    assert picked_up(operator, approval) is True
+
+
+def picked_up(client: APIClient, approval: ApprovalRequest) -> bool | None:
+    """The approval's `agent_picked_up` as the approvals list answers it."""
+    answer = client.get("/api/v1/approvals/", {"status": "any"})
+    assert answer.status_code == 200, answer.content
+    (row,) = [a for a in answer.json() if a["id"] == approval.pk]
+    return row["agent_picked_up"]
 
 
 def test_reading_the_approvals_picks_up_a_decision(
@@ -238,6 +248,7 @@ def test_the_list_filter_is_refused_for_an_unknown_status(agent: APIClient) -> N
 def test_an_imported_conversation_is_idle_not_running(
     agent: APIClient, workspace: Workspace, django_capture_on_commit_callbacks: Any
 ) -> None:
+    Workspace.objects.filter(pk=workspace.pk).update(agents_may_import=True)
     report = imported(agent, TWO_CHATS, django_capture_on_commit_callbacks)
     assert report["counts"]["created"] == 2
     for line in report["report"]:

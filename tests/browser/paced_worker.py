@@ -38,6 +38,8 @@ if __name__ == "__main__":
         [
             "worker",
             "--pool=solo",
+            "-Q",
+            "imports",  # where imports are routed (CELERY_TASK_ROUTES)
             "--loglevel=INFO",
             "--without-gossip",
             "--without-mingle",

@@ -18,6 +18,13 @@ from threads.services.imports import BATCH_SIZE, import_run, import_start
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_fold_triggers")]
 
 
+@pytest.fixture(autouse=True)
+def agents_may_import(workspace: Workspace) -> None:
+    """These tests start imports as an agent: the workspace allows it (off by default)."""
+    workspace.agents_may_import = True
+    workspace.save(update_fields=["agents_may_import"])
+
+
 def chat(id: str, *texts: str) -> dict[str, Any]:
     return {"id": id, "messages": [{"role": "user", "content": t} for t in texts]}
 

@@ -26,6 +26,7 @@ from threads.api.serializers import ErrorSerializer, StrictCharField, StrictInpu
 from threads.models import ApprovalStatus
 from threads.selectors import approval_get_in, approval_rows, approvals_in, approvals_of_thread
 from threads.selectors.approval_context import approval_contexts
+from threads.selectors.run_status import approval_picked_up
 from threads.services.approvals import DECISIONS, approval_decide
 
 ERRORS = {400: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer, 409: ErrorSerializer}
@@ -89,6 +90,13 @@ class ApprovalOutputSerializer(serializers.Serializer):
         many=True,
         help_text="the thread's active constraints (head summary and annotations after it)",
     )
+    agent_picked_up = serializers.BooleanField(
+        allow_null=True,
+        help_text="a decided request: false while the thread's agent has not read its "
+        "context, approvals or LangGraph state since the decision, true once it has; null "
+        "when there is nothing to say (undecided, closed by ctxadmin, or decided before reads "
+        "were recorded)",
+    )
 
 
 def approval_answers(approvals: Any) -> list[dict[str, Any]]:
@@ -98,6 +106,7 @@ def approval_answers(approvals: Any) -> list[dict[str, Any]]:
     rows = approval_rows(approvals)
     for row, approval in zip(rows, approvals, strict=True):
         row.update(contexts[approval.pk])
+        row["agent_picked_up"] = approval_picked_up(approval, approval.thread)
     return rows
 
 

@@ -2,8 +2,12 @@
 
 - `POST /api/v1/imports/` (multipart `file`, `format`, optional `side_effect_tools`, and for a
   person in several workspaces `workspace`): agents of the workspace, and people with the
-  admin role. Stores the upload and queues its import: 202 `{"task_id", "import_id"}`.
-- `GET /api/v1/imports/{id}/`: the import's state, counts and per-conversation report.
+  admin role; an agent only where the workspace lets its agents import. Stores the upload and
+  queues its import: 202 `{"task_id", "import_id"}`.
+- `GET /api/v1/imports/{id}/`: the import's state, progress, counts and per-conversation
+  report.
+- `POST /api/v1/imports/{id}/cancel/`: people with the admin role; stops the import between
+  two conversations (audited).
 """
 
 from __future__ import annotations
@@ -18,15 +22,15 @@ from rest_framework.views import APIView
 
 from threads.api.auth import agent_of
 from threads.api.serializers import ErrorSerializer
-from threads.domain.errors import PayloadTooLarge
+from threads.domain.errors import PayloadTooLarge, PermissionDenied
 from threads.importers import FILE_FORMATS, upload_side_effect_tools
-from threads.models import ImportOutcome, ImportState, TaskState
+from threads.models import ImportOutcome, ImportState, TaskState, TraceImport
 from threads.selectors.imports import (
     import_workspace_for_member,
     trace_import_get_for_member,
     trace_import_get_for_workspace,
 )
-from threads.services.imports import UPLOAD_FORM_OVERHEAD, import_start
+from threads.services.imports import UPLOAD_FORM_OVERHEAD, import_cancel, import_start
 
 ERRORS = {
     400: ErrorSerializer,
@@ -35,6 +39,13 @@ ERRORS = {
     404: ErrorSerializer,
     413: ErrorSerializer,
 }
+
+
+def _import_of(request: Request, id: str) -> TraceImport:
+    agent = agent_of(request)
+    if agent is not None:
+        return trace_import_get_for_workspace(workspace=agent.workspace, id=id)
+    return trace_import_get_for_member(user=request.user, id=id)
 
 
 class ImportCreateApi(APIView):
@@ -71,7 +82,8 @@ class ImportCreateApi(APIView):
         operation_id="imports_create",
         description="Store an uploaded trace file and queue its import; poll "
         "`/api/v1/tasks/{task_id}/` for progress (conversations done / total) and "
-        "`/api/v1/imports/{import_id}/` for the report. Agents, and people with the admin role.",
+        "`/api/v1/imports/{import_id}/` for the report. People with the admin role, and agents "
+        "where the workspace lets its agents import (403 otherwise).",
     )
     def post(self, request: Request) -> Response:
         limit = settings.CTXADMIN_MAX_IMPORT_BYTES
@@ -145,8 +157,14 @@ class ImportDetailApi(APIView):
         created_by = serializers.CharField(source="actor_label")
         conversations = ConversationsSerializer(source="*")
         counts = CountsSerializer(source="*")
-        events_appended = serializers.IntegerField()
-        error = serializers.CharField(allow_blank=True)
+        events_appended = serializers.IntegerField(
+            help_text="events appended so far (updated while it runs)"
+        )
+        error = serializers.CharField(
+            allow_blank=True, help_text="why it failed or was cancelled (a limit is named)"
+        )
+        cancel_requested_at = serializers.DateTimeField(allow_null=True)
+        cancelled_by = serializers.CharField(allow_blank=True)
         report = ReportLineSerializer(many=True)
         created_at = serializers.DateTimeField()
         started_at = serializers.DateTimeField(allow_null=True)
@@ -159,9 +177,26 @@ class ImportDetailApi(APIView):
         "line per conversation; any other id is 404.",
     )
     def get(self, request: Request, id: str) -> Response:
-        agent = agent_of(request)
-        if agent is not None:
-            trace_import = trace_import_get_for_workspace(workspace=agent.workspace, id=id)
-        else:
-            trace_import = trace_import_get_for_member(user=request.user, id=id)
-        return Response(self.OutputSerializer(trace_import).data)
+        return Response(self.OutputSerializer(_import_of(request, id)).data)
+
+
+class ImportCancelApi(APIView):
+    @extend_schema(
+        request=None,
+        responses={
+            200: ImportDetailApi.OutputSerializer,
+            **ERRORS,
+            409: ErrorSerializer,
+        },
+        operation_id="imports_cancel",
+        description="Cancel an import (people with the admin role; audited). A pending import "
+        "ends `cancelled` at once; a running one stops before its next conversation, keeping "
+        "those it imported, and then ends `cancelled`. 409 once it has ended.",
+    )
+    def post(self, request: Request, id: str) -> Response:
+        trace_import = _import_of(request, id)
+        if agent_of(request) is not None:
+            raise PermissionDenied("cancelling an import needs a person with the admin role")
+        import_cancel(trace_import=trace_import, actor=request.user)  # type: ignore[arg-type]
+        fresh = _import_of(request, id)
+        return Response(ImportDetailApi.OutputSerializer(fresh).data)

@@ -92,6 +92,7 @@ from threads.api import imports  # noqa: E402
 urlpatterns += [
     path("imports/", imports.ImportCreateApi.as_view(), name="imports"),
     path("imports/<str:id>/", imports.ImportDetailApi.as_view(), name="import-detail"),
+    path("imports/<str:id>/cancel/", imports.ImportCancelApi.as_view(), name="import-cancel"),
 ]
 
 # The LangGraph checkpointer (docs/api.md §14).

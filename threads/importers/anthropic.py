@@ -2,6 +2,10 @@
 assistant, each a string or a list of blocks. The assistant calls tools with
 `{"type": "tool_use", "id", "name", "input": {...}}`; the user answers with
 `{"type": "tool_result", "tool_use_id", "content", "is_error"?}` blocks inside a user message.
+
+Every message or block left out is named in `skipped` with its position and why (an empty
+`content`, OpenAI-style `tool_calls` on a message, a block that is not one), so an import's
+report accounts for every item of the file.
 """
 
 from __future__ import annotations
@@ -33,19 +37,45 @@ def convert(conversation: Conversation) -> Converted:
     out = Converted.with_system(conversation.system)
     tracker = CallTracker()
     for index, item in enumerate(conversation.items):
-        if not isinstance(item, dict) or item.get("role") not in ("user", "assistant"):
-            out.skipped.append(f"message {index}: not a user or assistant message")
+        if not isinstance(item, dict):
+            out.skipped.append(f"message {index}: not an object")
+            continue
+        if item.get("role") not in ("user", "assistant"):
+            out.skipped.append(
+                f"message {index}: role {item.get('role')!r} is not user or assistant"
+            )
             continue
         role, content = item["role"], item.get("content")
+        if item.get("tool_calls"):
+            # Another provider's shape: its calls would be lost without a word.
+            out.skipped.append(
+                f"message {index}: OpenAI-style `tool_calls` (Anthropic calls tools with "
+                "tool_use blocks): its tool calls were not imported"
+            )
+            if content in (None, "", []):
+                continue  # nothing else in it: named once
         if isinstance(content, str):
             out.events.append(message(role, content))
+            continue
+        if not isinstance(content, list) or not content:
+            out.skipped.append(
+                f"message {index}: "
+                + ("empty content" if content in (None, []) else "content is not text or blocks")
+            )
             continue
         parts: list[Any] = []
         thinking: list[str] = []
         # Blocks keep their order: text blocks between tool blocks become their own message.
-        for block in content or []:
-            kind = block.get("type") if isinstance(block, dict) else None
+        for number, block in enumerate(content):
+            where = f"message {index}, block {number}"
+            if not isinstance(block, dict):
+                out.skipped.append(f"{where}: a block that is not an object")
+                continue
+            kind = block.get("type")
             if kind == "tool_use":
+                if not block.get("id") or not block.get("name"):
+                    out.skipped.append(f"{where}: tool_use without id or name")
+                    continue
                 _flush(out, role, parts, thinking)
                 tracker.call(block["id"])
                 out.events.append(
@@ -60,7 +90,7 @@ def convert(conversation: Conversation) -> Converted:
                 _flush(out, role, parts, thinking)
                 call_id = block.get("tool_use_id")
                 if not call_id or not tracker.result(call_id):
-                    out.skipped.append(f"message {index}: result for {call_id!r} has no call")
+                    out.skipped.append(f"{where}: result for {call_id!r} has no call")
                     continue
                 value = block.get("content")
                 text = value if isinstance(value, str) else content_text(value or [])
@@ -74,6 +104,6 @@ def convert(conversation: Conversation) -> Converted:
             elif kind is not None:
                 parts.append(block)
             else:
-                out.skipped.append(f"message {index}: a block that is not an object")
+                out.skipped.append(f"{where}: a block without a type")
         _flush(out, role, parts, thinking)
     return out

@@ -82,7 +82,10 @@ def read_bytes(data: bytes, *, where: str, max_unpacked: int | None = None) -> l
         except (OSError, EOFError) as exc:
             raise ImportFormatError(f"{where}: not a readable gzip file: {exc}") from exc
         if max_unpacked is not None and len(data) > max_unpacked:
-            raise ImportFormatError(f"{where}: unpacks to more than {max_unpacked} bytes")
+            raise ImportFormatError(
+                f"{where}: unpacks to more than {max_unpacked} bytes, the limit of an import "
+                "(CTXADMIN_MAX_IMPORT_UNPACKED_BYTES)"
+            )
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

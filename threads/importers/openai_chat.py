@@ -4,6 +4,9 @@ An assistant turn carries `tool_calls[{id, function: {name, arguments: "<JSON st
 a result is `{"role": "tool", "tool_call_id", "content"}`. The legacy `function_call` /
 `{"role": "function", "name"}` pair has no id: the call gets one from its position and the
 result binds to the latest open legacy call of that name.
+
+Every item or call left out is named in `skipped` with its position and why (an assistant
+turn with neither content nor a call among them), so an import's report accounts for it.
 """
 
 from __future__ import annotations
@@ -68,22 +71,37 @@ def convert(conversation: Conversation) -> Converted:
             tracker.result(call_id)
             out.events.append(_result(call_id, content, name=name, legacy_function_call=True))
         elif role in ROLES:
+            calls = item.get("tool_calls") or []
+            if not isinstance(calls, list):
+                out.skipped.append(f"item {index}: `tool_calls` is not a list")
+                calls = []
+            legacy_call = item.get("function_call")
+            if legacy_call and not isinstance(legacy_call, dict):
+                out.skipped.append(f"item {index}: `function_call` is not an object")
+                legacy_call = None
             if has_content(content) or role != "assistant":
                 out.events.append(
                     message(role, content if content is not None else "", name=item.get("name"))
                 )
-            calls = item.get("tool_calls") or []
+            elif not calls and not legacy_call:
+                out.skipped.append(
+                    f"item {index}: an assistant message with no content and no call"
+                )
             group = f"turn-{index}" if len(calls) > 1 else None
-            for call in calls:
-                function = call.get("function") or {}
-                call_id, name = call.get("id"), function.get("name")
+            for number, call in enumerate(calls):
+                function = call.get("function") if isinstance(call, dict) else None
+                function = function if isinstance(function, dict) else {}
+                call_id, name = (
+                    call.get("id") if isinstance(call, dict) else None,
+                    function.get("name"),
+                )
                 if not call_id or not name:
-                    out.skipped.append(f"item {index}: tool call without id or name")
+                    out.skipped.append(f"item {index}, tool call {number}: without id or name")
                     continue
                 tracker.call(call_id)
                 out.events.append(_tool_call(call_id, name, function.get("arguments"), group))
-            if item.get("function_call"):
-                function = item["function_call"]
+            if legacy_call:
+                function = legacy_call
                 name = function.get("name") or "function"
                 call_id = f"function_call-{index}"
                 tracker.call(call_id)

@@ -52,6 +52,8 @@ def convert(conversation: Conversation) -> Converted:
                 continue
             if has_content(item.get("content")):
                 out.events.append(message(role, _content(item["content"]), id=item.get("id")))
+            else:
+                out.skipped.append(f"item {index}: a message with no content")
         elif kind in ("function_call", "custom_tool_call"):
             call_id = item.get("call_id") or item.get("id")
             if not call_id or not item.get("name"):

@@ -9,7 +9,14 @@ threads.importers' job.
 An upload (dashboard or API) is a TraceImport: `import_start` stores the file and queues the
 `ctxadmin.import_trace` task, whose `import_run` imports it conversation by conversation,
 recording each one's outcome as it goes; a conversation that cannot be imported is refused
-with its position and reason, and the rest of the file still imports.
+with its position and reason, and the rest of the file still imports. The task runs on the
+`imports` queue (CELERY_TASK_ROUTES), away from folds and verification.
+
+Limits (docs/api.md, Imports): the upload's bytes and what they unpack to, the conversations in
+the file and the events they convert to (CTXADMIN_MAX_IMPORT_*). Past one, the import ends
+`failed` with the limit named; the events limit stops before the conversation that would cross
+it, so what was imported is exactly the report's lines. An admin's cancel stops the import the
+same way, between two conversations, and ends it `cancelled`.
 """
 
 from __future__ import annotations
@@ -26,7 +33,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from threads.access import require_role
-from threads.domain.errors import DomainError, InvalidEvent, InvalidTools, PayloadTooLarge
+from threads.domain.errors import (
+    Conflict,
+    DomainError,
+    InvalidEvent,
+    InvalidTools,
+    PayloadTooLarge,
+    PermissionDenied,
+)
 from threads.domain.events import NewEvent, normalize_event
 from threads.importers import (
     DEFAULT_SIDE_EFFECT_TOOLS,
@@ -39,6 +53,7 @@ from threads.importers import (
     conversation_value,
     read_uploaded_conversations,
 )
+from threads.importers.common import GZIP_MAGIC
 from threads.models import ImportOutcome, ImportState, Role, Thread, TraceImport, Workspace
 from threads.services.audit import audit_record
 from threads.services.enqueue import IMPORT_TRACE, task_run_enqueue
@@ -118,12 +133,34 @@ class ConversationRefused(DomainError):
         self.events = events
 
 
+class ImportStopped(Exception):
+    """The import stops before its next conversation (not one conversation's fault): a limit
+    reached or an admin's cancel. Those before it stay imported, each in the report."""
+
+    state = ImportState.FAILED
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ImportLimitReached(ImportStopped):
+    pass
+
+
+class ImportCancelled(ImportStopped):
+    state = ImportState.CANCELLED
+
+
 def _reason(exc: Exception) -> str:
+    """Why a conversation was refused; never empty."""
     if isinstance(exc, DomainError):
-        return f"{exc.message}: {exc.fields}" if exc.fields else exc.message
-    if isinstance(exc, ImportFormatError):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
+        reason = f"{exc.message}: {exc.fields}" if exc.fields else exc.message
+    elif isinstance(exc, ImportFormatError):
+        reason = str(exc)
+    else:
+        reason = f"{type(exc).__name__}: {exc}"
+    return reason.strip() or type(exc).__name__
 
 
 def conversation_import(
@@ -134,16 +171,23 @@ def conversation_import(
     side_effect_tools: Collection[str] = DEFAULT_SIDE_EFFECT_TOOLS,
     actor_label: str = "import_trace",
     title: str = "",
+    max_events: int | None = None,
 ) -> ImportResult:
     """Store one conversation as a thread (found or created by its external_id), appending
     the events it does not hold yet, and audit the import when it appended any.
 
     Every event is validated before the thread is created, so a conversation with a bad event
     leaves nothing behind. Each batch locks the thread (event_append_batch). A conversation
-    with no user words to name its thread is titled `title` (the file and its position)."""
+    with no user words to name its thread is titled `title` (the file and its position).
+    More than `max_events` events raise ImportLimitReached before anything is stored."""
     prepared = conversation_events(
         conversation=conversation, fmt=fmt, side_effect_tools=side_effect_tools
     )
+    if max_events is not None and len(prepared.events) > max_events:
+        raise ImportLimitReached(
+            f"it converts to {len(prepared.events)} events, more than the "
+            f"{max_events} left of the import's limit (CTXADMIN_MAX_IMPORT_EVENTS)"
+        )
     if not prepared.thread_settings.get("title") and title:
         prepared.thread_settings["title"] = title[:TITLE_LENGTH]
     events = prepared.events
@@ -201,19 +245,13 @@ def conversation_import(
     return result
 
 
-# How many of a conversation's skipped items its report line names (all are counted).
-SKIPPED_NAMED = 10
-
-
 def skipped_reason(skipped: list[str]) -> str:
     """A report line's reason for a conversation that imported with items left out: how many,
-    and the first SKIPPED_NAMED of them (position and why), so nothing is dropped unsaid."""
+    and every one of them (position and why), so nothing is dropped unsaid."""
     if not skipped:
         return ""
-    named = "; ".join(skipped[:SKIPPED_NAMED])
-    more = f"; and {len(skipped) - SKIPPED_NAMED} more" if len(skipped) > SKIPPED_NAMED else ""
     items = "item was" if len(skipped) == 1 else "items were"
-    return f"{len(skipped)} {items} not imported: {named}{more}"
+    return f"{len(skipped)} {items} not imported: {'; '.join(skipped)}"
 
 
 def _refusal(number: int, value: Any, exc: Exception) -> ConversationReport:
@@ -246,19 +284,26 @@ def conversations_import(
     start: int = 0,
     actor_label: str = "import_trace",
     file_name: str = "",
+    max_events: int | None = None,
+    stop: Callable[[int], None] | None = None,
 ) -> list[ImportResult]:
     """Import conversations in order, one thread each; `progress(done, total)` after each.
 
     Without `report`, the first conversation that cannot be imported raises (those before it
     stay imported). With `report`, every conversation's outcome is passed to it as soon as it
     is known, and a refused conversation does not stop the others. `start` skips the
-    conversations before that position (a resumed import). The results of the conversations
-    imported are returned in order."""
+    conversations before that position (a resumed import). `max_events` bounds the events the
+    conversations from `start` on convert to: the conversation that would cross it raises
+    ImportLimitReached, as `stop(position)` may raise ImportStopped, before that conversation
+    is touched. The results of the conversations imported are returned in order."""
     if fmt not in FORMATS:
         raise ImportFormatError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
     values = list(conversations)
     results = []
+    events_left = max_events
     for number in range(start, len(values)):
+        if stop is not None:
+            stop(number)
         value = values[number]
         try:
             conversation = conversation_value(value, fmt, where=f"conversation {number}")
@@ -269,13 +314,18 @@ def conversations_import(
                 side_effect_tools=side_effect_tools,
                 actor_label=actor_label,
                 title=f"{file_name} #{number + 1}" if file_name else "",
+                max_events=events_left,
             )
+        except ImportLimitReached as exc:
+            raise ImportLimitReached(f"conversation {number}: {exc.message}") from exc
         except CONVERSATION_ERRORS as exc:
             if report is None:
                 raise
             report(_refusal(number, value, exc))
         else:
             results.append(result)
+            if events_left is not None:
+                events_left -= result.total
             if report is not None:
                 report(
                     ConversationReport(
@@ -330,11 +380,18 @@ def import_start(
     `ctxadmin.import_trace`, sent after commit), audited, in one transaction.
 
     `actor` is the person (who needs the admin role in the workspace), or None for an agent
-    named by `actor_label`. `side_effect_tools` None means the default tools. Raises
-    InvalidEvent for a format that is not a file format, PayloadTooLarge over
-    CTXADMIN_MAX_IMPORT_BYTES. Nothing is read here: the worker parses the file."""
+    named by `actor_label` (refused unless the workspace lets its agents import).
+    `side_effect_tools` None means the default tools. Raises InvalidEvent for a format that is
+    not a file format, PayloadTooLarge over CTXADMIN_MAX_IMPORT_BYTES (or, for a file that is
+    not gzipped, CTXADMIN_MAX_IMPORT_UNPACKED_BYTES). Nothing is parsed here: the worker does
+    that, and checks the limits only it can know (conversations, events, unpacked bytes)."""
     if actor is not None:
         require_role(actor, workspace, Role.ADMIN)
+    elif not workspace.agents_may_import:
+        raise PermissionDenied(
+            f"agent keys may not import into {workspace.name}: an admin can allow it on the "
+            "Imports page"
+        )
     if fmt not in FILE_FORMATS:
         raise InvalidEvent(
             "unknown import format",
@@ -345,6 +402,12 @@ def import_start(
         raise PayloadTooLarge(
             f"the file is larger than {limit} bytes (CTXADMIN_MAX_IMPORT_BYTES)",
             fields={"limit": limit, "size": len(content)},
+        )
+    unpacked_limit = settings.CTXADMIN_MAX_IMPORT_UNPACKED_BYTES
+    if content[:2] != GZIP_MAGIC and len(content) > unpacked_limit:
+        raise PayloadTooLarge(
+            f"the file is larger than {unpacked_limit} bytes (CTXADMIN_MAX_IMPORT_UNPACKED_BYTES)",
+            fields={"limit": unpacked_limit, "size": len(content)},
         )
     label = actor_label or (actor.get_username() if actor is not None else "system")
     digest = hashlib.sha256(content).hexdigest()
@@ -388,6 +451,8 @@ def import_start(
     return trace_import_row
 
 
+FINISHED = (ImportState.SUCCEEDED, ImportState.FAILED, ImportState.CANCELLED)
+
 COUNT_FIELDS = {
     ImportOutcome.CREATED: "created_count",
     ImportOutcome.UPDATED: "updated_count",
@@ -408,7 +473,7 @@ def import_answer(trace_import: TraceImport) -> dict[str, Any]:
         "refused": trace_import.refused_count,
         "events_appended": trace_import.events_appended,
     }
-    if trace_import.state == ImportState.FAILED:
+    if trace_import.state in (ImportState.FAILED, ImportState.CANCELLED):
         answer["error"] = trace_import.error
     return answer
 
@@ -447,8 +512,9 @@ class _Recorder:
 
 
 def _import_fail(trace_import: TraceImport, error: str, **more: Any) -> None:
+    more.setdefault("state", ImportState.FAILED)
     TraceImport.objects.filter(pk=trace_import.pk).update(
-        state=ImportState.FAILED, error=error, finished_at=timezone.now(), **more
+        error=error, finished_at=timezone.now(), **more
     )
     trace_import.refresh_from_db()
 
@@ -463,13 +529,19 @@ def import_run(
     Idempotent: a finished import answers at once; a redelivered one (its worker died)
     resumes after the last conversation it recorded, and the `import-<index>` client_event_ids
     make a conversation it had half-imported append only the rest. A file that cannot be read
-    at all ends the import `failed` with the reason."""
+    at all, or that holds more than CTXADMIN_MAX_IMPORT_CONVERSATIONS conversations, ends the
+    import `failed` with the reason before anything is imported; the events limit and an
+    admin's cancel stop it between two conversations (ImportStopped)."""
     trace_import = TraceImport.objects.select_related("workspace").get(pk=import_id)
-    if trace_import.state in (ImportState.SUCCEEDED, ImportState.FAILED):
+    if trace_import.state in FINISHED:
         return import_answer(trace_import)
-    TraceImport.objects.filter(pk=trace_import.pk).update(
-        state=ImportState.RUNNING, started_at=trace_import.started_at or timezone.now()
-    )
+    # Only a pending (or redelivered running) import starts: a cancel that came first stays.
+    started = TraceImport.objects.filter(
+        pk=trace_import.pk, state__in=(ImportState.PENDING, ImportState.RUNNING)
+    ).update(state=ImportState.RUNNING, started_at=trace_import.started_at or timezone.now())
+    if not started:
+        trace_import.refresh_from_db()
+        return import_answer(trace_import)
     try:
         conversations = read_uploaded_conversations(
             bytes(trace_import.content),
@@ -481,12 +553,32 @@ def import_run(
         _import_fail(trace_import, f"the file cannot be read: {exc}")
         return _finished(trace_import)
     total = len(conversations)
+    limit = settings.CTXADMIN_MAX_IMPORT_CONVERSATIONS
+    if total > limit:
+        _import_fail(
+            trace_import,
+            f"the file holds {total} conversations, more than an import's limit of {limit} "
+            "(CTXADMIN_MAX_IMPORT_CONVERSATIONS): nothing was imported",
+        )
+        return _finished(trace_import)
     TraceImport.objects.filter(pk=trace_import.pk).update(conversations_total=total)
     trace_import.conversations_total = total
     if progress is not None:
         progress(trace_import.conversations_done, total)
     recorder = _Recorder(trace_import)
     tools = trace_import.side_effect_tools
+    # A resumed import has converted the events of the conversations it recorded already.
+    events_before = sum(line["events"] for line in recorder.report)
+
+    def stop(number: int) -> None:
+        cancelled_by = (
+            TraceImport.objects.filter(pk=trace_import.pk, cancel_requested_at__isnull=False)
+            .values_list("cancelled_by", flat=True)
+            .first()
+        )
+        if cancelled_by is not None:
+            raise ImportCancelled(f"cancelled by {cancelled_by or 'an admin'}")
+
     try:
         conversations_import(
             workspace=trace_import.workspace,
@@ -498,7 +590,23 @@ def import_run(
             start=len(recorder.report),
             actor_label=trace_import.actor_label,
             file_name=trace_import.file_name,
+            max_events=max(settings.CTXADMIN_MAX_IMPORT_EVENTS - events_before, 0),
+            stop=stop,
         )
+    except ImportStopped as exc:
+        done = len(recorder.report)
+        recorder.write()
+        kept = (
+            f"the {done} conversations before it stay imported, each in the report"
+            if done
+            else "nothing was imported"
+        )
+        _import_fail(
+            trace_import,
+            f"{exc.message}; stopped after {done} of {total} conversations: {kept}",
+            state=exc.state,
+        )
+        return _finished(trace_import)
     except Exception as exc:
         # Not one conversation's fault (the database, a time limit): keep what was recorded.
         recorder.write()
@@ -523,3 +631,64 @@ def _finished(trace_import: TraceImport) -> dict[str, Any]:
         after=answer,
     )
     return answer
+
+
+def import_cancel(*, trace_import: TraceImport, actor: AbstractBaseUser) -> TraceImport:
+    """Cancel an import (the person needs the admin role in its workspace), audited, in one
+    transaction that locks the import's row. A pending import ends `cancelled` at once (its
+    task, when a worker takes it, does nothing); a running one stops before its next
+    conversation, keeping those it imported (import_run). Raises Conflict for an import that
+    has ended."""
+    require_role(actor, trace_import.workspace, Role.ADMIN)
+    label = actor.get_username()
+    now = timezone.now()
+    with transaction.atomic(durable=True):
+        # Not the uploaded bytes: only the worker reads them.
+        row = TraceImport.objects.select_for_update().defer("content").get(pk=trace_import.pk)
+        if row.state in FINISHED:
+            raise Conflict(f"the import has ended ({row.state}): there is nothing to cancel")
+        before = row.state
+        row.cancel_requested_at = row.cancel_requested_at or now
+        row.cancelled_by = row.cancelled_by or label
+        fields = ["cancel_requested_at", "cancelled_by"]
+        if row.state == ImportState.PENDING:
+            row.state = ImportState.CANCELLED
+            row.finished_at = now
+            row.error = f"cancelled by {label} before it started: nothing was imported"
+            fields += ["state", "finished_at", "error"]
+        row.save(update_fields=fields)
+        audit_record(
+            workspace=row.workspace,
+            actor=actor,
+            actor_label=label,
+            action="import.cancel",
+            target_type="import",
+            target_id=row.pk,
+            before={"state": before},
+            after={"state": row.state, "conversations_done": row.conversations_done},
+        )
+    return row
+
+
+def workspace_agents_may_import_set(
+    *, workspace: Workspace, actor: AbstractBaseUser, allowed: bool
+) -> Workspace:
+    """Let the workspace's agent keys upload imports, or stop them (the person needs the admin
+    role), audited, in one transaction."""
+    require_role(actor, workspace, Role.ADMIN)
+    with transaction.atomic(durable=True):
+        row = Workspace.objects.select_for_update().get(pk=workspace.pk)
+        if row.agents_may_import != allowed:
+            row.agents_may_import = allowed
+            row.save(update_fields=["agents_may_import"])
+            audit_record(
+                workspace=row,
+                actor=actor,
+                actor_label=actor.get_username(),
+                action="workspace.agents_may_import",
+                target_type="workspace",
+                target_id=row.pk,
+                before={"agents_may_import": not allowed},
+                after={"agents_may_import": allowed},
+            )
+    return row

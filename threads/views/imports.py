@@ -3,7 +3,8 @@ its per-conversation report (docs/api.md §9 and §13, docs/design.md §16).
 
 The upload only stores the file and queues the import; the page then polls the task run
 through the shared progress region, and the report region reloads when that region announces
-the end (the `task-finished` event of the task progress view).
+the end (the `task-finished` event of the task progress view). An admin may cancel a pending
+or running import here, and let the workspace's agent keys import (off by default).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import trigger_client_event
 
 from threads import selectors
@@ -28,7 +29,13 @@ from threads.importers import (
 )
 from threads.models import ImportOutcome, ImportState, Role, TraceImport
 from threads.selectors.imports import trace_import_get_for_member, trace_imports_for_member
-from threads.services.imports import UPLOAD_FORM_OVERHEAD, import_start
+from threads.services.imports import (
+    FINISHED,
+    UPLOAD_FORM_OVERHEAD,
+    import_cancel,
+    import_start,
+    workspace_agents_may_import_set,
+)
 from threads.views.common import (
     HtmxHttpRequest,
     found,
@@ -42,7 +49,6 @@ from threads.views.common import (
 )
 
 REPORT_PAGE = 250
-FINISHED = (ImportState.SUCCEEDED, ImportState.FAILED)
 
 
 def _admin_workspace_ids(request: HtmxHttpRequest) -> list[int]:
@@ -86,6 +92,9 @@ def import_list(request: HtmxHttpRequest) -> HttpResponse:
         "formats": FILE_FORMATS,
         "other_formats": [name for name in FORMATS if name not in FILE_FORMATS],
         "max_bytes": settings.CTXADMIN_MAX_IMPORT_BYTES,
+        "max_conversations": settings.CTXADMIN_MAX_IMPORT_CONVERSATIONS,
+        "max_events": settings.CTXADMIN_MAX_IMPORT_EVENTS,
+        "running_states": (ImportState.PENDING, ImportState.RUNNING),
     }
     return region(request, "threads/import_list.html", context, "imports")
 
@@ -149,9 +158,52 @@ def import_upload(request: HtmxHttpRequest) -> HttpResponse:
 def import_detail(request: HtmxHttpRequest, id: str) -> HttpResponse:
     trace_import = found(trace_import_get_for_member, user=request.user, id=id)
     require(request, trace_import.workspace_id, Role.ADMIN)
+    if request.htmx and request.GET.get("part") == "progress":
+        return render(
+            request,
+            "threads/import_detail.html#import_progress",
+            _import_context(request, trace_import),
+        )
     return region(
         request,
         "threads/import_detail.html",
         _import_context(request, trace_import),
         "import_status",
     )
+
+
+@login_required
+@require_POST
+def import_cancel_view(request: HtmxHttpRequest, id: str) -> HttpResponse:
+    """Cancel a pending or running import; back to its page."""
+    trace_import = found(trace_import_get_for_member, user=request.user, id=id)
+    url = reverse("import-detail", args=[trace_import.pk])
+    try:
+        import_cancel(trace_import=trace_import, actor=request.user)
+    except DomainError as exc:
+        return problem(request, exc, url)
+    return redirect(url, permanent=False)
+
+
+@login_required
+@require_POST
+def import_agents_view(request: HtmxHttpRequest) -> HttpResponse:
+    """Let a workspace's agent keys import, or stop them (admins)."""
+    back = reverse("import-list")
+    workspace = next(
+        (
+            w
+            for w in selectors.workspaces_for_user(request.user)
+            if str(w.pk) == request.POST.get("workspace", "")
+        ),
+        None,
+    )
+    try:
+        if workspace is None:
+            raise NotFound("no such workspace")
+        workspace_agents_may_import_set(
+            workspace=workspace, actor=request.user, allowed=request.POST.get("allowed") == "1"
+        )
+    except DomainError as exc:
+        return problem(request, exc, back)
+    return redirect(back, permanent=False)

@@ -129,6 +129,10 @@ class Command(BaseCommand):
             "ctxadmin",
             "worker",
             "--pool=solo",
+            # One worker for both queues in the demo: imports have a queue of their own
+            # (CELERY_TASK_ROUTES), which production gives a worker of its own.
+            "-Q",
+            "celery,imports",
             "-B",
             "--schedule",
             str(schedule),

@@ -1,0 +1,112 @@
+"""Imports cannot starve the workers (docs/operations.md, Redis and Celery): imports run on a
+queue of their own, so a fold requested while large imports run is done while they still run.
+
+On the PostgreSQL run of ./scripts/test, with its two real workers on Redis: one on the
+default queue `celery` (folds, verification, recovery), one on `imports`. Two large imports
+are uploaded first (were they on the default queue, they would hold both of its processes and
+the fold would wait behind them, as issue #27 found); the fold must finish while the first is
+still importing and the second still waits. Both are then cancelled by an admin: the pending
+one at once, the running one before its next conversation.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.middleware.csrf import _get_new_csrf_string
+from rest_framework.test import APIClient
+
+from tests import factories as f
+from tests.runtime.conftest import real_worker, wait_for_task  # noqa: F401 (a fixture)
+from threads.models import ImportState, TaskState, Thread, TraceImport
+from threads.services import folding
+
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.worker,
+    pytest.mark.django_db(transaction=True),
+    # The test's own appends start no fold: the one fold is the one it requests.
+    pytest.mark.usefixtures("real_worker", "no_fold_triggers"),
+]
+
+# Enough one-message conversations that importing them takes far longer than a fold.
+CONVERSATIONS = 4000
+
+
+def _large_file(tag: str) -> bytes:
+    return json.dumps(
+        [
+            {"id": f"{tag}-{n}", "messages": [{"role": "user", "content": f"hello {n}"}]}
+            for n in range(CONVERSATIONS)
+        ]
+    ).encode()
+
+
+def _until(what: str, check: Any, timeout: float = 120.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := check()):
+        assert time.monotonic() < deadline, f"still waiting for {what}"
+        time.sleep(0.1)
+    return value
+
+
+def test_a_fold_is_done_while_large_imports_run(
+    agent: APIClient, admin_client_ws: APIClient, workspace: Any
+) -> None:
+    workspace.agents_may_import = True
+    workspace.save(update_fields=["agents_may_import"])
+    thread = f.make_thread(workspace, "fold-me")
+    for n in range(3):
+        f.append(thread, f.user(f"question {n}"), f.assistant(f"answer {n}"))
+    import_ids = []
+    for tag in ("big-a", "big-b"):
+        answer = agent.post(
+            "/api/v1/imports/",
+            {"file": SimpleUploadedFile(f"{tag}.json", _large_file(tag)), "format": "openai-chat"},
+            format="multipart",
+        )
+        assert answer.status_code == 202, answer.content
+        import_ids.append(answer.json()["import_id"])
+    first, second = import_ids
+    # The first import is under way on the imports worker.
+    _until(
+        "the first import to start",
+        lambda: TraceImport.objects.filter(pk=first, conversations_done__gt=0).exists(),
+    )
+
+    run = folding.fold_request(thread=Thread.objects.get(pk=thread.pk), trigger={"kind": "manual"})
+    done = wait_for_task(run.pk, timeout=120)
+    assert done.state == TaskState.SUCCESS, done.result
+    assert done.result is not None and done.result["folded"] is True, done.result
+    # The fold finished while the imports had not: the first still importing, the second
+    # still waiting for the imports worker.
+    running = TraceImport.objects.get(pk=first)
+    waiting = TraceImport.objects.get(pk=second)
+    assert running.state == ImportState.RUNNING, running.state
+    assert running.conversations_done < CONVERSATIONS
+    assert waiting.state == ImportState.PENDING, waiting.state
+
+    # An admin cancels both: the waiting one ends at once, the running one between two
+    # conversations, keeping (and reporting) those it imported.
+    token = _get_new_csrf_string()
+    admin_client_ws.cookies["csrftoken"] = token
+    for import_id in (second, first):
+        answer = admin_client_ws.post(
+            f"/api/v1/imports/{import_id}/cancel/", HTTP_X_CSRFTOKEN=token
+        )
+        assert answer.status_code == 200, answer.content
+    assert TraceImport.objects.get(pk=second).state == ImportState.CANCELLED
+    ended = _until(
+        "the running import to stop",
+        lambda: TraceImport.objects.filter(pk=first, state=ImportState.CANCELLED).first(),
+    )
+    assert 0 < ended.conversations_done < CONVERSATIONS
+    assert len(ended.report) == ended.conversations_done
+    imported = Thread.objects.filter(external_id__startswith="big-a-").count()
+    assert imported == ended.conversations_done
+    assert not Thread.objects.filter(external_id__startswith="big-b-").exists()
+    assert "cancelled by admin-user" in ended.error
