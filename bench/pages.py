@@ -291,6 +291,16 @@ def build_threads(workspace: Any, count: int) -> None:
         head_version=1, last_version=1, covered_until=2
     )
     Thread.objects.filter(pk__in=[t.pk for t in rejected]).update(last_version=1)
+    # A person's decision their agent has not picked up yet: minutes ago (waiting for the
+    # agent) on every 37th thread, hours ago (stalled) on every 74th.
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    for n, age in ((3, timedelta(minutes=2)), (40, timedelta(hours=2))):
+        owing = [t.pk for i, t in enumerate(rows) if i % 74 == n]
+        when = timezone.now() - age
+        Thread.objects.filter(pk__in=owing).update(agent_owed_at=when, agent_owed_since=when)
 
 
 def build_long_thread(workspace: Any, events: int) -> Any:
@@ -557,7 +567,8 @@ Server time of the dashboard's pages, held to p95 ≤ 150 ms: the thread list ov
 in one workspace (first page, search, each problem filter, sorted by a computed column, a deep
 page) and the timeline, working context and summaries of a thread with 100,000 events. Thread
 rows are bulk-created with a spread of problems (unknown side effects, pending approvals,
-rejected fold candidates, broken chains, threads over their high watermark); every event goes
+rejected fold candidates, broken chains, threads over their high watermark, agents that have
+not picked up a decision, some of them stalled); every event goes
 through the append service, so hashes, token counts and side-effect rows are real. The long
 thread is folded to its end and then gets 100 raw events after its head. Requests go through
 Django's test client logged in as an operator (middleware, session and auth included), with
