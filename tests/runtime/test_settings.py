@@ -110,6 +110,9 @@ def test_check_deploy_is_clean(tmp_path: Path) -> None:
         # Without these, ctxadmin.W001/W002 (tests/runtime/test_deploy_checks.py).
         CTXADMIN_CHAIN_KEY=secrets.token_urlsafe(32),
         CTXADMIN_HEADS_SIGNING_KEY=str(tmp_path / "heads.pem"),
+        # Without these, ctxadmin.W003/W004 (tests/runtime/test_client_address.py).
+        CTXADMIN_METRICS_TOKEN=secrets.token_urlsafe(32),
+        CTXADMIN_TRUSTED_PROXIES="1",
     )
     signing_key_generate(tmp_path / "heads.pem")
     assert len(env["DJANGO_SECRET_KEY"]) == 50
@@ -137,6 +140,8 @@ def test_check_deploy_is_clean_with_production_keys(tmp_path: Path) -> None:
         DJANGO_ALLOWED_HOSTS="ctxadmin.example.com",
         CTXADMIN_CHAIN_KEY=secrets.token_hex(32),
         CTXADMIN_HEADS_SIGNING_KEY=str(pem),
+        CTXADMIN_METRICS_TOKEN=secrets.token_urlsafe(32),
+        CTXADMIN_TRUSTED_PROXIES="1",
     )
     done = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
