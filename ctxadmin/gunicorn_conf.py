@@ -4,7 +4,7 @@ With PROMETHEUS_MULTIPROC_DIR set (docs/operations.md), a worker that exits is m
 that `/metrics` drops its live values; its totals stay in the directory.
 
 `limit_request_line` is gunicorn's largest: a request line up to it reaches ctxadmin, whose
-RequestTargetLimitMiddleware (threads/middleware.py) refuses a target over 4096 bytes with a
+RequestTargetLimitMiddleware (threads/middleware.py) refuses a target over 8000 bytes with a
 414 in the API's JSON shape; only a line over this limit gets gunicorn's own HTML 414.
 """
 

@@ -55,7 +55,7 @@ from threads.dbunavailable import RETRY_AFTER, database_unavailable, database_un
 # Bytes of a request's target (path and query string). gunicorn refuses a request line over
 # its `limit_request_line` (ctxadmin/gunicorn_conf.py sets 8190, its largest) with an HTML 414
 # before ctxadmin sees it; below that, this limit answers first, in the contract's shape.
-MAX_REQUEST_TARGET = 4096
+MAX_REQUEST_TARGET = 8000
 
 
 class RequestTargetLimitMiddleware:

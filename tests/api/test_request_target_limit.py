@@ -76,7 +76,7 @@ def production_gunicorn(tmp_path: Path) -> Iterator[Gunicorn]:
 def test_gunicorn_passes_a_long_line_to_the_json_414(production_gunicorn: Gunicorn) -> None:
     """gunicorn's default limit_request_line (4094) would answer this line with its HTML 414;
     ctxadmin's config lets it through to the middleware's JSON one."""
-    target = _query_of(6000, "/api/v1/threads/")
+    target = _query_of(MAX_REQUEST_TARGET + 100, "/api/v1/threads/")
     answer = httpx.get(production_gunicorn.url + target, timeout=30)
     assert answer.status_code == 414
     assert answer.headers["content-type"] == "application/json"
