@@ -30,8 +30,10 @@ RAW = json.loads(json.dumps(SchemaGenerator().get_schema(request=None, public=Tr
 # without its call (422, docs/api.md §1.3). Every other 4xx to a valid request is a failure.
 CONFIG = schemathesis.Config.from_dict(
     {
-        # The parser refuses NUL anywhere in a body (docs/api.md §1): tests/api/test_bad_input.py
-        # holds the server to that; here strings are generated without it.
+        # The parser refuses NUL anywhere in a body (docs/api.md §1): every declared string of a
+        # request says so in its pattern, but OpenAPI 3.0 cannot say it of a free-form value's
+        # keys and strings (metadata, a message's JSON form, a tool definition), so strings
+        # are generated without it; tests/api/test_bad_input.py holds the server to the rule.
         "generation": {"allow-x00": False},
         "checks": {
             "positive_data_acceptance": {
