@@ -41,6 +41,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: a request target too long for the contract is answered 414 before anything runs.
+    "threads.middleware.RequestTargetLimitMiddleware",
+    # Requests a proxy forwarded while no proxy is trusted: counted, logged once.
+    "threads.middleware.ForwardedWithoutTrustedProxyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -73,13 +77,14 @@ AUTHENTICATION_BACKENDS = [
 CTXADMIN_LOGIN_FAILURE_LIMIT = env.int("CTXADMIN_LOGIN_FAILURE_LIMIT", default=5)
 CTXADMIN_LOGIN_COOLOFF_MINUTES = env.int("CTXADMIN_LOGIN_COOLOFF_MINUTES", default=15)
 # How many proxies in front of ctxadmin append to X-Forwarded-For; 0 (the default) ignores
-# the header, which a client can set to anything, and counts by REMOTE_ADDR.
+# the header, which a client can set to anything, and counts by REMOTE_ADDR. One notion of the
+# client's address for the login throttle, /metrics and rate limits: threads/client_address.py.
 CTXADMIN_TRUSTED_PROXIES = env.int("CTXADMIN_TRUSTED_PROXIES", default=0)
 AXES_FAILURE_LIMIT = CTXADMIN_LOGIN_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(minutes=CTXADMIN_LOGIN_COOLOFF_MINUTES)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
-AXES_CLIENT_IP_CALLABLE = "threads.login_throttle.client_ip"
+AXES_CLIENT_IP_CALLABLE = "threads.client_address.client_address"
 AXES_LOCKOUT_CALLABLE = "threads.login_throttle.locked_out"
 AXES_VERBOSE = False
 

@@ -1,5 +1,12 @@
 """Answers a person can act on instead of bare failures.
 
+- RequestTargetLimitMiddleware answers a request whose target (path and query string) is
+  longer than MAX_REQUEST_TARGET with 414 in the contract's shape (JSON under /api/, plain
+  text elsewhere), below gunicorn's `limit_request_line` (ctxadmin/gunicorn_conf.py), whose
+  own 414 is an HTML page. First in MIDDLEWARE, so nothing runs before it.
+- ForwardedWithoutTrustedProxyMiddleware counts and logs (once per process) requests a proxy
+  forwarded while CTXADMIN_TRUSTED_PROXIES is 0 (threads/client_address.py).
+
 - DatabaseUnavailableMiddleware turns a database that refuses writes (threads.dbunavailable)
   into a 503: the contract's JSON error under /api/ (docs/api.md §1.4), plain text for
   /metrics (docs/api.md §15), a page saying so elsewhere, all with `Retry-After`. Last in
@@ -42,7 +49,39 @@ from threads.api.errors import (
     is_metrics,
     plain_text_error,
 )
+from threads.client_address import forwarded_untrusted_note
 from threads.dbunavailable import RETRY_AFTER, database_unavailable, database_unavailable_reset
+
+# Bytes of a request's target (path and query string). gunicorn refuses a request line over
+# its `limit_request_line` (ctxadmin/gunicorn_conf.py sets 8190, its largest) with an HTML 414
+# before ctxadmin sees it; below that, this limit answers first, in the contract's shape.
+MAX_REQUEST_TARGET = 8000
+
+
+class RequestTargetLimitMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        target = len(request.get_full_path().encode())
+        if target <= MAX_REQUEST_TARGET:
+            return self.get_response(request)
+        message = (
+            f"the request's path and query string are {target} bytes, more than "
+            f"{MAX_REQUEST_TARGET}: send the parameters in fewer bytes"
+        )
+        if request.path.startswith("/api/"):
+            return JsonResponse(error_body("uri_too_long", message), status=414)
+        return plain_text_error(message, 414)
+
+
+class ForwardedWithoutTrustedProxyMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        forwarded_untrusted_note(request)
+        return self.get_response(request)
 
 
 class DatabaseUnavailableMiddleware:

@@ -110,6 +110,9 @@ def test_check_deploy_is_clean(tmp_path: Path) -> None:
         # Without these, ctxadmin.W001/W002 (tests/runtime/test_deploy_checks.py).
         CTXADMIN_CHAIN_KEY=secrets.token_urlsafe(32),
         CTXADMIN_HEADS_SIGNING_KEY=str(tmp_path / "heads.pem"),
+        # Without these, ctxadmin.W003/W004 (tests/runtime/test_client_address.py).
+        CTXADMIN_METRICS_TOKEN=secrets.token_urlsafe(32),
+        CTXADMIN_TRUSTED_PROXIES="1",
     )
     signing_key_generate(tmp_path / "heads.pem")
     assert len(env["DJANGO_SECRET_KEY"]) == 50
@@ -137,6 +140,8 @@ def test_check_deploy_is_clean_with_production_keys(tmp_path: Path) -> None:
         DJANGO_ALLOWED_HOSTS="ctxadmin.example.com",
         CTXADMIN_CHAIN_KEY=secrets.token_hex(32),
         CTXADMIN_HEADS_SIGNING_KEY=str(pem),
+        CTXADMIN_METRICS_TOKEN=secrets.token_urlsafe(32),
+        CTXADMIN_TRUSTED_PROXIES="1",
     )
     done = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
@@ -176,3 +181,32 @@ def test_an_existing_multiprocess_directory_is_used(tmp_path: Path) -> None:
     done = _check(clean_env(tmp_path, PROMETHEUS_MULTIPROC_DIR=str(shared)))
     assert done.returncode == 0, done.stderr
     assert list(shared.glob("histogram_*.db"))
+
+
+def test_check_deploy_warns_behind_an_untrusted_proxy_without_a_metrics_token(
+    tmp_path: Path,
+) -> None:
+    """Production as a careless deployer starts it: keys set, but no metrics token and the
+    default CTXADMIN_TRUSTED_PROXIES=0 behind the TLS proxy the settings expect."""
+    pem = tmp_path / "heads.pem"
+    signing_key_generate(pem)
+    env = clean_env(
+        tmp_path,
+        DJANGO_DEBUG="0",
+        DJANGO_SECRET_KEY=secrets.token_urlsafe(48)[:50],
+        DJANGO_ALLOWED_HOSTS="ctxadmin.example.com",
+        CTXADMIN_CHAIN_KEY=secrets.token_hex(32),
+        CTXADMIN_HEADS_SIGNING_KEY=str(pem),
+    )
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    out = done.stdout + done.stderr
+    assert "ctxadmin.W003" in out and "ctxadmin.W004" in out
+    assert "ctxadmin.W001" not in out and "ctxadmin.W002" not in out

@@ -30,6 +30,7 @@ from threads.api.serializers import (
     StrictCharField,
     StrictInputSerializer,
     StrictIntegerField,
+    checkpoint_id_check,
 )
 from threads.domain.errors import NotFound
 from threads.selectors.integrity import integrity_verdict
@@ -244,7 +245,9 @@ class ListFilterSerializer(serializers.Serializer):
     checkpoint_ns = StrictCharField(
         required=False, allow_blank=True, help_text="one namespace; all when absent"
     )
-    checkpoint_id = StrictCharField(required=False, help_text="only this checkpoint")
+    checkpoint_id = StrictCharField(
+        required=False, validators=[checkpoint_id_check], help_text="only this checkpoint"
+    )
     before = StrictCharField(required=False, help_text="checkpoint_ids below this one")
     filter = StrictCharField(
         required=False, help_text="a JSON object: metadata keys and the values they must equal"
@@ -320,9 +323,13 @@ class ThreadLanggraphCheckpointsApi(APIView):
             ref_name = "LanggraphPutInput"
 
         checkpoint_ns = StrictCharField(max_length=255, allow_blank=True, default="")
-        checkpoint_id = StrictCharField(max_length=64)
+        checkpoint_id = StrictCharField(max_length=64, validators=[checkpoint_id_check])
         parent_checkpoint_id = StrictCharField(
-            max_length=64, allow_blank=True, allow_null=True, default=""
+            max_length=64,
+            allow_blank=True,
+            allow_null=True,
+            default="",
+            validators=[checkpoint_id_check],
         )
         checkpoint = serializers.DictField(help_text="the checkpoint without channel_values")
         metadata = serializers.DictField(default=dict)
@@ -505,7 +512,7 @@ class ThreadLanggraphWritesApi(APIView):
                 return attrs
 
         checkpoint_ns = StrictCharField(max_length=255, allow_blank=True, default="")
-        checkpoint_id = StrictCharField(max_length=64)
+        checkpoint_id = StrictCharField(max_length=64, validators=[checkpoint_id_check])
         task_id = StrictCharField(max_length=200)
         task_path = StrictCharField(max_length=500, allow_blank=True, default="")
         writes = WriteSerializer(many=True)

@@ -18,6 +18,8 @@ import binascii
 import re
 from typing import Any
 
+from threads.domain.external_ids import checkpoint_id_problem
+
 MAX_SIDE_EFFECT_TOOLS = 1000
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 _INT32 = (-(2**31), 2**31 - 1)
@@ -40,6 +42,14 @@ def _text(value: Any, max_length: int, *, blank: bool = False) -> str:
     if not value.isascii() or not value.isprintable() or value != value.strip():
         raise _Unsure
     return value
+
+
+def _checkpoint_id(value: Any, *, blank: bool = False) -> str:
+    """A checkpoint_id the serializer would accept as it is (its rule: the domain's)."""
+    text = _text(value, 64, blank=blank)
+    if text and checkpoint_id_problem(text) is not None:
+        raise _Unsure
+    return text
 
 
 def _optional_text(
@@ -162,8 +172,8 @@ def put_body_read(data: Any) -> dict[str, Any] | None:
         parent = body.get("parent_checkpoint_id", "")
         return {
             "checkpoint_ns": _optional_text(body, "checkpoint_ns", 255, "", blank=True),
-            "checkpoint_id": _text(body.get("checkpoint_id"), 64),
-            "parent_checkpoint_id": None if parent is None else _text(parent, 64, blank=True),
+            "checkpoint_id": _checkpoint_id(body.get("checkpoint_id")),
+            "parent_checkpoint_id": None if parent is None else _checkpoint_id(parent, blank=True),
             "checkpoint": _dict(body.get("checkpoint")),
             "metadata": _dict(body["metadata"]) if "metadata" in body else {},
             "values": [_value(v) for v in _list(body["values"])] if "values" in body else [],
@@ -211,7 +221,7 @@ def writes_body_read(data: Any) -> dict[str, Any] | None:
         body = _object(data, WRITES_KEYS)
         return {
             "checkpoint_ns": _optional_text(body, "checkpoint_ns", 255, "", blank=True),
-            "checkpoint_id": _text(body.get("checkpoint_id"), 64),
+            "checkpoint_id": _checkpoint_id(body.get("checkpoint_id")),
             "task_id": _text(body.get("task_id"), 200),
             "task_path": _optional_text(body, "task_path", 500, "", blank=True),
             "writes": [_write(w) for w in _list(body.get("writes"))],

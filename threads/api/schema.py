@@ -9,8 +9,11 @@ from typing import Any
 from drf_spectacular.openapi import AutoSchema
 from rest_framework import serializers
 
-from threads.api.schema_contract import NON_BLANK
-from threads.api.serializers import StrictCharField
+from threads.api.schema_contract import NO_NUL, NON_BLANK
+from threads.api.serializers import StrictCharField, checkpoint_id_check
+
+# A checkpoint_id (threads/domain/external_ids.py): one path segment, not `latest`.
+CHECKPOINT_ID = r"^(?!(?:\.|\.\.|latest)$)[^/\x00]*(?:[^\s\x1c-\x1f\x85/\x00]|\ufeff)[^/\x00]*$"
 
 
 class ViewScopedAutoSchema(AutoSchema):
@@ -29,12 +32,17 @@ class ViewScopedAutoSchema(AutoSchema):
         result = super()._map_serializer_field(field, direction, bypass_extensions)
         # A CharField that may not be blank refuses "" (and, trimmed, "  "): say so.
         if (
-            direction == "request"
-            and type(field) in (serializers.CharField, StrictCharField)
-            and not field.allow_blank
-            and result.get("type") == "string"
+            direction != "request"
+            or type(field) not in (serializers.CharField, StrictCharField)
+            or result.get("type") != "string"
         ):
+            return result
+        if checkpoint_id_check in field.validators:
+            result["pattern"] = f"^$|{CHECKPOINT_ID}" if field.allow_blank else CHECKPOINT_ID
+        elif not field.allow_blank:
             result.setdefault("minLength", 1)
-            if field.trim_whitespace:
-                result.setdefault("pattern", NON_BLANK)
+            result.setdefault("pattern", NON_BLANK if field.trim_whitespace else NO_NUL)
+        else:
+            # No string the server takes holds NUL (docs/api.md §1.4).
+            result.setdefault("pattern", NO_NUL)
         return result

@@ -58,8 +58,10 @@ WRITE_ERRORS = {
 
 
 # A character Python's str.strip() keeps, as an ECMA-262 pattern: its \s lacks \x1c-\x1f and
-# \x85 (Python strips them) and has \ufeff (Python keeps it).
-NON_BLANK = r"[^\s\x1c-\x1f\x85]|\ufeff"
+# \x85 (Python strips them) and has \ufeff (Python keeps it). With no NUL anywhere: the JSON
+# parser refuses NUL in a body (docs/api.md §1.4) and PostgreSQL's text cannot hold it.
+NON_BLANK = r"^[^\x00]*(?:[^\s\x1c-\x1f\x85\x00]|\ufeff)[^\x00]*$"
+NO_NUL = r"^[^\x00]*$"
 
 
 def _text(limit: int = MAX_ID_LENGTH) -> dict[str, Any]:
@@ -82,8 +84,11 @@ EVENT_FIELDS: dict[str, dict[str, Any]] = {
     "role": _enum(ROLES),
     "content": {
         "oneOf": [
-            {"type": "string"},
-            {"type": "array", "items": {"oneOf": [{"type": "string"}, ANY_OBJECT]}},
+            {"type": "string", "pattern": NO_NUL},
+            {
+                "type": "array",
+                "items": {"oneOf": [{"type": "string", "pattern": NO_NUL}, ANY_OBJECT]},
+            },
         ],
         "description": "a string or a list of parts (strings or objects)",
     },
@@ -100,7 +105,10 @@ EVENT_FIELDS: dict[str, dict[str, Any]] = {
         "type": "array",
         "items": {
             "type": "object",
-            "properties": {"key": {"type": "string", "minLength": 1}, "value": {}},
+            "properties": {
+                "key": {"type": "string", "minLength": 1, "pattern": NO_NUL},
+                "value": {},
+            },
             "required": ["key", "value"],
             "additionalProperties": False,
         },
@@ -117,7 +125,7 @@ EVENT_FIELDS: dict[str, dict[str, Any]] = {
 FACT_TYPES = ("fact", "correction")
 FACT_PAYLOAD = {
     "type": "object",
-    "properties": {"key": {"type": "string", "minLength": 1}, "value": {}},
+    "properties": {"key": {"type": "string", "minLength": 1, "pattern": NO_NUL}, "value": {}},
     "required": ["key", "value"],
 }
 TEXT_PAYLOAD = {
@@ -234,7 +242,8 @@ def _tighten_parameters(path: str, operation: dict[str, Any]) -> None:
     for parameter in operation.get("parameters", []):
         name, schema = parameter.get("name"), parameter.get("schema")
         if name == "page_after" and schema is not None:
-            schema["pattern"] = "^.+:[0-9]+$"  # the `next` of a previous page
+            # the `next` of a previous page: a checkpoint id, ":", a row number
+            schema["pattern"] = r"^(?:[^\s\x1c-\x1f\x85\x00]|\ufeff)[^\x00]*:[0-9]{1,18}$"
         if name == "thread" and path == "/api/v1/side-effects/" and schema is not None:
             schema["minLength"] = 1
         if name == "filter" and "langgraph" in path:
@@ -264,6 +273,45 @@ def _close_body(schema: dict[str, Any], components: dict[str, Any], seen: set[st
         _close_body(child, components, seen)
 
 
+# A write (LanggraphWriteInput) is bytes, `type` and `data`, or `messages`: never both, never
+# neither, never half of the bytes.
+WRITE_VARIANTS = [
+    {"required": ["type", "data"], "not": {"required": ["messages"]}},
+    {
+        "required": ["messages"],
+        "not": {"anyOf": [{"required": ["type"]}, {"required": ["data"]}]},
+        "properties": {
+            "messages": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["message"],
+                    # any JSON value but null (in OpenAPI 3.0 no type admits null unless
+                    # `nullable` says so)
+                    "properties": {
+                        "message": {
+                            "anyOf": [
+                                {"type": t}
+                                for t in ("object", "array", "string", "number", "boolean")
+                            ]
+                        }
+                    },
+                },
+            }
+        },
+    },
+]
+
+
+def _watermarks(component: dict[str, Any]) -> None:
+    """A watermark is above 0 (0 < low_watermark < high_watermark <= 1, docs/api.md §2.1); the
+    order of the two is a rule between values JSON Schema cannot state."""
+    for name in ("low_watermark", "high_watermark"):
+        field = component.get("properties", {}).get(name)
+        if field is not None and field.get("minimum") == 0:  # a request's, not an answer's
+            field["exclusiveMinimum"] = True
+
+
 def contract_hook(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict:
     components = result.setdefault("components", {}).setdefault("schemas", {})
     if "EventInput" in components:
@@ -274,6 +322,10 @@ def contract_hook(result: dict[str, Any], generator: Any, request: Any, public: 
         batch["properties"]["events"].update(
             minItems=1, maxItems=settings.CTXADMIN_MAX_BATCH_EVENTS
         )
+    for component in components.values():
+        _watermarks(component)
+    if "LanggraphWriteInput" in components:
+        components["LanggraphWriteInput"]["oneOf"] = WRITE_VARIANTS
     for path, method, operation in _operations(result):
         if "Error" in components:
             _document_errors(operation, method)

@@ -22,7 +22,7 @@ from threads.domain.events import (
     RESULT_STATUSES,
     ROLES,
 )
-from threads.domain.external_ids import external_id_problem
+from threads.domain.external_ids import checkpoint_id_problem, external_id_problem
 from threads.domain.run_status import RUN_STATUSES, STALLED, WAITING_FOR_AGENT
 from threads.models import Thread
 from threads.selectors.problems import listed_problems, thread_problems
@@ -34,6 +34,14 @@ def external_id_validated(value: str) -> str:
     if problem is not None:
         raise serializers.ValidationError(problem)
     return value
+
+
+def checkpoint_id_check(value: str) -> None:
+    """A serializer field's validator for a LangGraph checkpoint_id: an external_id's rule,
+    and not `latest` (threads/domain/external_ids.py)."""
+    problem = checkpoint_id_problem(value)
+    if problem is not None:
+        raise serializers.ValidationError(problem)
 
 
 class ErrorDetailSerializer(serializers.Serializer):

@@ -16,6 +16,7 @@ from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
 from threads.api.auth import agent_of
+from threads.client_address import client_address
 
 
 class ApiRateThrottle(SimpleRateThrottle):
@@ -24,6 +25,11 @@ class ApiRateThrottle(SimpleRateThrottle):
     def get_rate(self) -> str | None:
         rate = str(getattr(settings, "CTXADMIN_API_RATE", "") or "").strip()
         return None if rate in ("", "0") else rate
+
+    def get_ident(self, request: Request) -> str:
+        # DRF's own reads X-Forwarded-For by NUM_PROXIES; ctxadmin has one notion of the
+        # client's address (threads/client_address.py).
+        return client_address(request)
 
     def get_cache_key(self, request: Request, view: Any) -> str | None:
         agent = agent_of(request)

@@ -1,10 +1,13 @@
 """`/metrics`: Prometheus text format (docs/operations.md, docs/api.md §15).
 
 Protected: with CTXADMIN_METRICS_TOKEN set, only `Authorization: Bearer <token>` reads it;
-unset, only a request from loopback (REMOTE_ADDR 127.0.0.1 or ::1) does.
+unset, only a request made on this machine and not forwarded by a proxy does: its client
+address (threads.client_address) is loopback and it carries no X-Forwarded-For, Forwarded or
+X-Real-IP header, since behind a proxy on this machine every request arrives from loopback.
 
 Each scrape builds a registry of its own: a collector that reads the database-derived
-families (a fixed number of queries, docs/operations.md) and the context latency histogram —
+families (a fixed number of queries, docs/operations.md) and the process-local families (the
+context latency histogram, the untrusted forwarded requests counter) —
 this process's, or every process's through MultiProcessCollector when PROMETHEUS_MULTIPROC_DIR
 is set.
 """
@@ -23,12 +26,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from threads.client_address import UNTRUSTED_FORWARDED, is_local
 from threads.models import EventKind
 from threads.selectors import metrics as figures
 from threads.selectors import run_status_counts
 from threads.services import metrics as counted
-
-LOOPBACK = ("127.0.0.1", "::1")
 
 
 def _counter(name: str, doc: str, value: float) -> CounterMetricFamily:
@@ -146,9 +148,10 @@ class DatabaseCollector(Collector):
         )
 
 
-class _ProcessHistogram(Collector):
+class _ProcessFamilies(Collector):
     def collect(self) -> Iterator[Metric]:
         yield from counted.CONTEXT_SECONDS.collect()
+        yield from UNTRUSTED_FORWARDED.collect()
 
 
 def metrics_registry() -> CollectorRegistry:
@@ -157,7 +160,7 @@ def metrics_registry() -> CollectorRegistry:
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
     else:
-        registry.register(_ProcessHistogram())
+        registry.register(_ProcessFamilies())
     return registry
 
 
@@ -169,7 +172,7 @@ def metrics_allowed(request: HttpRequest) -> bool:
         return scheme.lower() == "bearer" and hmac.compare_digest(
             given.strip().encode(), token.encode()
         )
-    return request.META.get("REMOTE_ADDR") in LOOPBACK
+    return is_local(request)
 
 
 def metrics(request: HttpRequest) -> Any:
@@ -182,7 +185,7 @@ def metrics(request: HttpRequest) -> Any:
         return refused
     if not metrics_allowed(request):
         answer = HttpResponse(
-            "metrics: a Bearer token or a loopback address is required\n",
+            "metrics: a Bearer token, or a loopback request no proxy forwarded, is required\n",
             status=401 if settings.CTXADMIN_METRICS_TOKEN else 403,
             content_type="text/plain",
         )
