@@ -120,6 +120,7 @@ RULES: dict[str, Rule] = {
         foreign_agent="ok",
     ),
     "api/v1/imports/<str:id>/": api({"GET": EVERYONE}, object=True),
+    "api/v1/imports/<str:id>/cancel/": api({"POST": ADM}, object=True),
     "api/v1/threads/<str:id>/langgraph/": api({"DELETE": AGENTS}, **LANGGRAPH),
     "api/v1/threads/<str:id>/langgraph/checkpoints/": api(
         {"GET": AGENTS, "POST": AGENTS}, body={}, **LANGGRAPH
@@ -174,6 +175,7 @@ RULES: dict[str, Rule] = {
         },
     ),
     "threads/<str:id>/unpin/": html({"POST": ADM}, object=True, body={"reason": "matrix"}),
+    "threads/<str:id>/pause/": html({"POST": ADM}, object=True, body={"reason": "matrix"}),
     "tasks/<str:task_id>/progress/": html({"GET": OP}, object=True),
     "side-effects/": html({"GET": OP}),
     "side-effects/<int:pk>/resolve/": html(
@@ -198,6 +200,11 @@ RULES: dict[str, Rule] = {
         multipart=True,
     ),
     "imports/<str:id>/": html({"GET": ADM}, object=True),
+    "imports/<str:id>/cancel/": html({"POST": ADM}, object=True),
+    # The workspace is named in the form: another workspace's admin names one they cannot see.
+    "imports/agents/": html(
+        {"POST": ADM}, object=True, body={"workspace": "{workspace}", "allowed": "1"}
+    ),
     "keys/": html({"GET": ADM}),
     "keys/new/": html({"POST": ADM}, object=True, body={"workspace": "{workspace}", "name": "m"}),
     "keys/<int:pk>/revoke/": html({"POST": ADM}, object=True),

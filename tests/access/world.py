@@ -126,6 +126,9 @@ def _client(user: Any = None, key: str = "") -> Client:
 def seed() -> World:
     acme, acme_key = f.make_workspace("acme")
     globex, globex_key = f.make_workspace("globex")
+    # Agents may import into both (an admin's switch; off by default): the matrix checks who
+    # reaches the import, not the switch (tests/api/test_import_limits.py does).
+    Workspace.objects.filter(pk__in=[acme.pk, globex.pk]).update(agents_may_import=True)
     thread = build_story(f.make_thread(acme, external_id="order-10086", title="Refund"))
     langgraph_checkpoint = langgraph_checkpoint_put(
         workspace=acme,

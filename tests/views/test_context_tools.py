@@ -16,8 +16,9 @@ from threads.services.tools import thread_tools_set
 pytestmark = pytest.mark.django_db
 
 # 11 for the page, 3 for the problem banner (the thread's flags, its open side effects, its
-# second results: threads/selectors/problems.py)
-QUERIES = 14
+# second results: threads/selectors/problems.py), 1 for where a LangGraph thread stands (its
+# latest root checkpoint: none here)
+QUERIES = 15
 
 TOOLS = [
     {"name": "refund", "description": "Refund", "input_schema": {}},

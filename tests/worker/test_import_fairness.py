@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.middleware.csrf import _get_new_csrf_string
 from rest_framework.test import APIClient
@@ -24,6 +25,7 @@ from tests import factories as f
 from tests.runtime.conftest import real_worker, wait_for_task  # noqa: F401 (a fixture)
 from threads.models import ImportState, TaskState, Thread, TraceImport
 from threads.services import folding
+from threads.services.imports import import_cancel
 
 pytestmark = [
     pytest.mark.postgres,
@@ -72,6 +74,30 @@ def test_a_fold_is_done_while_large_imports_run(
         assert answer.status_code == 202, answer.content
         import_ids.append(answer.json()["import_id"])
     first, second = import_ids
+    try:
+        _fold_while_importing(thread, first, second, admin_client_ws)
+    finally:
+        # Whatever happened above, no import goes on writing after the test: the next test's
+        # database would get its rows.
+        for import_id in import_ids:
+            found = TraceImport.objects.get(pk=import_id)
+            live = found.state in (ImportState.PENDING, ImportState.RUNNING)
+            if live and found.cancel_requested_at is None:
+                admin = get_user_model().objects.get(username="admin-user")
+                import_cancel(trace_import=found, actor=admin)
+        _until(
+            "the imports to stop",
+            lambda: (
+                not TraceImport.objects.filter(
+                    pk__in=import_ids, state__in=(ImportState.PENDING, ImportState.RUNNING)
+                ).exists()
+            ),
+        )
+
+
+def _fold_while_importing(
+    thread: Thread, first: Any, second: Any, admin_client_ws: APIClient
+) -> None:
     # The first import is under way on the imports worker.
     _until(
         "the first import to start",
