@@ -7,17 +7,25 @@ are uploaded first (were they on the default queue, they would hold both of its 
 the fold would wait behind them, as issue #27 found); the fold must finish while the first is
 still importing and the second still waits. Both are then cancelled by an admin: the pending
 one at once, the running one before its next conversation.
+
+However fast the machine, the first import cannot finish under the fold: once it has
+started, the test holds its row locked from a connection of its own, so the import waits at
+its next progress write (every half second) until the fold is done.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import psycopg
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
 from django.middleware.csrf import _get_new_csrf_string
 from rest_framework.test import APIClient
 
@@ -95,6 +103,24 @@ def test_a_fold_is_done_while_large_imports_run(
         )
 
 
+@contextmanager
+def _row_held(import_id: Any) -> Iterator[None]:
+    """Lock an import's row from another connection until the block ends: its worker's next
+    progress write waits for it."""
+    params = connection.settings_dict
+    with psycopg.connect(
+        dbname=params["NAME"],
+        user=params["USER"],
+        password=params["PASSWORD"] or None,
+        host=params["HOST"] or None,
+        port=params["PORT"] or None,
+    ) as other:
+        with other.transaction():
+            table = TraceImport._meta.db_table
+            other.execute(f"SELECT 1 FROM {table} WHERE id = %s FOR UPDATE", [str(import_id)])
+            yield
+
+
 def _fold_while_importing(
     thread: Thread, first: Any, second: Any, admin_client_ws: APIClient
 ) -> None:
@@ -104,17 +130,20 @@ def _fold_while_importing(
         lambda: TraceImport.objects.filter(pk=first, conversations_done__gt=0).exists(),
     )
 
-    run = folding.fold_request(thread=Thread.objects.get(pk=thread.pk), trigger={"kind": "manual"})
-    done = wait_for_task(run.pk, timeout=120)
-    assert done.state == TaskState.SUCCESS, done.result
-    assert done.result is not None and done.result["folded"] is True, done.result
-    # The fold finished while the imports had not: the first still importing, the second
-    # still waiting for the imports worker.
-    running = TraceImport.objects.get(pk=first)
-    waiting = TraceImport.objects.get(pk=second)
-    assert running.state == ImportState.RUNNING, running.state
-    assert running.conversations_done < CONVERSATIONS
-    assert waiting.state == ImportState.PENDING, waiting.state
+    with _row_held(first):
+        run = folding.fold_request(
+            thread=Thread.objects.get(pk=thread.pk), trigger={"kind": "manual"}
+        )
+        done = wait_for_task(run.pk, timeout=120)
+        assert done.state == TaskState.SUCCESS, done.result
+        assert done.result is not None and done.result["folded"] is True, done.result
+        # The fold finished while the imports had not: the first still importing, the
+        # second still waiting for the imports worker.
+        running = TraceImport.objects.get(pk=first)
+        waiting = TraceImport.objects.get(pk=second)
+        assert running.state == ImportState.RUNNING, running.state
+        assert running.conversations_done < CONVERSATIONS
+        assert waiting.state == ImportState.PENDING, waiting.state
 
     # An admin cancels both: the waiting one ends at once, the running one between two
     # conversations, keeping (and reporting) those it imported.

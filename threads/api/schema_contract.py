@@ -8,6 +8,7 @@ common errors in the contract's shape. Schemathesis holds the server to this sch
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.conf import settings
@@ -312,7 +313,33 @@ def _watermarks(component: dict[str, Any]) -> None:
             field["exclusiveMinimum"] = True
 
 
+def _blank_alternatives(node: Any) -> None:
+    """drf-spectacular states a blank-allowed string with a pattern as `oneOf: [the string,
+    {maxLength: 0}]`; "" matches both, so by oneOf it would be refused. Say `anyOf`, or just the
+    string when its own pattern already takes ""."""
+    if isinstance(node, list):
+        for item in node:
+            _blank_alternatives(item)
+        return
+    if not isinstance(node, dict):
+        return
+    options = node.get("oneOf")
+    if isinstance(options, list) and len(options) == 2 and options[1] == BLANK:
+        inner = options[0]
+        del node["oneOf"]
+        if "minLength" not in inner and re.search(inner.get("pattern", ""), "") is not None:
+            node.update(inner)
+        else:
+            node["anyOf"] = options
+    for value in node.values():
+        _blank_alternatives(value)
+
+
+BLANK = {"type": "string", "maxLength": 0}
+
+
 def contract_hook(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict:
+    _blank_alternatives(result)
     components = result.setdefault("components", {}).setdefault("schemas", {})
     if "EventInput" in components:
         components["EventInput"] = event_input_schema()
