@@ -38,6 +38,10 @@ INSTALLED_APPS = [
     "axes",
     "csp",
     "threads",
+    # Integrations register with the core's hooks; the core imports none of them.
+    "integrations.langgraph_checkpointer",
+    "integrations.trace_imports",
+    "sample_data",
 ]
 
 MIDDLEWARE = [
@@ -242,10 +246,12 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "threads.api.schema_contract.contract_hook",
+        "integrations.langgraph_checkpointer.api.schema.schema_hook",
+        "integrations.trace_imports.schema.schema_hook",
     ],
     # Several enums share a field name ("state"): name these after what they are.
     "ENUM_NAME_OVERRIDES": {
-        "ImportStateEnum": "threads.models.ImportState",
+        "ImportStateEnum": "integrations.trace_imports.models.ImportState",
         "TaskStateEnum": "threads.models.TaskState",
     },
 }

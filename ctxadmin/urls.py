@@ -8,6 +8,9 @@ from threads.views import metrics
 
 urlpatterns = [
     path("api/v1/", include("threads.api.urls")),
+    # The integrations' APIs (apps of their own, docs/api.md §12 and §14).
+    path("api/v1/", include("integrations.langgraph_checkpointer.urls")),
+    path("api/v1/", include("integrations.trace_imports.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI with its set-up script served as a file (the split view), so the page runs
     # under the site's script-src; only its one inline <style> needs style-src-elem relaxed.
@@ -30,6 +33,7 @@ urlpatterns = [
     path("metrics", metrics.metrics, name="metrics"),
     path("metrics/", metrics.metrics),
     path("", include("threads.urls")),
+    path("", include("integrations.trace_imports.urls")),
 ]
 
 # JSON for /api/ paths, the product's pages elsewhere.

@@ -25,7 +25,6 @@ from threads.models import SummaryVersion, Thread
 from threads.selectors import thread_integrity, threads_due_full_verify
 from threads.services.chain_heads import chain_heads_publish, publication_summary
 from threads.services.folding import fold_run, recover_prepared, thread_pinned
-from threads.services.imports import import_run
 from threads.services.integrity import integrity_check
 from threads.services.metrics import context_log_prune
 from threads.services.side_effects import side_effect_status_check
@@ -219,31 +218,6 @@ def side_effect_status_check_task(task_id: str | None, side_effect_id: int) -> d
     Idempotent: a redelivered task finds the side effect resolved and leaves it alone.
     """
     return side_effect_status_check(side_effect_id=side_effect_id)
-
-
-@shared_task(
-    name="ctxadmin.import_trace",
-    bind=True,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    # Below the Redis broker's default visibility timeout (an hour), past which a running task
-    # would be delivered a second time.
-    soft_time_limit=1800,
-    time_limit=1860,
-)
-@tracked
-def import_trace_task(task_id: str | None, import_id: str) -> dict[str, Any]:
-    """Import an uploaded file of conversations (threads.services.imports.import_run); the
-    task run's progress counts conversations. Routed to the `imports` queue
-    (CELERY_TASK_ROUTES), so it never holds a worker that folds.
-
-    Redelivered after a worker died, it resumes after the last conversation it recorded; the
-    `import-<index>` client_event_ids make nothing be appended twice.
-    """
-    return import_run(
-        import_id=import_id,
-        progress=lambda done, total: task_run_progress(task_id, done=done, total=total),
-    )
 
 
 @shared_task(

@@ -61,17 +61,6 @@ urlpatterns = [
     path("workspace/", workspaces.workspace_switch, name="workspace-switch"),
 ]
 
-# Imports of recorded traces (admins).
-from threads.views import imports  # noqa: E402
-
-urlpatterns += [
-    path("imports/", imports.import_list, name="import-list"),
-    path("imports/new/", imports.import_upload, name="import-upload"),
-    path("imports/agents/", imports.import_agents_view, name="import-agents"),
-    path("imports/<str:id>/", imports.import_detail, name="import-detail"),
-    path("imports/<str:id>/cancel/", imports.import_cancel_view, name="import-cancel"),
-]
-
 # Agents' API keys (admins).
 from threads.views import keys  # noqa: E402
 

@@ -14,21 +14,21 @@ from django.db import transaction
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from integrations.langgraph_checkpointer.models import LanggraphCheckpoint
+from integrations.langgraph_checkpointer.services.saver import langgraph_checkpoint_put
+from integrations.trace_imports.models import TraceImport
+from integrations.trace_imports.services import import_start
 from tests import factories as f
 from tests.views.conftest import build_story
 from threads.models import (
     ApiKey,
     ApprovalRequest,
     Checkpoint,
-    LanggraphCheckpoint,
     SideEffect,
     TaskRun,
     Thread,
-    TraceImport,
     Workspace,
 )
-from threads.services.imports import import_start
-from threads.services.langgraph import langgraph_checkpoint_put
 from threads.services.tasks import task_run_start
 
 PRINCIPALS = ("anonymous", "agent", "operator", "reviewer", "admin", "other_admin", "other_agent")

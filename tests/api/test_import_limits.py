@@ -20,9 +20,10 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from ctxadmin.celery import app as celery_app
+from integrations.trace_imports import services as import_service
+from integrations.trace_imports.models import ImportState, TraceImport
 from tests import factories
-from threads.models import AuditEntry, Event, ImportState, Thread, TraceImport
-from threads.services import imports as import_service
+from threads.models import AuditEntry, Event, Thread
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_fold_triggers")]
 

@@ -1,4 +1,5 @@
-"""The LangGraph put's and write's fast body readers (threads/api/langgraph_input.py) against the
+"""The LangGraph put's and write's fast body readers
+(integrations/langgraph_checkpointer/api/bodies.py) against the
 views' serializers: whatever a reader accepts, the serializer accepts with the same validated
 data; what it is unsure of, it leaves to the serializer. No database."""
 
@@ -11,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from threads.api.langgraph import ThreadLanggraphCheckpointsApi, ThreadLanggraphWritesApi
-from threads.api.langgraph_input import (
+from integrations.langgraph_checkpointer.api.bodies import (
     ENTRY_KEYS,
     INTERRUPT_KEYS,
     MESSAGES_KEYS,
@@ -22,6 +22,10 @@ from threads.api.langgraph_input import (
     WRITES_KEYS,
     put_body_read,
     writes_body_read,
+)
+from integrations.langgraph_checkpointer.api.views import (
+    ThreadLanggraphCheckpointsApi,
+    ThreadLanggraphWritesApi,
 )
 
 DIGEST = "a" * 64

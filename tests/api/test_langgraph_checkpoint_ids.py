@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from threads.models import LanggraphCheckpoint, LanggraphWrite
+from integrations.langgraph_checkpointer.models import LanggraphCheckpoint, LanggraphWrite
 
 pytestmark = pytest.mark.django_db
 

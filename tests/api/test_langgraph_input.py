@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from threads.models import LanggraphWrite
+from integrations.langgraph_checkpointer.models import LanggraphWrite
 
 pytestmark = pytest.mark.django_db
 

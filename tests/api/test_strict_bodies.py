@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from integrations.langgraph_checkpointer.models import LanggraphCheckpoint
 from tests.api.conftest import log_state
 from tests.api.test_checkpoints_api import person, post, url
 from tests.api.test_repairs_api import approval_request
@@ -17,7 +18,6 @@ from threads.models import (
     ApprovalRequest,
     AuditEntry,
     Checkpoint,
-    LanggraphCheckpoint,
     SideEffectStatus,
     TaskRun,
     Thread,

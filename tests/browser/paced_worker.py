@@ -18,7 +18,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ctxadmin.settings")
 django.setup()
 
 from ctxadmin.celery import app  # noqa: E402
-from threads.services import events, imports  # noqa: E402
+from integrations.trace_imports import services as imports  # noqa: E402
+from threads.services import events  # noqa: E402
 
 PACE = float(os.environ.get("CTXADMIN_TEST_IMPORT_PACE", "0.02"))
 _conversation_import = imports.conversation_import

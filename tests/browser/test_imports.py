@@ -24,9 +24,10 @@ import pytest
 from django.db import connection
 
 from ctxadmin.celery import app as celery_app
+from integrations.trace_imports.models import TraceImport
 from tests import factories as f
 from tests.browser.test_dashboard import SHOTS, browser, shot  # noqa: F401 (a fixture)
-from threads.models import Event, Thread, TraceImport
+from threads.models import Event, Thread
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -16,11 +16,11 @@ from django.conf import settings
 from django.core.management import call_command
 from django.test import Client
 
+from integrations.langgraph_checkpointer.models import LanggraphCheckpoint
 from threads.models import (
     ApiKey,
     ApprovalRequest,
     Event,
-    LanggraphCheckpoint,
     Membership,
     SideEffect,
     SummaryVersion,

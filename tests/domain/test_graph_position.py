@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from threads.domain.graph_position import graph_position, task_node, version_newer
+from integrations.langgraph_checkpointer.domain.graph_position import (
+    graph_position,
+    task_node,
+    version_newer,
+)
 
 V = "0000000000000000000000000000000{}.0.5"
 

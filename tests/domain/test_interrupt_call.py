@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from threads.domain.langgraph import interrupt_call, pending_tool_calls
+from integrations.langgraph_checkpointer.domain.messages import interrupt_call, pending_tool_calls
 
 
 def _ai(*calls: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:

@@ -15,14 +15,14 @@ from langchain_core.messages import (
     message_to_dict,
 )
 
-from threads.domain.errors import InvalidEvent
-from threads.domain.events import normalize_event
-from threads.domain.langgraph import (
+from integrations.langgraph_checkpointer.domain.messages import (
     METADATA_KEY,
     message_digest,
     message_event_bodies,
     message_from_event,
 )
+from threads.domain.errors import InvalidEvent
+from threads.domain.events import normalize_event
 
 AI = AIMessage(
     "Let me check.",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from threads.importers.common import Converted, tool_result
+from integrations.trace_imports.readers.common import Converted, tool_result
 
 
 def test_an_output_opens_with_the_system_message_when_there_is_one() -> None:

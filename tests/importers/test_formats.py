@@ -11,10 +11,10 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from integrations.trace_imports.readers import read_conversations
+from integrations.trace_imports.services import conversations_import, trace_import
 from tests import factories as f
-from threads.importers import read_conversations
 from threads.models import Event, SideEffect, Thread, Workspace
-from threads.services.imports import conversations_import, trace_import
 
 pytestmark = pytest.mark.django_db
 

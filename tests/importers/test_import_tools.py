@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from integrations.trace_imports.services import conversations_import
 from threads.models import AuditEntry, ThreadTool, Workspace
-from threads.services.imports import conversations_import
 
 pytestmark = pytest.mark.django_db
 

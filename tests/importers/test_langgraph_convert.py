@@ -10,10 +10,14 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, message_to_dict
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from threads.domain.langgraph import message_digest, message_event_bodies, message_form
-from threads.importers.langgraph import blob_decoder
+from integrations.langgraph_checkpointer.domain.messages import (
+    message_digest,
+    message_event_bodies,
+    message_form,
+)
+from integrations.trace_imports.readers.langgraph_store import blob_decoder
+from integrations.trace_imports.services import conversations_import
 from threads.models import Event, Workspace
-from threads.services.imports import conversations_import
 
 pytestmark = pytest.mark.django_db
 

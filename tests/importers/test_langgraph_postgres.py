@@ -31,7 +31,7 @@ from langgraph.types import Command, Send, interrupt
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from threads.importers.langgraph import read_postgres
+from integrations.trace_imports.readers.langgraph_store import read_postgres
 from threads.models import Event, Thread, Workspace
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from integrations.trace_imports.services import ConversationReport, conversations_import
 from threads.models import Event, Workspace
-from threads.services.imports import ConversationReport, conversations_import
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_fold_triggers")]
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from threads.importers import DEFAULT_SIDE_EFFECT_TOOLS, read_conversations
+from integrations.trace_imports.readers import DEFAULT_SIDE_EFFECT_TOOLS, read_conversations
+from integrations.trace_imports.services import conversations_import
 from threads.models import Event, SideEffect, Workspace
-from threads.services.imports import conversations_import
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ from ctxadmin_client.langgraph import CtxadminSaver
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
 
+from integrations.langgraph_checkpointer.models import LanggraphCheckpoint
 from tests.langgraph.conftest import Server
-from threads.models import LanggraphCheckpoint
 
 
 def _put(saver: CtxadminSaver, checkpoint_id: str | None) -> RunnableConfig:

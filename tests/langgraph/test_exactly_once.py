@@ -25,10 +25,11 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command, interrupt
 
+from integrations.langgraph_checkpointer.models import LanggraphCheckpoint
 from tests import factories
 from tests.langgraph.conftest import Server
 from tests.provider_shapes import assert_provider_shapes
-from threads.models import ApprovalRequest, LanggraphCheckpoint, SideEffect, Thread
+from threads.models import ApprovalRequest, SideEffect, Thread
 from threads.services.approvals import approval_decide
 from threads.services.rollback import checkpoint_rollback
 from threads.services.side_effects import side_effect_resolve

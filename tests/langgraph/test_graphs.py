@@ -11,17 +11,15 @@ from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
-from tests.langgraph.conftest import Server
-from tests.langgraph.graphs import approval_graph, history, run_script, values_form
-from threads.models import (
-    Checkpoint,
-    Event,
+from integrations.langgraph_checkpointer.models import (
     LanggraphChannelVersion,
     LanggraphCheckpoint,
     LanggraphContent,
     LanggraphMessage,
-    Thread,
 )
+from tests.langgraph.conftest import Server
+from tests.langgraph.graphs import approval_graph, history, run_script, values_form
+from threads.models import Checkpoint, Event, Thread
 from threads.services.integrity import integrity_check
 
 

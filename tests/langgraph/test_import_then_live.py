@@ -1,6 +1,7 @@
-"""A LangGraph thread imported from a checkpoint store, then continued live through
-`CtxadminSaver`: the import and the saver name and record each message alike (one conversion,
-threads.domain.langgraph), so the log holds every message, call and result once.
+"""A LangGraph thread imported from a checkpoint store, then continued live through `CtxadminSaver`:
+the import and the saver name and record each message alike (one conversion,
+integrations.langgraph_checkpointer.domain.messages), so the log holds every message, call and
+result once.
 
 The first test's store is LangGraph's InMemorySaver, read back with the importer's own blob
 decoder (the bytes a PostgresSaver keeps in `checkpoint_blobs` are the same serde's), so it runs
@@ -25,13 +26,13 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres import PostgresSaver
 
+from integrations.langgraph_checkpointer.domain.messages import MESSAGES_CHANNEL
+from integrations.trace_imports.readers.langgraph_store import blob_decoder
+from integrations.trace_imports.services import conversations_import
 from tests.importers.test_langgraph_postgres import store_dsn
 from tests.langgraph.conftest import Server
 from tests.langgraph.graphs import ToolFakeChatModel, get_weather, tool_loop_graph
-from threads.domain.langgraph import MESSAGES_CHANNEL
-from threads.importers.langgraph import blob_decoder
 from threads.models import Event, Thread
-from threads.services.imports import conversations_import
 
 __all__ = ["store_dsn"]  # the fixture: a fresh LangGraph PostgreSQL store
 

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from threads.domain.langgraph import checkpoint_unpack
+from integrations.langgraph_checkpointer.domain.messages import checkpoint_unpack
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

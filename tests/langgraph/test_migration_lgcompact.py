@@ -11,8 +11,8 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from threads.domain.langgraph import checkpoint_pack
-from threads.domain.langgraph_packing import (
+from integrations.langgraph_checkpointer.domain.messages import checkpoint_pack
+from integrations.langgraph_checkpointer.domain.packing import (
     PackedWrite,
     TaskWrites,
     tasks_unpack,

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests import factories
-from threads.domain.langgraph_packing import (
+from integrations.langgraph_checkpointer.domain.packing import (
     PackedWrite,
     TaskWrites,
     tasks_pack,
@@ -19,14 +18,23 @@ from threads.domain.langgraph_packing import (
     writes_pack,
     writes_unpack,
 )
-from threads.models import LanggraphChannelVersion, LanggraphCheckpoint, LanggraphWrite, Thread
-from threads.selectors.langgraph import langgraph_checkpoint_get, langgraph_tuple
-from threads.services.langgraph import (
+from integrations.langgraph_checkpointer.models import (
+    LanggraphChannelVersion,
+    LanggraphCheckpoint,
+    LanggraphWrite,
+)
+from integrations.langgraph_checkpointer.selectors.checkpoints import (
+    langgraph_checkpoint_get,
+    langgraph_tuple,
+)
+from integrations.langgraph_checkpointer.services.saver import (
     ValueIn,
     WriteIn,
     langgraph_checkpoint_put,
     langgraph_writes_put,
 )
+from tests import factories
+from threads.models import Thread
 
 BIG = bytes(range(256)) * 2
 

@@ -14,11 +14,11 @@ from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
+from integrations.langgraph_checkpointer.selectors.checkpoints import langgraph_graph_position
 from tests import factories as f
 from tests.langgraph.conftest import Server
 from tests.langgraph.graphs import add, approval_graph, get_weather, scripted_model, tool_loop_graph
 from threads.models import ApprovalRequest, Thread
-from threads.selectors.langgraph import langgraph_graph_position
 
 
 def dashboard(server: Server) -> Client:

@@ -27,17 +27,11 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import interrupt
 
+from integrations.langgraph_checkpointer.models import LanggraphCheckpoint
 from tests import factories
 from tests.langgraph.conftest import Server
 from tests.langgraph.graphs import ToolFakeChatModel, tool_loop_graph
-from threads.models import (
-    ApprovalRequest,
-    AuditEntry,
-    LanggraphCheckpoint,
-    SideEffect,
-    SummaryVersion,
-    Thread,
-)
+from threads.models import ApprovalRequest, AuditEntry, SideEffect, SummaryVersion, Thread
 from threads.selectors import rollback_preview
 from threads.selectors.metrics import approval_figures
 from threads.services.approvals import approval_decide

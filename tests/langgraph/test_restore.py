@@ -16,11 +16,11 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from rest_framework.renderers import JSONRenderer
 
-import threads.selectors.langgraph as selectors
-import threads.selectors.langgraph_statements as statements
+import integrations.langgraph_checkpointer.selectors.checkpoints as selectors
+import integrations.langgraph_checkpointer.selectors.statements as statements
+from integrations.langgraph_checkpointer.api import views as api
 from tests.langgraph.conftest import Server
 from tests.langgraph.steps import put_steps
-from threads.api import langgraph as api
 
 VIEWS = (
     api.ThreadLanggraphCheckpointApi,

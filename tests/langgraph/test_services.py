@@ -11,25 +11,19 @@ from django.db.models import query
 from django.test.utils import CaptureQueriesContext
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, message_to_dict
 
-from tests import factories
-from threads.domain.langgraph import message_digest
-from threads.models import (
-    ApprovalRequest,
-    Checkpoint,
+from integrations.langgraph_checkpointer.domain.messages import message_digest
+from integrations.langgraph_checkpointer.models import (
     LanggraphChannelVersion,
     LanggraphCheckpoint,
     LanggraphWrite,
-    Thread,
 )
-from threads.selectors.langgraph import (
+from integrations.langgraph_checkpointer.selectors.checkpoints import (
     langgraph_checkpoint_get,
     langgraph_checkpoints_list,
     langgraph_tuple,
     langgraph_tuples,
 )
-from threads.services.approvals import approval_decide
-from threads.services.checkpoints import checkpoint_checksum, pending_at
-from threads.services.langgraph import (
+from integrations.langgraph_checkpointer.services.saver import (
     INTERRUPT_ACTION,
     InterruptIn,
     MessageIn,
@@ -44,6 +38,10 @@ from threads.services.langgraph import (
     langgraph_checkpoint_put_locked,
     langgraph_writes_put,
 )
+from tests import factories
+from threads.models import ApprovalRequest, Checkpoint, Thread
+from threads.services.approvals import approval_decide
+from threads.services.checkpoints import checkpoint_checksum, pending_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

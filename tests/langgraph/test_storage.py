@@ -18,20 +18,17 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 
-from tests import factories
-from tests.langgraph.conftest import Server
-from tests.langgraph.graphs import run_script, values_form
-from tests.langgraph.steps import put_steps
-from threads.models import (
-    AuditEntry,
-    Checkpoint,
-    Event,
+from integrations.langgraph_checkpointer.models import (
     LanggraphChannelVersion,
     LanggraphCheckpoint,
     LanggraphContent,
     LanggraphWrite,
-    Thread,
 )
+from tests import factories
+from tests.langgraph.conftest import Server
+from tests.langgraph.graphs import run_script, values_form
+from tests.langgraph.steps import put_steps
+from threads.models import AuditEntry, Checkpoint, Event, Thread
 from threads.services.integrity import integrity_check
 
 # Bytes that are neither msgpack nor pickle nor JSON: the server must never try to read them.

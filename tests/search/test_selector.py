@@ -12,18 +12,18 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from integrations.trace_imports.readers import read_conversations
+from integrations.trace_imports.services import conversations_import
 from tests import factories as f
 from tests.services.test_checkpoints import fold
 from threads.domain.errors import NoOpenToolCall
 from threads.domain.events import normalize_event
-from threads.importers import read_conversations
 from threads.models import Event, Thread
 from threads.selectors import SearchHit, events_search, threads_in
 from threads.selectors import search as search_selectors
 from threads.services.checkpoints import checkpoint_create
 from threads.services.events import event_append_batch
 from threads.services.fork import thread_fork
-from threads.services.imports import conversations_import
 
 pytestmark = pytest.mark.django_db
 

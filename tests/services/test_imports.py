@@ -12,8 +12,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from threads.models import AuditEntry, Event, ImportState, Thread, TraceImport, Workspace
-from threads.services.imports import BATCH_SIZE, import_run, import_start
+from integrations.trace_imports.models import ImportState, TraceImport
+from integrations.trace_imports.services import BATCH_SIZE, import_run, import_start
+from threads.models import AuditEntry, Event, Thread, Workspace
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_fold_triggers")]
 

@@ -14,7 +14,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from ctxadmin.celery import app as celery_app
-from threads.models import TaskRun, TaskState, TraceImport
+from integrations.trace_imports.models import TraceImport
+from threads.models import TaskRun, TaskState
 
 pytestmark = pytest.mark.django_db
 

@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from integrations.trace_imports.models import TraceImport
+from integrations.trace_imports.services import import_start
 from tests import factories as f
 from tests.views.conftest import MANUAL
-from threads.models import Checkpoint, SideEffect, SummaryVersion, Thread, TraceImport
+from threads.models import Checkpoint, SideEffect, SummaryVersion, Thread
 from threads.services import folding
 from threads.services.api_keys import api_key_issue
-from threads.services.imports import import_start
 from threads.services.side_effects import side_effect_resolve
 from threads.services.tools import thread_tools_set
 

@@ -93,7 +93,7 @@ class ApprovalOutputSerializer(serializers.Serializer):
     agent_picked_up = serializers.BooleanField(
         allow_null=True,
         help_text="a decided request: false while the thread's agent has not read its "
-        "context, approvals or LangGraph state since the decision, true once it has; null "
+        "context, approvals or its saved graph state since the decision, true once it has; null "
         "when there is nothing to say (undecided, closed by ctxadmin, or decided before reads "
         "were recorded)",
     )

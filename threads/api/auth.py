@@ -85,7 +85,7 @@ def thread_for_request(request: Request, id: str) -> Thread:
 
 
 def agent_read_mark(request: Request, thread: Thread | None) -> None:
-    """An agent (an API key, never a person) read its thread's context, approvals or LangGraph
+    """An agent (an API key, never a person) read its thread's context, approvals or saved graph
     state: it has picked up what the thread row owed it when the request read that row, before
     the answer (run status, docs/design.md §9). A person's read marks nothing."""
     if thread is not None and agent_of(request) is not None:

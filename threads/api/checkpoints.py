@@ -35,15 +35,14 @@ from threads.api.serializers import (
     optional_body,
 )
 from threads.api.summaries import SummaryOutputSerializer
-from threads.domain.langgraph import REPAIR_KEY
 from threads.models import Checkpoint
 from threads.selectors import (
     checkpoint_get,
+    checkpoint_state_owner,
     checkpoints_for_thread,
     rollback_preview,
     thread_with_flags,
 )
-from threads.selectors.langgraph import langgraph_head_for_checkpoint
 from threads.services.checkpoints import checkpoint_create
 from threads.services.fork import thread_fork
 from threads.services.pins import thread_unpin
@@ -145,7 +144,7 @@ class CheckpointPreviewApi(APIView):
             allow_null=True, help_text="the version the rollback writes; null when it writes none"
         )
         clears_summary = serializers.BooleanField(
-            help_text="the head goes back to no summary (a LangGraph checkpoint with none)"
+            help_text="the head goes back to no summary (a state checkpoint, none at its cursor)"
         )
         after_rollback = serializers.IntegerField(
             help_text="send it with the rollback: refused if another rollback came first"
@@ -229,13 +228,10 @@ class ThreadRollbackApi(APIView):
             if version is not None
             else {"version": None, "restored_from": checkpoint.pk}
         )
-        head = langgraph_head_for_checkpoint(checkpoint)
-        if head is not None:
-            answer["langgraph"] = {
-                "checkpoint_id": head.checkpoint_id,
-                "parent_checkpoint_id": head.parent_checkpoint_id,
-                "side_effects": head.metadata.get(REPAIR_KEY, {}).get("side_effects", []),
-            }
+        # The state an integration restored with it.
+        owner = checkpoint_state_owner(checkpoint)
+        if owner is not None and (described := owner.describe(checkpoint)) is not None:
+            answer[owner.name] = described
         return Response(answer)
 
 

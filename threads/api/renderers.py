@@ -1,4 +1,4 @@
-"""A JSON renderer for the endpoints whose answers are large (a LangGraph restore: hundreds of
+"""A JSON renderer for the endpoints whose answers are large (a checkpointer's restore: hundreds of
 messages, half a megabyte): orjson writes them several times faster than DRF's `JSONRenderer`,
 the same document (threads.domain.json_text.json_dumps_compact); what orjson would write
 otherwise, and an indented answer (`Accept: application/json; indent=4`), DRF writes."""

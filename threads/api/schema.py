@@ -10,10 +10,7 @@ from drf_spectacular.openapi import AutoSchema
 from rest_framework import serializers
 
 from threads.api.schema_contract import NO_NUL, NON_BLANK
-from threads.api.serializers import StrictCharField, checkpoint_id_check
-
-# A checkpoint_id (threads/domain/external_ids.py): one path segment, not `latest`.
-CHECKPOINT_ID = r"^(?!(?:\.|\.\.|latest)$)[^/\x00]*(?:[^\s\x1c-\x1f\x85/\x00]|\ufeff)[^/\x00]*$"
+from threads.api.serializers import StrictCharField
 
 
 class ViewScopedAutoSchema(AutoSchema):
@@ -37,8 +34,10 @@ class ViewScopedAutoSchema(AutoSchema):
             or result.get("type") != "string"
         ):
             return result
-        if checkpoint_id_check in field.validators:
-            result["pattern"] = f"^$|{CHECKPOINT_ID}" if field.allow_blank else CHECKPOINT_ID
+        # A validator may state its rule as a pattern (an integration's id check).
+        stated = [v.schema_pattern for v in field.validators if hasattr(v, "schema_pattern")]
+        if stated:
+            result["pattern"] = f"^$|{stated[0]}" if field.allow_blank else stated[0]
         elif not field.allow_blank:
             result.setdefault("minLength", 1)
             result.setdefault("pattern", NON_BLANK if field.trim_whitespace else NO_NUL)

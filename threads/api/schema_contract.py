@@ -220,7 +220,8 @@ TOOLS_SCHEMA: dict[str, Any] = {
 BODY_REQUIRED = ("/api/v1/threads/{id}/events/", "/api/v1/threads/{id}/tools/")
 
 
-def _operations(schema: dict[str, Any]) -> Any:
+def schema_operations(schema: dict[str, Any]) -> Any:
+    """Each operation of the schema, as (path, method, operation)."""
     for path, item in schema.get("paths", {}).items():
         for method, operation in item.items():
             if method in ("get", "post", "put", "patch", "delete"):
@@ -242,15 +243,8 @@ def _document_errors(operation: dict[str, Any], method: str) -> None:
 def _tighten_parameters(path: str, operation: dict[str, Any]) -> None:
     for parameter in operation.get("parameters", []):
         name, schema = parameter.get("name"), parameter.get("schema")
-        if name == "page_after" and schema is not None:
-            # the `next` of a previous page: a checkpoint id, ":", a row number
-            schema["pattern"] = r"^(?:[^\s\x1c-\x1f\x85\x00]|\ufeff)[^\x00]*:[0-9]{1,18}$"
         if name == "thread" and path == "/api/v1/side-effects/" and schema is not None:
             schema["minLength"] = 1
-        if name == "filter" and "langgraph" in path:
-            # JSON text of an object, not any string
-            parameter.pop("schema", None)
-            parameter["content"] = {"application/json": {"schema": ANY_OBJECT}}
 
 
 def _close_body(schema: dict[str, Any], components: dict[str, Any], seen: set[str]) -> None:
@@ -272,36 +266,6 @@ def _close_body(schema: dict[str, Any], components: dict[str, Any], seen: set[st
     component["additionalProperties"] = False
     for child in component["properties"].values():
         _close_body(child, components, seen)
-
-
-# A write (LanggraphWriteInput) is bytes, `type` and `data`, or `messages`: never both, never
-# neither, never half of the bytes.
-WRITE_VARIANTS = [
-    {"required": ["type", "data"], "not": {"required": ["messages"]}},
-    {
-        "required": ["messages"],
-        "not": {"anyOf": [{"required": ["type"]}, {"required": ["data"]}]},
-        "properties": {
-            "messages": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["message"],
-                    # any JSON value but null (in OpenAPI 3.0 no type admits null unless
-                    # `nullable` says so)
-                    "properties": {
-                        "message": {
-                            "anyOf": [
-                                {"type": t}
-                                for t in ("object", "array", "string", "number", "boolean")
-                            ]
-                        }
-                    },
-                },
-            }
-        },
-    },
-]
 
 
 def _watermarks(component: dict[str, Any]) -> None:
@@ -351,9 +315,7 @@ def contract_hook(result: dict[str, Any], generator: Any, request: Any, public: 
         )
     for component in components.values():
         _watermarks(component)
-    if "LanggraphWriteInput" in components:
-        components["LanggraphWriteInput"]["oneOf"] = WRITE_VARIANTS
-    for path, method, operation in _operations(result):
+    for path, method, operation in schema_operations(result):
         if "Error" in components:
             _document_errors(operation, method)
         _tighten_parameters(path, operation)
@@ -364,7 +326,4 @@ def contract_hook(result: dict[str, Any], generator: Any, request: Any, public: 
             operation["requestBody"]["required"] = True
         if path == "/api/v1/threads/{id}/tools/" and method == "put":
             operation["requestBody"]["content"]["application/json"]["schema"] = TOOLS_SCHEMA
-        if path == "/api/v1/imports/" and method == "post":
-            form = operation["requestBody"]["content"]["multipart/form-data"]
-            form["encoding"] = {"file": {"contentType": "application/octet-stream"}}
     return result

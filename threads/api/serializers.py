@@ -22,7 +22,7 @@ from threads.domain.events import (
     RESULT_STATUSES,
     ROLES,
 )
-from threads.domain.external_ids import checkpoint_id_problem, external_id_problem
+from threads.domain.external_ids import external_id_problem
 from threads.domain.run_status import RUN_STATUSES, STALLED, WAITING_FOR_AGENT
 from threads.models import Thread
 from threads.selectors.problems import listed_problems, thread_problems
@@ -34,14 +34,6 @@ def external_id_validated(value: str) -> str:
     if problem is not None:
         raise serializers.ValidationError(problem)
     return value
-
-
-def checkpoint_id_check(value: str) -> None:
-    """A serializer field's validator for a LangGraph checkpoint_id: an external_id's rule,
-    and not `latest` (threads/domain/external_ids.py)."""
-    problem = checkpoint_id_problem(value)
-    if problem is not None:
-        raise serializers.ValidationError(problem)
 
 
 class ErrorDetailSerializer(serializers.Serializer):
@@ -199,7 +191,7 @@ class ThreadOutputSerializer(serializers.Serializer):
     )
     agent_read_at = serializers.DateTimeField(
         allow_null=True,
-        help_text="when the agent last read its context, approvals or LangGraph state (to a "
+        help_text="when the agent last read its context, approvals or its saved graph state (to a "
         "few seconds)",
     )
     problems = serializers.SerializerMethodField(

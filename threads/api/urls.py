@@ -86,57 +86,6 @@ urlpatterns += [
     ),
 ]
 
-# Imports of recorded traces.
-from threads.api import imports  # noqa: E402
-
-urlpatterns += [
-    path("imports/", imports.ImportCreateApi.as_view(), name="imports"),
-    path("imports/<str:id>/", imports.ImportDetailApi.as_view(), name="import-detail"),
-    path("imports/<str:id>/cancel/", imports.ImportCancelApi.as_view(), name="import-cancel"),
-]
-
-# The LangGraph checkpointer (docs/api.md §14).
-from threads.api import langgraph  # noqa: E402
-
-urlpatterns += [
-    path(
-        "threads/<str:id>/langgraph/",
-        langgraph.ThreadLanggraphApi.as_view(),
-        name="thread-langgraph",
-    ),
-    path(
-        "threads/<str:id>/langgraph/checkpoints/",
-        langgraph.ThreadLanggraphCheckpointsApi.as_view(),
-        name="thread-langgraph-checkpoints",
-    ),
-    path(
-        "threads/<str:id>/langgraph/checkpoints/<str:checkpoint_id>/",
-        langgraph.ThreadLanggraphCheckpointApi.as_view(),
-        name="thread-langgraph-checkpoint",
-    ),
-    path(
-        "threads/<str:id>/langgraph/writes/",
-        langgraph.ThreadLanggraphWritesApi.as_view(),
-        name="thread-langgraph-writes",
-    ),
-    path(
-        "threads/<str:id>/langgraph/copy/",
-        langgraph.ThreadLanggraphCopyApi.as_view(),
-        name="thread-langgraph-copy",
-    ),
-    path(
-        "langgraph/checkpoints/",
-        langgraph.LanggraphCheckpointsApi.as_view(),
-        name="langgraph-checkpoints",
-    ),
-    path("langgraph/prune/", langgraph.LanggraphPruneApi.as_view(), name="langgraph-prune"),
-    path(
-        "langgraph/delete-for-runs/",
-        langgraph.LanggraphDeleteForRunsApi.as_view(),
-        name="langgraph-delete-for-runs",
-    ),
-]
-
 # Message search (docs/api.md §16).
 from threads.api import search  # noqa: E402
 

@@ -1,34 +1,25 @@
-"""The one rule for a thread's external_id, for create and fork (docs/api.md §2.1), and the
-same rule for a LangGraph checkpoint_id (docs/api.md §14.1).
+"""The one rule for a thread's external_id, for create and fork (docs/api.md §2.1), and for any
+other id that is a segment of a URL path (`segment_problem`).
 
 `{id}` in every thread URL is one path segment, so an external_id must be one: no "/", and not
 "." or ".." (which clients and browsers resolve away as dot segments). A thread whose
-external_id breaks the rule could be stored but never found by it. A checkpoint_id is the
-segment of `.../langgraph/checkpoints/{checkpoint_id}/`, where `latest` names the namespace's
-newest checkpoint: a checkpoint called so could never be read by its id.
+external_id breaks the rule could be stored but never found by it.
 """
 
 from __future__ import annotations
 
 MAX_EXTERNAL_ID = 200
-MAX_CHECKPOINT_ID = 64
-LATEST = "latest"
 
 
 def external_id_problem(value: str) -> str | None:
     """Why `value` (already stripped of surrounding whitespace) cannot be an external_id, or
     None when it can."""
-    return _segment_problem(value, MAX_EXTERNAL_ID)
+    return segment_problem(value, MAX_EXTERNAL_ID)
 
 
-def checkpoint_id_problem(value: str) -> str | None:
-    """Why `value` cannot be a LangGraph checkpoint_id, or None when it can."""
-    if value == LATEST:
-        return f"must not be '{LATEST}', which names the newest checkpoint"
-    return _segment_problem(value, MAX_CHECKPOINT_ID)
-
-
-def _segment_problem(value: str, limit: int) -> str | None:
+def segment_problem(value: str, limit: int) -> str | None:
+    """Why `value` cannot be one segment of a URL path of at most `limit` characters, or None
+    when it can."""
     if not value:
         return "must not be empty"
     if len(value) > limit:

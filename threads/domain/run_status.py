@@ -24,7 +24,7 @@ IDLE = "idle"
 # one that owes a pickup, then one that is active, else idle.
 RUN_STATUSES: tuple[str, ...] = (WAITING_FOR_PERSON, STALLED, WAITING_FOR_AGENT, RUNNING, IDLE)
 
-# `running`: the agent appended an event or read its context, approvals or LangGraph state
+# `running`: the agent appended an event or read its context, approvals or its saved graph state
 # within this window.
 RUNNING_WINDOW = timedelta(seconds=60)
 # A side effect still `running` this long after its call is a held call: the tool has had its

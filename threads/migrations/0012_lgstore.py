@@ -5,7 +5,7 @@ covers."""
 import django.db.models.deletion
 from django.db import migrations, models
 
-from threads.domain.langgraph import checkpoint_pack, checkpoint_unpack
+from integrations.langgraph_checkpointer.domain.messages import checkpoint_pack, checkpoint_unpack
 
 
 def _pack(apps, schema_editor):  # type: ignore[no-untyped-def]

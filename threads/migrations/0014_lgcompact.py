@@ -8,8 +8,8 @@ from collections import defaultdict
 
 from django.db import migrations, models
 
-from threads.domain.langgraph import checkpoint_unpack
-from threads.domain.langgraph_packing import (
+from integrations.langgraph_checkpointer.domain.messages import checkpoint_unpack
+from integrations.langgraph_checkpointer.domain.packing import (
     PackedWrite,
     TaskWrites,
     tasks_pack,

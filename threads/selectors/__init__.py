@@ -22,6 +22,7 @@ from threads.selectors.audit import (
 from threads.selectors.checkpoints import (
     checkpoint_as_audit,
     checkpoint_get,
+    checkpoint_state_owner,
     checkpoints_for_thread,
     rollback_preview,
     summary_versions_replaced,
@@ -161,6 +162,7 @@ __all__ = [
     "checkpoint_as_audit",
     "checkpoint_checksum",
     "checkpoint_get",
+    "checkpoint_state_owner",
     "checkpoint_is_safe",
     "checkpoints_for_thread",
     "CallClosings",

@@ -9,12 +9,12 @@ effect whose outcome nobody knows yet.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import OuterRef, Q, Subquery
 
 from threads.domain.claims import event_text
-from threads.domain.langgraph import INTERRUPT_ACTION
 from threads.models import ApprovalRequest, Event, EventKind, SideEffect, SideEffectStatus
 from threads.selectors.threads import active_constraints
 
@@ -24,11 +24,31 @@ MESSAGE_CHARS = 400
 OPEN_STATUSES = (SideEffectStatus.UNKNOWN.value, SideEffectStatus.RUNNING.value)
 
 
+@dataclass(frozen=True)
+class ApprovalKind:
+    """An integration's own kind of approval request, by its `action` (a graph
+    checkpointer's interrupt), whose arguments name the call it asks about in
+    `tool_name`, `tool_arguments` and `tool_call_id` beside ids of the integration's own.
+    Registered by the integration's AppConfig.ready().
+
+    - `label`: its title when its arguments name no call;
+    - `shown_otherwise`: the argument a card shows when they name no call;
+    - `details`: the argument keys a card shows folded away under the call.
+    """
+
+    label: str
+    shown_otherwise: str
+    details: tuple[str, ...]
+
+
+approval_kinds: dict[str, ApprovalKind] = {}
+
+
 def approval_subject(approval: ApprovalRequest) -> dict[str, Any]:
-    """The action an approval asks about: its tool, arguments and idempotency key. A LangGraph
-    interrupt (action `langgraph.interrupt`) names its pending call in `tool_name`,
-    `tool_arguments` and `tool_call_id` of its arguments; other requests carry `tool_name`
-    and `arguments` themselves."""
+    """The action an approval asks about: its tool, arguments and idempotency key. A request
+    of an integration's kind (ApprovalKind: an interrupt) names its pending call in
+    `tool_name`, `tool_arguments` and `tool_call_id` of its arguments; other requests carry
+    `tool_name` and `arguments` themselves."""
     arguments = approval.arguments if isinstance(approval.arguments, Mapping) else {}
     tool_name = approval.tool_name or str(arguments.get("tool_name") or "")
     tool_arguments = arguments.get("tool_arguments")
@@ -45,13 +65,15 @@ def approval_subject(approval: ApprovalRequest) -> dict[str, Any]:
 
 
 def approval_title(approval: ApprovalRequest) -> str:
-    """An approval's title as people read it: its action, or for a LangGraph interrupt the
-    call it asks about (`refund(amount=89.9, order_id=5521)`), at most 160 characters."""
-    if approval.action != INTERRUPT_ACTION:
+    """An approval's title as people read it: its action, or for an integration's kind (an
+    interrupt) the call it asks about (`refund(amount=89.9, order_id=5521)`), at most
+    160 characters."""
+    kind = approval_kinds.get(approval.action)
+    if kind is None:
         return approval.action
     subject = approval_subject(approval)
     if not subject["tool_name"]:
-        return "LangGraph interrupt"
+        return kind.label
     # By name: the database may keep a JSON object's keys in its own order.
     shown = ", ".join(f"{k}={v}" for k, v in sorted(subject["tool_arguments"].items()))
     title = f"{subject['tool_name']}({shown})"
@@ -94,7 +116,7 @@ def approval_related_side_effects(
                 and effect.thread_id == a.thread_id
                 and effect.tool_call_id == subject["tool_call_id"]
             ):
-                # The call the request asks about (a LangGraph interrupt's pending call, stored
+                # The call the request asks about (an interrupt's pending call, stored
                 # `running` before it runs): what is being decided, not something beside it.
                 continue
             if (

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Q, QuerySet
@@ -13,7 +15,6 @@ from threads.models import (
     Checkpoint,
     Event,
     EventKind,
-    LanggraphCheckpoint,
     SideEffect,
     SummaryPhase,
     SummaryVersion,
@@ -53,16 +54,43 @@ def checkpoint_as_audit(checkpoint: Checkpoint) -> dict[str, Any]:
     }
 
 
-def is_langgraph_checkpoint(checkpoint: Checkpoint) -> bool:
-    """Whether the checkpoint lists a LangGraph checkpoint (label `langgraph:<id>`)."""
-    return LanggraphCheckpoint.objects.filter(ctxadmin_checkpoint=checkpoint).exists()
+@dataclass(frozen=True)
+class StateCheckpoints:
+    """An integration that keeps an agent's own state beside the log and lists each state it
+    stores as a core checkpoint holding no summary of its own (a graph checkpointer's
+    checkpoints). A rollback to such a checkpoint restores the summary that stood at
+    its cursor and, in the same transaction, the integration's state (`restore`), so that the
+    agent resumes from it. Registered by the integration's AppConfig.ready().
+
+    - `name`: the key its part of a preview, a rollback's answer and its audit entry goes under;
+    - `owns(checkpoint)`: whether the checkpoint lists one of its states;
+    - `restore(thread=, checkpoint=, reason=, actor=)`: make that state current again, under
+      the rollback's lock; answers what the audit entry records;
+    - `describe(checkpoint)`: after a rollback, what its answer says of the restored state;
+    - `note`: what the rollback preview tells the admin it does besides the summary.
+    """
+
+    name: str
+    owns: Callable[[Checkpoint], bool]
+    restore: Callable[..., dict[str, Any]]
+    describe: Callable[[Checkpoint], dict[str, Any] | None]
+    note: str
+
+
+state_checkpoints: list[StateCheckpoints] = []
+
+
+def checkpoint_state_owner(checkpoint: Checkpoint) -> StateCheckpoints | None:
+    """The integration whose state the checkpoint lists, or None (a checkpoint of the core's,
+    with its own summary)."""
+    return next((owner for owner in state_checkpoints if owner.owns(checkpoint)), None)
 
 
 def rollback_source(*, thread: Thread, checkpoint: Checkpoint) -> SummaryVersion | None:
-    """The summary a rollback to the checkpoint restores: its own, or for a LangGraph
-    checkpoint (which holds none) the newest committed version covering no event after its
-    cursor, i.e. the summary as it stood there (None: there was none yet)."""
-    if checkpoint.summary_version is not None or not is_langgraph_checkpoint(checkpoint):
+    """The summary a rollback to the checkpoint restores: its own, or for a checkpoint listing an
+    integration's state (which holds none) the newest committed version covering no event after
+    its cursor, i.e. the summary as it stood there (None: there was none yet)."""
+    if checkpoint.summary_version is not None or checkpoint_state_owner(checkpoint) is None:
         return checkpoint.summary_version
     return (
         SummaryVersion.objects.filter(
@@ -137,11 +165,11 @@ def rollback_preview(*, thread: Thread, checkpoint: Checkpoint) -> dict[str, Any
     )
     version = rollback_source(thread=thread, checkpoint=checkpoint)
     replaced = summary_versions_replaced(thread=thread, checkpoint=checkpoint)
-    langgraph = is_langgraph_checkpoint(checkpoint)
+    owner = checkpoint_state_owner(checkpoint)
     # What the rollback does to the summary head (threads.services.rollback): a new version
-    # with the restored summary, or (a LangGraph checkpoint with no summary at its cursor) the
-    # head back to no summary, or (a LangGraph checkpoint whose summary still stands) nothing.
-    writes_version = version is not None and (not langgraph or bool(replaced))
+    # with the restored summary, or (an integration's state checkpoint with no summary at its
+    # cursor) the head back to no summary, or (one whose summary still stands) nothing.
+    writes_version = version is not None and (owner is None or bool(replaced))
     return {
         "checkpoint": {
             **checkpoint_as_audit(checkpoint),
@@ -159,8 +187,11 @@ def rollback_preview(*, thread: Thread, checkpoint: Checkpoint) -> dict[str, Any
         "after_version": thread.last_version,
         "restores_version": version.version if version is not None else None,
         "events_after_cursor": max(thread.last_seq - cursor, 0),
-        # A LangGraph checkpoint's rollback also writes a new LangGraph head (docs/design.md §15).
-        "langgraph": langgraph,
+        # Whether the rollback also restores an integration's state, per integration (a graph
+        # checkpointer writes a new head), and what the
+        # preview says of it.
+        **{o.name: o is owner for o in state_checkpoints},
+        "state_note": owner.note if owner is not None else "",
         "side_effects": side_effect_rows(effects),
         "approvals": approval_rows(approvals),
         "versions_replaced": [

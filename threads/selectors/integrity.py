@@ -335,7 +335,7 @@ def threads_due_full_verify(*, now: datetime, period: timedelta, interval: timed
 
 def integrity_verdict(*, thread: Thread, read_until: int) -> dict[str, Any]:
     """The chain verdict a resume path answers beside what it read (the working context, a
-    LangGraph checkpoint; docs/api.md §4 and §14.3): the verdict the last integrity check
+    checkpointer's restore; docs/api.md §4 and §14.3): the verdict the last integrity check
     recorded on the thread, and whether this read reaches past its break.
 
     No chain is walked here: a read stays one row's worth of work, and an edit is found by the

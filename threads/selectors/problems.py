@@ -146,7 +146,7 @@ def _agent_stalled(flagged: Any) -> Problem:
     last = (
         f"its last read was {timesince(flagged.agent_read_at)} ago"
         if flagged.agent_read_at is not None
-        else "it has never read its context, approvals or LangGraph state"
+        else "it has never read its context, approvals or its saved graph state"
     )
     return problem(
         kind=AGENT_STALLED,

@@ -77,7 +77,7 @@ def approval_picked_up(approval: ApprovalRequest, thread: Thread) -> bool | None
 
 def thread_owed_mark(*, workspace: Workspace, external_id: str) -> Thread | None:
     """The thread's key and run-status marks only, by external_id within the agent's
-    workspace: what a LangGraph list read picks up (threads.api.auth.agent_read_mark), read
+    workspace: what a checkpointer's list read picks up (threads.api.auth.agent_read_mark), read
     before it."""
     if not text_storable(external_id):
         return None

@@ -1,7 +1,7 @@
 """Statements sent on PostgreSQL through a psycopg cursor that binds and prepares on the server.
 
 Django's own cursors quote every value into the SQL text in Python, and its querysets are
-compiled again on every request; on the hot paths (the event append, the LangGraph put and
+compiled again on every request; on the hot paths (the event append, a checkpointer's put and
 restore) both cost more CPU than the database's own work (docs/benchmarks.md, "LangGraph
 storage"). Those paths build their SQL once per process and send it here; SQLite (tests,
 in-process, no round trips) keeps the ORM.

@@ -174,7 +174,7 @@ def _decision_event(
 def approvals_close_locked(
     *, thread: Thread, approvals: Sequence[ApprovalRequest], reason: str, actor_label: str
 ) -> list[ApprovalRequest]:
-    """Close pending requests that nobody can act on any more (a LangGraph interrupt whose
+    """Close pending requests that nobody can act on any more (an integration's interrupt whose
     checkpoint was deleted): each is rejected as a decision is recorded — the conditional
     `UPDATE ... WHERE status = 'pending'`, an `approval_decision` event (`actor` the label,
     no person) and an audit entry (`approval.close`) — so that queues and metrics stop

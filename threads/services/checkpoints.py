@@ -147,7 +147,7 @@ def _pending_read_postgres(
     """_pending_start and the replay's rows in one prepared statement: the nearest safe
     checkpoint at or before `cursor`, and the events after it. Compiling the ORM's two
     querysets (a join for the checksum's fields, four JSON key transforms) cost more than the
-    database's work for a LangGraph put, which makes a checkpoint on every step. When the
+    database's work for a graph checkpointer's put, which makes a checkpoint on every step. When the
     checksum does not recompute, the replay starts from the first event, as _pending_start
     decides."""
     sql = _pending_sql(connection.alias)
@@ -267,7 +267,7 @@ def checkpoint_build(
     created_by: Any = None,
 ) -> Checkpoint:
     """checkpoint_record's checkpoint, checksummed but not saved yet: for a caller that inserts
-    it along with a row of its own (a LangGraph checkpoint), in the same transaction."""
+    it along with a row of its own (an integration's state checkpoint), in the same transaction."""
     checkpoint = Checkpoint(
         thread=thread,
         summary_version=version,
@@ -373,7 +373,7 @@ def restored_version_save(
 ) -> SummaryVersion:
     """Save a committed version whose content is the checkpoint's summary, covering up to the
     checkpoint's cursor (a rollback's new head, a fork's first version). A checkpoint that
-    holds no summary (a LangGraph one) names the `source` and the `covered_until` instead."""
+    holds no summary (an integration's state checkpoint) names the `source` and the `covered_until` instead."""
     source = source or checkpoint.summary_version
     assert source is not None
     version = SummaryVersion(

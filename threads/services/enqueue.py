@@ -21,7 +21,6 @@ from threads.services.tasks import task_run_start
 FOLD_THREAD = "ctxadmin.fold_thread"
 VERIFY_THREAD = "ctxadmin.verify_thread"
 SIDE_EFFECT_STATUS_CHECK = "ctxadmin.side_effect_status_check"
-IMPORT_TRACE = "ctxadmin.import_trace"
 
 
 _discovery = threading.Lock()

@@ -254,7 +254,7 @@ def event_append_batch(
 
 def event_append_locked(thread: Thread, new_events: Sequence[NewEvent]) -> list[Appended]:
     """event_append_batch for a caller whose transaction already holds the lock of `thread`,
-    the row it locked (a LangGraph put mirroring its messages): no second lock, and on
+    the row it locked (an integration's write mirroring its messages): no second lock, and on
     PostgreSQL the replays of the batch's client_event_ids are looked for with one prepared
     statement, the events themselves read only when there are some. Updates `thread`'s head
     fields in place."""

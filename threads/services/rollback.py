@@ -1,5 +1,6 @@
-"""Rollback (docs/design.md §6, §15): make a safe checkpoint's summary the head again, as a new
-version; for a LangGraph checkpoint, also make its state the LangGraph head again.
+"""Rollback (docs/design.md §6): make a safe checkpoint's summary the head again, as a new
+version; for a checkpoint listing an integration's state, also make
+that state current again, through the integration (threads.selectors.checkpoints.StateCheckpoints).
 
 Rollback never rewinds anything: it writes a new head version (versions only increase) whose
 content is the checkpoint's summary, and the events after the cursor become delta again, so the
@@ -18,15 +19,8 @@ from django.utils import timezone
 
 from threads.access import require_rollback_role
 from threads.domain.errors import Conflict
-from threads.domain.langgraph import REPAIR_KEY
-from threads.models import (
-    Checkpoint,
-    LanggraphCheckpoint,
-    SummaryPhase,
-    SummaryVersion,
-    Thread,
-)
-from threads.selectors.checkpoints import last_rollback_id, rollback_source
+from threads.models import Checkpoint, SummaryPhase, SummaryVersion, Thread
+from threads.selectors.checkpoints import checkpoint_state_owner, last_rollback_id, rollback_source
 from threads.services.audit import audit_record, reason_clean
 from threads.services.checkpoints import (
     _require_own,
@@ -35,7 +29,6 @@ from threads.services.checkpoints import (
     restored_version_save,
     summary_versions_replaced,
 )
-from threads.services.langgraph import langgraph_repair_put
 from threads.services.pins import pin_locked
 from threads.services.run_status import agent_owed_locked
 from threads.services.threads import thread_lock
@@ -82,10 +75,11 @@ def checkpoint_rollback(
     versions it supersedes rolled_back, checkpoints the new head and audits it, all in one
     transaction. Events are untouched.
 
-    A checkpoint that lists a LangGraph checkpoint (label `langgraph:<id>`) holds no summary:
-    the summary restored is the one that stood at its cursor (`rollback_source`), and in the
-    same transaction a new LangGraph head with the chosen state is written
-    (`langgraph_repair_put`), so the agent's next run resumes from it. Returns the new head
+    A checkpoint that lists an integration's state (a state checkpoint,
+    StateCheckpoints) holds no summary: the summary restored is the one that stood at its
+    cursor (`rollback_source`), and in the same transaction the integration makes that state
+    current again (its `restore`), so the agent's
+    next run resumes from it. Returns the new head
     version, or None when the summary head had nothing to undo (no summary at or before the
     cursor, none after it either).
 
@@ -121,9 +115,9 @@ def checkpoint_rollback(
             pk=checkpoint.pk
         )
         checkpoint_require_safe(checkpoint, "roll back to")
-        langgraph = LanggraphCheckpoint.objects.filter(ctxadmin_checkpoint=checkpoint).first()
+        owner = checkpoint_state_owner(checkpoint)
         source = rollback_source(thread=locked, checkpoint=checkpoint)
-        if source is None and langgraph is None:
+        if source is None and owner is None:
             raise CheckpointHasNoSummary(
                 f"checkpoint {checkpoint.pk} holds no summary: fork from it instead, or roll "
                 "back to a checkpoint with a summary",
@@ -132,7 +126,7 @@ def checkpoint_rollback(
         replaced = summary_versions_replaced(thread=locked, checkpoint=checkpoint)
         before = {"head_version": locked.head_version, "covered_until": locked.covered_until}
         version = None
-        if langgraph is None or replaced:
+        if owner is None or replaced:
             version = _head_restore(locked, checkpoint, source, replaced, reason, actor)
         after: dict[str, Any] = {
             "head_version": locked.head_version,
@@ -144,16 +138,10 @@ def checkpoint_rollback(
         }
         if pin:
             after["pinned"] = pin_locked(locked, actor, reason)
-        if langgraph is not None:
-            repaired = langgraph_repair_put(
-                thread=locked, chosen=langgraph, reason=reason, actor=actor
+        if owner is not None:
+            after[owner.name] = owner.restore(
+                thread=locked, checkpoint=checkpoint, reason=reason, actor=actor
             )
-            after["langgraph"] = {
-                "restored": langgraph.checkpoint_id,
-                "checkpoint_id": repaired.checkpoint_id,
-                "parent_checkpoint_id": repaired.parent_checkpoint_id,
-                "side_effects": len(repaired.metadata[REPAIR_KEY]["side_effects"]),
-            }
         # The agent owes a pickup of what it will read now (run status).
         agent_owed_locked(locked, now=timezone.now())
         audit_record(
@@ -188,8 +176,8 @@ def _head_restore(
     version = None
     covered_until, head = 0, 0
     if source is not None:
-        # A checkpoint with its own summary covers up to its cursor; a LangGraph one restores
-        # the summary that stood at its cursor, covering what it covered then.
+        # A checkpoint with its own summary covers up to its cursor; an integration's state
+        # checkpoint restores the summary that stood at its cursor, covering what it did then.
         own = checkpoint.summary_version is not None
         version = restored_version_save(
             thread=locked,

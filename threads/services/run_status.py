@@ -2,7 +2,7 @@
 
 Two writers: a person's change the agent has to pick up (a decision, a resolution, a rollback)
 marks the thread as owing a pickup, under the thread's lock and in the change's transaction;
-the agent's read of its context, approvals or LangGraph state picks up what it saw. The
+the agent's read of its context, approvals or its saved graph state picks up what it saw. The
 agent's appends are marked with the events themselves (threads.services.event_rows).
 """
 
@@ -39,7 +39,7 @@ def agent_owed_locked(thread: Thread, *, now: datetime) -> datetime:
 
 
 def agent_read_record(*, thread: Thread) -> bool:
-    """Record that the thread's agent read its context, approvals or LangGraph state; return
+    """Record that the thread's agent read its context, approvals or its saved graph state; return
     whether a row was written.
 
     `thread` is the thread row as the request read it *before* reading what it answers: every

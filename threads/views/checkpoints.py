@@ -127,7 +127,7 @@ def rollback(request: HtmxHttpRequest, id: str) -> HttpResponse:
         )
     except DomainError as exc:
         return problem(request, exc, back)
-    if version is None:  # a LangGraph checkpoint with no summary to restore
+    if version is None:  # a state checkpoint with no summary to restore
         return done(request, back)
     return done(request, reverse("summary-detail", args=[thread.pk, version.version]))
 

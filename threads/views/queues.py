@@ -15,9 +15,8 @@ from django.views.decorators.http import require_GET, require_POST
 from threads import selectors
 from threads.domain.errors import DomainError, InvalidEvent
 from threads.models import ApprovalStatus, Role, SideEffectStatus
-from threads.selectors.approval_context import OPEN_STATUSES
+from threads.selectors.approval_context import OPEN_STATUSES, approval_kinds
 from threads.services.approvals import approval_decide
-from threads.services.langgraph import INTERRUPT_ACTION
 from threads.services.side_effects import side_effect_check_request, side_effect_resolve
 from threads.views.common import (
     HtmxHttpRequest,
@@ -155,27 +154,31 @@ def _unknown_status(
     return problem(request, exc, reverse(page))
 
 
-# The ids a LangGraph interrupt's arguments carry beside the call it asks about: folded away
-# under the action (docs/design.md §7.3).
-INTERRUPT_IDS = ("interrupt_id", "checkpoint_ns", "checkpoint_id", "tool_call_id", "value")
-
-
 def approval_presented(approval: Any) -> dict[str, Any]:
-    """How a card reads an approval: the action asked about first. A LangGraph interrupt's
-    title is its pending call (tool name and arguments), its arguments that call's, and its
-    ids (`interrupt_details`) are shown folded away."""
+    """How a card reads an approval: the action asked about first. An integration's kind of
+    request (ApprovalKind: an interrupt) is titled by its pending call (tool name and
+    arguments), shows that call's arguments, and its own ids folded away (`interrupt`)."""
     arguments = approval.arguments if isinstance(approval.arguments, dict) else {}
-    if approval.action != INTERRUPT_ACTION:
-        return {"title": approval.action, "arguments": approval.arguments, "interrupt": None}
+    kind = approval_kinds.get(approval.action)
+    if kind is None:
+        return {
+            "title": approval.action,
+            "arguments": approval.arguments,
+            "interrupt": None,
+            "kind_label": "",
+        }
     subject = selectors.approval_subject(approval)
     shown_arguments: Any = (
-        subject["tool_arguments"] if subject["tool_name"] else arguments.get("value", {})
+        subject["tool_arguments"]
+        if subject["tool_name"]
+        else arguments.get(kind.shown_otherwise, {})
     )
-    details = {k: arguments[k] for k in INTERRUPT_IDS if k in arguments}
+    details = {k: arguments[k] for k in kind.details if k in arguments}
     return {
         "title": selectors.approval_title(approval),
         "arguments": shown_arguments,
         "interrupt": details,
+        "kind_label": kind.label,
     }
 
 

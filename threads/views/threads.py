@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 from django.contrib.auth.decorators import login_required
@@ -31,7 +32,6 @@ from threads.domain.timing import duration_text, gap_seconds
 from threads.domain.units import split_units
 from threads.models import ApprovalStatus, Role, SummarizerBackend, Thread
 from threads.selectors.approval_context import OPEN_STATUSES
-from threads.selectors.langgraph import langgraph_graph_position
 from threads.views.common import (
     HtmxHttpRequest,
     can,
@@ -82,22 +82,15 @@ def thread_tabs(request: HtmxHttpRequest, thread: Thread, tab: str) -> dict[str,
         # The banner: every open problem, most severe first, with the link that acts on it.
         "problems": selectors.thread_problems(thread=thread, flags=flagged),
         **run_status_chip(flagged),
-        # A LangGraph thread: the node it stopped at and what runs next (None otherwise).
-        "graph": graph_presented(thread),
+        # What the integrations show of the thread.
+        "panels": [found for panel in thread_panels if (found := panel(thread)) is not None],
     }
 
 
-def graph_presented(thread: Thread) -> dict[str, Any] | None:
-    """Where a LangGraph thread stands, with a link to each approval its interrupts wait on."""
-    found = langgraph_graph_position(thread=thread)
-    if found is None:
-        return None
-    return {
-        "position": found.position,
-        "approvals": [
-            {"approval": a, "target": selectors.approval_target(a, thread)} for a in found.approvals
-        ],
-    }
+# Boxes an integration adds under a thread's header (where an agent's graph stopped, what runs
+# next): each answers the context of one box, with the `template`
+# that draws it, or None when it has nothing to show. Registered in AppConfig.ready().
+thread_panels: list[Callable[[Thread], dict[str, Any] | None]] = []
 
 
 def run_status_chip(flagged: Any) -> dict[str, Any]:

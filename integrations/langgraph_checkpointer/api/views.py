@@ -1,0 +1,674 @@
+"""The LangGraph checkpointer's endpoints (docs/api.md §14), called by
+`ctxadmin_client.langgraph.CtxadminSaver` with a workspace's agent key.
+
+A LangGraph `thread_id` is the thread's `external_id` (the `{id}` of these routes; never its
+UUID). Channel values and writes travel as base64 of the bytes LangGraph serialised, and come
+back byte-identical: nothing here decodes them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from integrations.langgraph_checkpointer.api.bodies import put_body_read, writes_body_read
+from integrations.langgraph_checkpointer.api.fields import checkpoint_id_check
+from integrations.langgraph_checkpointer.selectors.checkpoints import (
+    LanggraphTuple,
+    PendingWrite,
+    langgraph_checkpoint_find,
+    langgraph_checkpoints_list,
+    langgraph_tuple,
+    langgraph_tuples,
+)
+from integrations.langgraph_checkpointer.selectors.ledger import langgraph_ledger
+from integrations.langgraph_checkpointer.services.saver import (
+    PRUNE_STRATEGIES,
+    InterruptIn,
+    MessageIn,
+    MessagesIn,
+    ValueIn,
+    WriteIn,
+    langgraph_checkpoint_put,
+    langgraph_runs_delete,
+    langgraph_thread_copy,
+    langgraph_thread_delete,
+    langgraph_threads_prune,
+    langgraph_writes_put,
+)
+from threads.api.auth import agent_read_mark, require_agent
+from threads.api.parsers import JSONBodyError, NumberNotRepresentable, strict_json_loads
+from threads.api.renderers import LargeJSONRenderer
+from threads.api.serializers import (
+    ErrorSerializer,
+    QueryIntegerField,
+    ReadIntegritySerializer,
+    StrictCharField,
+    StrictInputSerializer,
+    StrictIntegerField,
+)
+from threads.domain.errors import NotFound
+from threads.selectors.integrity import integrity_verdict
+from threads.selectors.run_status import thread_owed_mark
+
+MAX_PAGE = 100
+ERRORS = {
+    400: ErrorSerializer,
+    401: ErrorSerializer,
+    403: ErrorSerializer,
+    404: ErrorSerializer,
+    409: ErrorSerializer,
+    422: ErrorSerializer,
+}
+THREAD_ID = OpenApiParameter(
+    "id",
+    str,
+    OpenApiParameter.PATH,
+    description="the LangGraph thread_id: the thread's external_id",
+)
+
+
+@extend_schema_field(OpenApiTypes.BYTE)
+class Base64Field(serializers.Field):
+    """Bytes as standard base64 text."""
+
+    def to_internal_value(self, data: Any) -> bytes:
+        if not isinstance(data, str):
+            raise serializers.ValidationError("must be a base64 string")
+        try:
+            return base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise serializers.ValidationError("is not valid base64") from exc
+
+    def to_representation(self, value: bytes) -> str:
+        return base64.b64encode(value).decode("ascii")
+
+
+class ValueSerializer(StrictInputSerializer):
+    channel = StrictCharField(max_length=255)
+    version = StrictCharField(max_length=255, help_text="the channel version, as text")
+    type = StrictCharField(max_length=64, help_text="the serializer's type tag")
+    # The stubs type Serializer.data (the rendered answer); here it is the bytes.
+    data = Base64Field()  # type: ignore[assignment]
+
+
+class MessageEntrySerializer(StrictInputSerializer):
+    id = StrictCharField(max_length=180, help_text="the LangChain message id")
+    digest = serializers.RegexField(r"^[0-9a-f]{64}$", help_text="SHA-256 of its JSON form")
+    message = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="`message_to_dict` form; may be left out when the log holds it already",
+    )
+
+
+def _side_effect_tools() -> serializers.ListField:
+    return serializers.ListField(
+        child=StrictCharField(max_length=200),
+        required=False,
+        default=list,
+        max_length=1000,
+        help_text="tools whose calls are side effects: their tool_call events say so",
+    )
+
+
+class MessagesSerializer(StrictInputSerializer):
+    channel = StrictCharField(max_length=255)
+    version = StrictCharField(max_length=255)
+    entries = MessageEntrySerializer(
+        many=True, help_text="every message in order, or with `base_version` those after it"
+    )
+    side_effect_tools = _side_effect_tools()
+    base_version = StrictCharField(
+        max_length=255,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="an earlier version of this channel the server holds: `entries` then lists "
+        "only the messages after its first `base_count`",
+    )
+    base_count = StrictIntegerField(
+        min_value=0, required=False, default=0, help_text="how many messages the base holds"
+    )
+
+
+class WriteOutputSerializer(serializers.Serializer):
+    task_id = StrictCharField()
+    task_path = StrictCharField()
+    idx = serializers.IntegerField()
+    channel = StrictCharField()
+    type = StrictCharField(allow_blank=True, help_text="empty for a write of `messages`")
+    # The stubs type Serializer.data (the rendered answer); here it is the bytes.
+    data = Base64Field()  # type: ignore[assignment]
+    messages = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        help_text="a write of LangChain messages to the mirrored channel: their JSON forms, "
+        "read from the log (then `type` and `data` are empty)",
+    )
+
+
+class ValueOutputSerializer(serializers.Serializer):
+    channel = StrictCharField()
+    type = StrictCharField()
+    # The stubs type Serializer.data (the rendered answer); here it is the bytes.
+    data = Base64Field()  # type: ignore[assignment]
+
+
+class TupleOutputSerializer(serializers.Serializer):
+    """A checkpoint as the saver rebuilds its CheckpointTuple."""
+
+    class Meta:
+        ref_name = "LanggraphTuple"
+
+    thread_id = StrictCharField()
+    checkpoint_ns = StrictCharField(allow_blank=True)
+    checkpoint_id = StrictCharField()
+    parent_checkpoint_id = StrictCharField(allow_null=True)
+    checkpoint = serializers.DictField(help_text="the checkpoint without channel_values")
+    metadata = serializers.DictField()
+    values = ValueOutputSerializer(many=True)
+    messages = serializers.DictField(
+        child=serializers.ListField(child=serializers.DictField()),
+        help_text="channel -> the JSON forms of its messages, read from the log",
+    )
+    writes = WriteOutputSerializer(many=True)
+    cursor = serializers.IntegerField(help_text="the last mirrored seq it stands on")
+    ctxadmin_checkpoint = serializers.IntegerField(help_text="its ctxadmin checkpoint's id")
+    integrity = ReadIntegritySerializer(
+        help_text="the thread's chain verdict; `reaches_break`: this checkpoint's messages "
+        "(its own or its pending writes') reach the first bad seq"
+    )
+    ledger = serializers.DictField(
+        required=False,
+        allow_null=True,
+        help_text="one checkpoint's read only: the side-effect ledger's word on the calls of "
+        "side-effecting tools its messages leave unanswered (`calls`: status, recorded result, "
+        "resolution) and `templates` of the tool node's task; null when there are none",
+    )
+
+
+def _last_seq_read(found: LanggraphTuple) -> int:
+    """The last seq of the log this answer serves: the checkpoint's cursor (its mirrored
+    messages end there) or a pending write's message after it."""
+    written = (int(seq) for write in found.writes for seq in write.message_seqs or ())
+    return max(found.row.cursor, *written, 0)
+
+
+def _tuple_json(found: LanggraphTuple) -> dict[str, Any]:
+    row = found.row
+    return {
+        "thread_id": found.external_id,
+        "checkpoint_ns": row.checkpoint_ns,
+        "checkpoint_id": row.checkpoint_id,
+        "parent_checkpoint_id": row.parent_checkpoint_id or None,
+        "checkpoint": row.checkpoint,
+        "metadata": row.metadata,
+        "values": [
+            {"channel": c, "type": t, "data": base64.b64encode(d).decode("ascii")}
+            for c, t, d in found.values
+        ],
+        "messages": found.messages,
+        "writes": [_write_json(w, found.write_messages.get(w.pk)) for w in found.writes],
+        "cursor": row.cursor,
+        "ctxadmin_checkpoint": row.ctxadmin_checkpoint_id,
+        "integrity": integrity_verdict(thread=row.thread, read_until=_last_seq_read(found)),
+    }
+
+
+def _write_json(write: PendingWrite, messages: list[dict[str, Any]] | None) -> dict[str, Any]:
+    answer = {
+        "task_id": write.task_id,
+        "task_path": write.task_path,
+        "idx": write.idx,
+        "channel": write.channel,
+        "type": write.type,
+        "data": base64.b64encode(bytes(write.data)).decode("ascii"),
+    }
+    if messages is not None:
+        answer["messages"] = messages
+    return answer
+
+
+class ListFilterSerializer(serializers.Serializer):
+    class Meta:
+        ref_name = "LanggraphListFilter"
+
+    checkpoint_ns = StrictCharField(
+        required=False, allow_blank=True, help_text="one namespace; all when absent"
+    )
+    checkpoint_id = StrictCharField(
+        required=False, validators=[checkpoint_id_check], help_text="only this checkpoint"
+    )
+    before = StrictCharField(required=False, help_text="checkpoint_ids below this one")
+    filter = StrictCharField(
+        required=False, help_text="a JSON object: metadata keys and the values they must equal"
+    )
+    limit = QueryIntegerField(min_value=1, max_value=MAX_PAGE, default=MAX_PAGE)
+    page_after = StrictCharField(required=False, help_text="the `next` of the previous page")
+
+    def validate_filter(self, value: str) -> dict[str, Any]:
+        # Parsed as strictly as a body (depth, NaN, NUL...): it is compared with stored JSON.
+        try:
+            parsed = strict_json_loads(value)
+        except (JSONBodyError, NumberNotRepresentable) as exc:
+            raise serializers.ValidationError(f"must be a JSON object: {exc}") from exc
+        if not isinstance(parsed, dict):
+            raise serializers.ValidationError("must be a JSON object")
+        return parsed
+
+    def validate_page_after(self, value: str) -> tuple[str, int]:
+        checkpoint_id, _, pk = value.rpartition(":")
+        # A key the table can hold: ASCII digits ("²".isdigit() too), at most 18 of them.
+        if not checkpoint_id or not (pk.isascii() and pk.isdigit()) or len(pk) > 18:
+            raise serializers.ValidationError("must be the `next` of a previous page")
+        return checkpoint_id, int(pk)
+
+
+class PageOutputSerializer(serializers.Serializer):
+    class Meta:
+        ref_name = "LanggraphPage"
+
+    checkpoints = TupleOutputSerializer(many=True)
+    next = StrictCharField(allow_null=True, help_text="pass as `page_after`; null at the end")
+
+
+def _list(request: Request, external_id: str | None) -> Response:
+    agent = require_agent(request, "read LangGraph checkpoints")
+    query = ListFilterSerializer(data=request.query_params.dict())
+    query.is_valid(raise_exception=True)
+    data = query.validated_data
+    limit = data["limit"]
+    # Read before the list: what it owed then is what the list shows the agent (run status).
+    owed = (
+        thread_owed_mark(workspace=agent.workspace, external_id=external_id)
+        if external_id is not None
+        else None
+    )
+    rows = langgraph_checkpoints_list(
+        workspace=agent.workspace,
+        external_id=external_id,
+        checkpoint_ns=data.get("checkpoint_ns"),
+        checkpoint_id=data.get("checkpoint_id"),
+        metadata_filter=data.get("filter"),
+        before=data.get("before"),
+        after_page=data.get("page_after"),
+        limit=limit + 1,
+    )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    answer = {
+        "checkpoints": [_tuple_json(found) for found in langgraph_tuples(rows)],
+        "next": f"{rows[-1].checkpoint_id}:{rows[-1].pk}" if more else None,
+    }
+    agent_read_mark(request, owed)
+    return Response(answer)
+
+
+class ThreadLanggraphCheckpointsApi(APIView):
+    """`/api/v1/threads/{id}/langgraph/checkpoints/`: POST puts a checkpoint, GET lists them."""
+
+    renderer_classes = [LargeJSONRenderer]
+
+    class InputSerializer(StrictInputSerializer):
+        class Meta:
+            ref_name = "LanggraphPutInput"
+
+        checkpoint_ns = StrictCharField(max_length=255, allow_blank=True, default="")
+        checkpoint_id = StrictCharField(max_length=64, validators=[checkpoint_id_check])
+        parent_checkpoint_id = StrictCharField(
+            max_length=64,
+            allow_blank=True,
+            allow_null=True,
+            default="",
+            validators=[checkpoint_id_check],
+        )
+        checkpoint = serializers.DictField(help_text="the checkpoint without channel_values")
+        metadata = serializers.DictField(default=dict)
+        values = ValueSerializer(many=True, default=list)
+        messages = MessagesSerializer(required=False, allow_null=True, default=None)
+
+    class OutputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "LanggraphPutOutput"
+
+        thread_id = StrictCharField()
+        checkpoint_ns = StrictCharField(allow_blank=True)
+        checkpoint_id = StrictCharField()
+        cursor = serializers.IntegerField()
+        ctxadmin_checkpoint = serializers.IntegerField()
+
+    @extend_schema(
+        operation_id="langgraph_checkpoint_put",
+        parameters=[THREAD_ID],
+        request=InputSerializer,
+        responses={201: OutputSerializer, **ERRORS},
+        description=(
+            "Store a LangGraph checkpoint (the thread is created on first put). `values` are the "
+            "channel versions that changed, as the saver serialised them; `messages` lists the "
+            "mirrored channel's messages by id and digest (all of them, or those after a "
+            "`base_version`), with the JSON forms of those the log may not hold. 409 "
+            "`messages_missing` (fields.missing): send those forms. 409 `messages_base_unknown`: "
+            "send the whole list. 422 `messages_not_mirrored`: store that channel in `values` "
+            "instead."
+        ),
+    )
+    def post(self, request: Request, id: str) -> Response:
+        agent = require_agent(request, "put LangGraph checkpoints")
+        data = put_body_read(request.data)
+        if data is None:  # not plainly well-formed: the serializer reads it, or answers 400
+            body = self.InputSerializer(data=request.data)
+            body.is_valid(raise_exception=True)
+            data = body.validated_data
+        messages = data.get("messages")
+        row = langgraph_checkpoint_put(
+            workspace=agent.workspace,
+            external_id=id,
+            checkpoint_ns=data["checkpoint_ns"],
+            checkpoint_id=data["checkpoint_id"],
+            parent_checkpoint_id=data.get("parent_checkpoint_id") or "",
+            checkpoint=data["checkpoint"],
+            metadata=data["metadata"],
+            values=[ValueIn(**value) for value in data["values"]],
+            messages=None
+            if messages is None
+            else MessagesIn(
+                channel=messages["channel"],
+                version=messages["version"],
+                entries=[
+                    MessageIn(id=e["id"], digest=e["digest"], message=e.get("message"))
+                    for e in messages["entries"]
+                ],
+                side_effect_tools=frozenset(messages.get("side_effect_tools") or ()),
+                base_version=messages.get("base_version"),
+                base_count=messages.get("base_count") or 0,
+            ),
+            actor_label=agent.label,
+        )
+        return Response(
+            {
+                "thread_id": id,
+                "checkpoint_ns": row.checkpoint_ns,
+                "checkpoint_id": row.checkpoint_id,
+                "cursor": row.cursor,
+                "ctxadmin_checkpoint": row.ctxadmin_checkpoint_id,
+            },
+            status=status.HTTP_201_CREATED,
+        )
+
+    @extend_schema(
+        operation_id="langgraph_thread_checkpoints_list",
+        parameters=[THREAD_ID, ListFilterSerializer],
+        responses={200: PageOutputSerializer, **ERRORS},
+        description="The thread's checkpoints newest first, a page at a time.",
+    )
+    def get(self, request: Request, id: str) -> Response:
+        return _list(request, id)
+
+
+class ThreadLanggraphCheckpointApi(APIView):
+    """`/api/v1/threads/{id}/langgraph/checkpoints/{checkpoint_id}/` (or `latest`)."""
+
+    renderer_classes = [LargeJSONRenderer]
+
+    class QuerySerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "LanggraphTupleQuery"
+
+        checkpoint_ns = StrictCharField(required=False, allow_blank=True, default="")
+
+    @extend_schema(
+        operation_id="langgraph_checkpoint_get",
+        parameters=[THREAD_ID, QuerySerializer],
+        responses={200: TupleOutputSerializer, **ERRORS},
+        description="One checkpoint with its values, messages and pending writes; `latest` for "
+        "the namespace's newest. 404 when there is none.",
+    )
+    def get(self, request: Request, id: str, checkpoint_id: str) -> Response:
+        agent = require_agent(request, "read LangGraph checkpoints")
+        query = self.QuerySerializer(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        row = langgraph_checkpoint_find(
+            workspace=agent.workspace,
+            external_id=id,
+            checkpoint_ns=query.validated_data["checkpoint_ns"],
+            checkpoint_id=None if checkpoint_id == "latest" else checkpoint_id,
+        )
+        if row is None:
+            raise NotFound("checkpoint not found")
+        found = langgraph_tuple(row)
+        answer = {**_tuple_json(found), "ledger": langgraph_ledger(found)}
+        # The thread row came with the checkpoint, in the same statement (run status).
+        agent_read_mark(request, row.thread)
+        return Response(answer)
+
+
+class InterruptSerializer(StrictInputSerializer):
+    class Meta:
+        ref_name = "LanggraphInterruptInput"
+
+    id = StrictCharField(max_length=180, help_text="the interrupt's id")
+    value = serializers.JSONField(
+        allow_null=True, help_text="the interrupt's value as plain JSON (null included)"
+    )
+
+
+def _write_in(write: dict[str, Any]) -> WriteIn:
+    if "messages" in write:
+        return WriteIn(
+            idx=write["idx"],
+            channel=write["channel"],
+            messages=[
+                MessageIn(id=e["id"], digest=e["digest"], message=e.get("message"))
+                for e in write["messages"]
+            ],
+        )
+    return WriteIn(
+        idx=write["idx"], channel=write["channel"], type=write["type"], data=write["data"]
+    )
+
+
+class ThreadLanggraphWritesApi(APIView):
+    class InputSerializer(StrictInputSerializer):
+        class Meta:
+            ref_name = "LanggraphWritesInput"
+
+        class WriteSerializer(StrictInputSerializer):
+            class Meta:
+                ref_name = "LanggraphWriteInput"
+
+            # The column is a 32-bit integer: a larger idx would fail in PostgreSQL, not here.
+            idx = StrictIntegerField(
+                min_value=-(2**31), max_value=2**31 - 1, help_text="negative for special channels"
+            )
+            channel = StrictCharField(max_length=255)
+            type = StrictCharField(max_length=64, required=False)
+            data = Base64Field(required=False)  # type: ignore[assignment]
+            messages = MessageEntrySerializer(
+                many=True,
+                required=False,
+                help_text="instead of `type` and `data`: a write of LangChain messages to the "
+                "mirrored channel, each with its JSON form; mirrored into the log",
+            )
+
+            def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+                has_bytes = "type" in attrs and "data" in attrs
+                if has_bytes == ("messages" in attrs):
+                    raise serializers.ValidationError(
+                        {"messages": "send either `type` and `data` or `messages`"}
+                    )
+                if "messages" in attrs and any(e.get("message") is None for e in attrs["messages"]):
+                    raise serializers.ValidationError(
+                        {"messages": "each message of a write comes with its JSON form"}
+                    )
+                return attrs
+
+        checkpoint_ns = StrictCharField(max_length=255, allow_blank=True, default="")
+        checkpoint_id = StrictCharField(max_length=64, validators=[checkpoint_id_check])
+        task_id = StrictCharField(max_length=200)
+        task_path = StrictCharField(max_length=500, allow_blank=True, default="")
+        writes = WriteSerializer(many=True)
+        interrupts = InterruptSerializer(many=True, required=False, default=list)
+        side_effect_tools = _side_effect_tools()
+
+    @extend_schema(
+        operation_id="langgraph_writes_put",
+        parameters=[THREAD_ID],
+        request=InputSerializer,
+        responses={204: None, **ERRORS},
+        description="Store a task's pending writes after a checkpoint. A write of `messages` "
+        "is mirrored into the log and stored as a reference to it. 409 `messages_unordered` "
+        "or 422 `messages_not_mirrored`: send that write as bytes instead.",
+    )
+    def post(self, request: Request, id: str) -> Response:
+        agent = require_agent(request, "put LangGraph writes")
+        data = writes_body_read(request.data)
+        if data is None:  # not plainly well-formed: the serializer reads it, or answers 400
+            body = self.InputSerializer(data=request.data)
+            body.is_valid(raise_exception=True)
+            data = body.validated_data
+        langgraph_writes_put(
+            workspace=agent.workspace,
+            external_id=id,
+            checkpoint_ns=data["checkpoint_ns"],
+            checkpoint_id=data["checkpoint_id"],
+            task_id=data["task_id"],
+            task_path=data["task_path"],
+            writes=[_write_in(w) for w in data["writes"]],
+            interrupts=[InterruptIn(id=i["id"], value=i["value"]) for i in data["interrupts"]],
+            side_effect_tools=frozenset(data.get("side_effect_tools") or ()),
+            actor_label=agent.label,
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class CountOutputSerializer(serializers.Serializer):
+    class Meta:
+        ref_name = "LanggraphCount"
+
+    checkpoints = serializers.IntegerField(help_text="how many checkpoints it deleted or copied")
+
+
+class ThreadLanggraphApi(APIView):
+    @extend_schema(
+        operation_id="langgraph_thread_delete",
+        parameters=[THREAD_ID],
+        responses={200: CountOutputSerializer, **ERRORS},
+        description="Delete the thread's LangGraph checkpoints, versions and writes; the event "
+        "log stays. Audited.",
+    )
+    def delete(self, request: Request, id: str) -> Response:
+        agent = require_agent(request, "delete LangGraph checkpoints")
+        count = langgraph_thread_delete(
+            workspace=agent.workspace, external_id=id, actor_label=agent.label
+        )
+        return Response({"checkpoints": count})
+
+
+class ThreadLanggraphCopyApi(APIView):
+    class InputSerializer(StrictInputSerializer):
+        class Meta:
+            ref_name = "LanggraphCopyInput"
+
+        target_thread_id = StrictCharField(max_length=200)
+
+    @extend_schema(
+        operation_id="langgraph_thread_copy",
+        parameters=[THREAD_ID],
+        request=InputSerializer,
+        responses={200: CountOutputSerializer, **ERRORS},
+        description="Copy the thread's checkpoints, versions and writes to `target_thread_id` "
+        "(created if needed; its messages are mirrored into its own log). Audited.",
+    )
+    def post(self, request: Request, id: str) -> Response:
+        agent = require_agent(request, "copy LangGraph threads")
+        body = self.InputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        count = langgraph_thread_copy(
+            workspace=agent.workspace,
+            source_external_id=id,
+            target_external_id=body.validated_data["target_thread_id"],
+            actor_label=agent.label,
+        )
+        return Response({"checkpoints": count})
+
+
+class LanggraphCheckpointsApi(APIView):
+    """`/api/v1/langgraph/checkpoints/`: the workspace's checkpoints, every thread."""
+
+    renderer_classes = [LargeJSONRenderer]
+
+    @extend_schema(
+        operation_id="langgraph_checkpoints_list",
+        parameters=[ListFilterSerializer],
+        responses={200: PageOutputSerializer, **ERRORS},
+        description="Every thread's checkpoints newest first, a page at a time.",
+    )
+    def get(self, request: Request) -> Response:
+        return _list(request, None)
+
+
+class LanggraphPruneApi(APIView):
+    class InputSerializer(StrictInputSerializer):
+        class Meta:
+            ref_name = "LanggraphPruneInput"
+
+        thread_ids = serializers.ListField(
+            child=StrictCharField(max_length=200), allow_empty=True, max_length=1000
+        )
+        strategy = serializers.ChoiceField(choices=PRUNE_STRATEGIES, default="keep_latest")
+
+    @extend_schema(
+        operation_id="langgraph_prune",
+        request=InputSerializer,
+        responses={200: CountOutputSerializer, **ERRORS},
+        description="`keep_latest`: keep each namespace's newest checkpoint; `delete`: delete "
+        "all. The event logs stay. Audited per thread.",
+    )
+    def post(self, request: Request) -> Response:
+        agent = require_agent(request, "prune LangGraph checkpoints")
+        body = self.InputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        count = langgraph_threads_prune(
+            workspace=agent.workspace,
+            external_ids=body.validated_data["thread_ids"],
+            strategy=body.validated_data["strategy"],
+            actor_label=agent.label,
+        )
+        return Response({"checkpoints": count})
+
+
+class LanggraphDeleteForRunsApi(APIView):
+    class InputSerializer(StrictInputSerializer):
+        class Meta:
+            ref_name = "LanggraphDeleteForRunsInput"
+
+        run_ids = serializers.ListField(
+            child=StrictCharField(max_length=200), allow_empty=True, max_length=1000
+        )
+
+    @extend_schema(
+        operation_id="langgraph_delete_for_runs",
+        request=InputSerializer,
+        responses={200: CountOutputSerializer, **ERRORS},
+        description="Delete the checkpoints (and writes) whose metadata `run_id` is listed. "
+        "Audited per thread.",
+    )
+    def post(self, request: Request) -> Response:
+        agent = require_agent(request, "delete LangGraph runs")
+        body = self.InputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        count = langgraph_runs_delete(
+            workspace=agent.workspace,
+            run_ids=body.validated_data["run_ids"],
+            actor_label=agent.label,
+        )
+        return Response({"checkpoints": count})

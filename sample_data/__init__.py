@@ -1,0 +1,1 @@
+"""The demo's sample data (see apps.py)."""
