@@ -360,7 +360,7 @@ class Bench:
     def bare_verify(self, thread: Any) -> tuple[float, float]:
         """A minimal independent verifier: read, canonical JSON, SHA-256 chain. Also returns
         the hashing part alone (rows already in memory)."""
-        from threads.chainkey import chain_key
+        from threads.keys.chain import chain_key
         from threads.domain.chain import genesis_hash
 
         if chain_key():

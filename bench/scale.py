@@ -110,7 +110,7 @@ Writes = tuple[Any, list[tuple[Any, ...]], list[Any]]
 
 def new_thread(workspace_id: int, external_id: str) -> Any:
     """A thread as thread_get_or_create makes it (chain key, genesis), unsaved."""
-    from threads.chainkey import current_chain_key_id, thread_genesis
+    from threads.keys.chain import current_chain_key_id, thread_genesis
     from threads.models import Thread
 
     thread = Thread(

@@ -14,7 +14,7 @@ until the database holds `--events` events: every word that holds a digit (reser
 user ids, flight numbers, amounts in text) gets a suffix naming the copy, so ids stay rare while
 ordinary words keep their frequency. The copies go in with the bulk path (COPY on PostgreSQL,
 executemany on SQLite) with the search index dropped, and the index is then built over
-everything with the migration's own SQL (`threads/searchindex.py`: CREATE INDEX; FTS5 backfill
+everything with the migration's own SQL (`threads/database/search_index.py`: CREATE INDEX; FTS5 backfill
 and triggers), as `0013_event_search` does for existing data; PostgreSQL is then VACUUM
 ANALYZEd. Copied events keep their template's hash: their chains do not verify, which search
 does not read.
@@ -126,7 +126,7 @@ def worker_build(total: int) -> dict[str, Any]:
     from django.test import Client
     from ingest import tau_events
 
-    from threads import searchindex
+    from threads.database import search_index as searchindex
     from threads.domain.canonical import canonical_text
     from threads.models import Event, Thread
     from threads.services.event_rows import EVENT_COLUMNS
@@ -580,7 +580,7 @@ def database(name: str) -> Iterator[tuple[str | None, Any]]:
             target = sqlite3.connect(var_b / "ctxadmin.sqlite3")
             source.backup(target)
             source.close()
-            from threads import searchindex
+            from threads.database import search_index as searchindex
 
             for statement in searchindex.SQLITE_REVERSE:
                 target.execute(statement)
@@ -600,7 +600,7 @@ def database(name: str) -> Iterator[tuple[str | None, Any]]:
             with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
                 # No connection may hold the template: the build and search workers are done.
                 conn.execute(f"CREATE DATABASE ctxadmin_plain TEMPLATE {db}")
-            from threads import searchindex
+            from threads.database import search_index as searchindex
 
             with psycopg.connect(f"{base}/ctxadmin_plain", autocommit=True) as conn:
                 conn.execute(searchindex.POSTGRES_DROP_INDEX)

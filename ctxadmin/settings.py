@@ -89,7 +89,7 @@ AXES_COOLOFF_TIME = timedelta(minutes=CTXADMIN_LOGIN_COOLOFF_MINUTES)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "threads.client_address.client_address"
-AXES_LOCKOUT_CALLABLE = "threads.login_throttle.locked_out"
+AXES_LOCKOUT_CALLABLE = "threads.views.login_throttle.locked_out"
 AXES_VERBOSE = False
 
 ROOT_URLCONF = "ctxadmin.urls"
@@ -324,7 +324,7 @@ CELERY_BEAT_SCHEDULE = {
 # --- ctxadmin -------------------------------------------------------------------------------
 CTXADMIN_CHAIN_KEY = env.str("CTXADMIN_CHAIN_KEY", default="")
 # Keys by id, "id1:key1,id2:key2", the first is current; CTXADMIN_CHAIN_KEY is the key "k0"
-# (threads/chainkey.py, docs/design.md §2.3).
+# (threads/keys/chain.py, docs/design.md §2.3).
 CTXADMIN_CHAIN_KEYS = env.str("CTXADMIN_CHAIN_KEYS", default="")
 # Signed chain heads, outside the database (docs/design.md §6.6): where they are appended and
 # the Ed25519 private key (PEM) that signs them.

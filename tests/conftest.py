@@ -9,7 +9,7 @@ from django.test import TransactionTestCase
 from rest_framework.test import APIClient
 
 from tests import factories
-from threads.dbguard import log_seal_opened
+from threads.database.guard import log_seal_opened
 
 _fixture_teardown = TransactionTestCase._fixture_teardown  # type: ignore[attr-defined]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from threads.dbguard import log_seal_opened
+from threads.database.guard import log_seal_opened
 from threads.domain.events import normalize_event
 from threads.models import Event, Thread, Workspace
 from threads.services.events import event_append_batch

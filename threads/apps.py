@@ -5,7 +5,7 @@ from django.apps import AppConfig
 from django.db.backends.signals import connection_created
 
 from threads import checks  # noqa: F401  (registers the system checks)
-from threads.dbguard import install_sqlite_function
+from threads.database.guard import install_sqlite_function
 
 
 class ThreadsConfig(AppConfig):

@@ -10,7 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.core.checks import Tags, Warning, register
 
-from threads.chainkey import chain_keys
+from threads.keys.chain import chain_keys
 
 
 @register(Tags.security, deploy=True)

@@ -7,7 +7,7 @@
 - ForwardedWithoutTrustedProxyMiddleware counts and logs (once per process) requests a proxy
   forwarded while CTXADMIN_TRUSTED_PROXIES is 0 (threads/client_address.py).
 
-- DatabaseUnavailableMiddleware turns a database that refuses writes (threads.dbunavailable)
+- DatabaseUnavailableMiddleware turns a database that refuses writes (threads.database.unavailable)
   into a 503: the contract's JSON error under /api/ (docs/api.md §1.4), plain text for
   /metrics (docs/api.md §15), a page saying so elsewhere, all with `Retry-After`. Last in
   MIDDLEWARE, so it sees a view's exception first.
@@ -50,7 +50,7 @@ from threads.api.errors import (
     plain_text_error,
 )
 from threads.client_address import forwarded_untrusted_note
-from threads.dbunavailable import RETRY_AFTER, database_unavailable, database_unavailable_reset
+from threads.database.unavailable import RETRY_AFTER, database_unavailable, database_unavailable_reset
 
 # Bytes of a request's target (path and query string). gunicorn refuses a request line over
 # its `limit_request_line` (ctxadmin/gunicorn_conf.py sets 8190, its largest) with an HTML 414

@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from tests import factories
 from tests.api.conftest import log_state, post_json
-from threads.chainkey import chain_key
+from threads.keys.chain import chain_key
 from threads.domain import chain
 from threads.models import ApprovalRequest, Event, SideEffect, SideEffectStatus
 

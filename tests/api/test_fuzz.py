@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import factories
-from threads.chainkey import chain_key
+from threads.keys.chain import chain_key
 from threads.domain import chain
 from threads.models import Event
 from threads.selectors import event_dicts

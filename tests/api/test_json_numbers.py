@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from threads.chainkey import chain_key
+from threads.keys.chain import chain_key
 from threads.domain import chain
 from threads.domain.canonical import stable_numbers
 from threads.selectors.events import event_dicts

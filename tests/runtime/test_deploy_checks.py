@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management import call_command
 
 from threads.checks import chain_keys_check
-from threads.headskey import signing_key_generate
+from threads.keys.heads import signing_key_generate
 
 
 def _ids(settings: Any) -> list[str]:

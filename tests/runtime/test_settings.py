@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from threads.headskey import signing_key_generate
+from threads.keys.heads import signing_key_generate
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOW_SETTINGS = """

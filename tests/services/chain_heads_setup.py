@@ -10,7 +10,7 @@ import pytest
 
 from tests import factories as f
 from threads.domain import chain
-from threads.headskey import signing_key_generate
+from threads.keys.heads import signing_key_generate
 from threads.models import Event, Thread
 from threads.selectors.integrity import stored_events
 

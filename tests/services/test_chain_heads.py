@@ -17,7 +17,7 @@ from django.core.management.base import CommandError
 from tests import factories as f
 from tests.services.chain_heads_setup import fill, heads_dir, rehash_from, truncate
 from threads.domain.heads import public_key_id, signed_bytes
-from threads.headskey import (
+from threads.keys.heads import (
     heads_signing_key,
     public_key_load,
     public_key_pem,

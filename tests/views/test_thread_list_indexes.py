@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 
 from tests import factories as f
 from tests.services.test_checkpoints import two_versions
-from threads import unknown_counts
+from threads.database import unknown_counts as unknown_counts
 from threads.models import SideEffect, Thread
 from threads.selectors import member_workspace_ids, threads_in
 from threads.services.fork import thread_fork

@@ -4,11 +4,11 @@ queue of their own, so a fold requested while large imports run is done while th
 On the PostgreSQL run of ./scripts/test, with its two real workers on Redis: one on the
 default queue `celery` (folds, verification, recovery), one on `imports`. Two large imports
 are uploaded first (were they on the default queue, they would hold both of its processes and
-the fold would wait behind them, as issue #27 found); the fold must finish while the first is
-still importing and the second still waits. Both are then cancelled by an admin: the pending
-one at once, the running one before its next conversation.
+the fold would wait behind them, as issue #27 found); the fold must finish while one is still
+importing and the other still waits. Both are then cancelled by an admin: the pending one at
+once, the running one before its next conversation.
 
-However fast the machine, the first import cannot finish under the fold: once it has
+However fast the machine, the running import cannot finish under the fold: once it has
 started, the test holds its row locked from a connection of its own, so the import waits at
 its next progress write (every half second) until the fold is done.
 """
@@ -125,23 +125,31 @@ def _row_held(import_id: Any) -> Iterator[None]:
 def _fold_while_importing(
     thread: Thread, first: Any, second: Any, admin_client_ws: APIClient
 ) -> None:
-    # The first import is under way on the imports worker.
-    _until(
-        "the first import to start",
-        lambda: TraceImport.objects.filter(pk=first, conversations_done__gt=0).exists(),
+    # One import is under way on the imports worker (the worker takes them one at a time, in
+    # whichever order the broker hands them over).
+    running_id = _until(
+        "an import to start",
+        lambda: (
+            TraceImport.objects.filter(
+                pk__in=(first, second), state=ImportState.RUNNING, conversations_done__gt=0
+            )
+            .values_list("pk", flat=True)
+            .first()
+        ),
     )
+    waiting_id = second if str(running_id) == str(first) else first
 
-    with _row_held(first):
+    with _row_held(running_id):
         run = folding.fold_request(
             thread=Thread.objects.get(pk=thread.pk), trigger={"kind": "manual"}
         )
         done = wait_for_task(run.pk, timeout=120)
         assert done.state == TaskState.SUCCESS, done.result
         assert done.result is not None and done.result["folded"] is True, done.result
-        # The fold finished while the imports had not: the first still importing, the
-        # second still waiting for the imports worker.
-        running = TraceImport.objects.get(pk=first)
-        waiting = TraceImport.objects.get(pk=second)
+        # The fold finished while the imports had not: one still importing, the other still
+        # waiting for the imports worker.
+        running = TraceImport.objects.get(pk=running_id)
+        waiting = TraceImport.objects.get(pk=waiting_id)
         assert running.state == ImportState.RUNNING, running.state
         assert running.conversations_done < CONVERSATIONS
         assert waiting.state == ImportState.PENDING, waiting.state
@@ -150,19 +158,21 @@ def _fold_while_importing(
     # conversations, keeping (and reporting) those it imported.
     token = _get_new_csrf_string()
     admin_client_ws.cookies["csrftoken"] = token
-    for import_id in (second, first):
+    for import_id in (waiting_id, running_id):
         answer = admin_client_ws.post(
             f"/api/v1/imports/{import_id}/cancel/", HTTP_X_CSRFTOKEN=token
         )
         assert answer.status_code == 200, answer.content
-    assert TraceImport.objects.get(pk=second).state == ImportState.CANCELLED
+    assert TraceImport.objects.get(pk=waiting_id).state == ImportState.CANCELLED
     ended = _until(
         "the running import to stop",
-        lambda: TraceImport.objects.filter(pk=first, state=ImportState.CANCELLED).first(),
+        lambda: TraceImport.objects.filter(pk=running_id, state=ImportState.CANCELLED).first(),
     )
     assert 0 < ended.conversations_done < CONVERSATIONS
     assert len(ended.report) == ended.conversations_done
-    imported = Thread.objects.filter(external_id__startswith="big-a-").count()
+    running_tag = ended.file_name.removesuffix(".json")
+    waiting_tag = waiting.file_name.removesuffix(".json")
+    imported = Thread.objects.filter(external_id__startswith=f"{running_tag}-").count()
     assert imported == ended.conversations_done
-    assert not Thread.objects.filter(external_id__startswith="big-b-").exists()
+    assert not Thread.objects.filter(external_id__startswith=f"{waiting_tag}-").exists()
     assert "cancelled by admin-user" in ended.error

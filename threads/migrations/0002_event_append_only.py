@@ -1,6 +1,6 @@
 from django.db import migrations
 
-from threads import dbguard
+from threads.database import guard as dbguard
 
 
 def forwards(apps, schema_editor):

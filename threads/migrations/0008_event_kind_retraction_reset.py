@@ -1,6 +1,6 @@
 from django.db import migrations, models
 
-from threads import dbguard
+from threads.database import guard as dbguard
 
 KINDS = [
     ("message", "Message"),

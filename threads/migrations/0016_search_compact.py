@@ -8,7 +8,7 @@ same way."""
 
 from django.db import migrations
 
-from threads import searchindex
+from threads.database import search_index as searchindex
 from threads.migrations import _search_0013 as before
 
 

@@ -3,7 +3,7 @@
 Both databases: the default order's index gains the thread's key, so a page of the list is
 read off `(workspace, updated_at DESC, id)` in order and its count by an index-only scan. Each
 thread counts its unknown side effects (`unknown_side_effects`, kept by triggers:
-threads/unknown_counts.py, counted here from the existing rows), and a partial index of the same
+threads/database/unknown_counts.py, counted here from the existing rows), and a partial index of the same
 order holds the threads with one, the list's filter.
 PostgreSQL: trigram indexes (pg_trgm) on the upper-cased external id and title, the
 expressions Django's `icontains` compares, so that the list's search finds names without
@@ -17,7 +17,7 @@ import sys
 from django.db import DatabaseError, migrations, models, transaction
 from django.db.models import Q
 
-from threads import unknown_counts
+from threads.database import unknown_counts as unknown_counts
 
 TRIGRAM_INDEXES = {
     "thread_external_id_trgm": "external_id",

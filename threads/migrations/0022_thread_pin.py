@@ -2,12 +2,12 @@
 thread records who pinned it, when and why (docs/design.md §6.3).
 
 SQLite adds a column with a default by remaking the thread table (a copy, then a rename),
-which its side-effect triggers (threads/unknown_counts.py) name: they are dropped before and
+which its side-effect triggers (threads/database/unknown_counts.py) name: they are dropped before and
 created again after, on SQLite only. The counts they keep are copied with the rows."""
 
 from django.db import migrations, models
 
-from threads import unknown_counts
+from threads.database import unknown_counts as unknown_counts
 
 
 def sqlite_triggers_drop(apps, schema_editor):

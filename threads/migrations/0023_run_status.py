@@ -3,12 +3,12 @@ appended and read, and what a person changed that the agent has not picked up ye
 says after how long a thread waiting for its agent is stalled.
 
 SQLite adds a column by remaking the thread table, which its side-effect triggers
-(threads/unknown_counts.py) name: they are dropped before and created again after, on SQLite
+(threads/database/unknown_counts.py) name: they are dropped before and created again after, on SQLite
 only, as in 0022."""
 
 from django.db import migrations, models
 
-from threads import unknown_counts
+from threads.database import unknown_counts as unknown_counts
 
 
 def sqlite_triggers_drop(apps, schema_editor):

@@ -1,7 +1,7 @@
 """The message-search index as migration 0013_event_search made it: the parts that
 0016_search_compact changed are kept here, so that 0013 keeps building what it built and 0016
 can go back to it; the parts both share (the text function, the view, the triggers) come from
-threads/searchindex.py. (A module whose name starts with `_` is not a migration.)
+threads/database/search_index.py. (A module whose name starts with `_` is not a migration.)
 
 PostgreSQL: a stored generated column `search_vector` and a GIN index on it. SQLite: an
 external-content FTS5 table with full detail (token positions) and a size table.
@@ -9,7 +9,7 @@ external-content FTS5 table with full detail (token positions) and a size table.
 
 from __future__ import annotations
 
-from threads import searchindex
+from threads.database import search_index as searchindex
 
 POSTGRES_COLUMN = f"""
 ALTER TABLE threads_event ADD COLUMN IF NOT EXISTS search_vector tsvector

@@ -26,7 +26,7 @@ from django.db.models import (
 )
 from django.db.models.functions import RowNumber
 
-from threads.chainkey import ChainKeyUnknown, thread_genesis, thread_key
+from threads.keys.chain import ChainKeyUnknown, thread_genesis, thread_key
 from threads.domain import chain
 from threads.domain.chain import ChainVerdict
 from threads.domain.ledger import DUPLICATE_OF

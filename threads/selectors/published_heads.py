@@ -1,7 +1,7 @@
 """Reading the published chain heads (docs/design.md §6.6): the `heads-YYYY-MM-DD.jsonl` files
 in CTXADMIN_HEADS_DIR, outside the database. No database here: a read of files.
 
-Every line's Ed25519 signature is checked with the key it names (threads/headskey.py); a line
+Every line's Ed25519 signature is checked with the key it names (threads/keys/heads.py); a line
 that does not verify is kept as a problem for its thread (someone edited the file), never as
 evidence. The parsed directory is cached until a file in it changes, so a sweep over every
 thread reads it once.
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from threads.domain.heads import PublishedHead, head_parse
-from threads.headskey import heads_dir, heads_public_keys
+from threads.keys.heads import heads_dir, heads_public_keys
 
 FILE_GLOB = "heads-*.jsonl"
 

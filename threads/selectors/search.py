@@ -1,4 +1,4 @@
-"""Message search over the index of threads/searchindex.py (docs/design.md §17): one selector
+"""Message search over the index of threads/database/search_index.py (docs/design.md §17): one selector
 for the API and the dashboard.
 
 A hit is an event whose search text holds every term of the query: its whitespace-separated
@@ -29,7 +29,7 @@ from threads.domain.search import (
     snippet_parts,
 )
 from threads.models import Event
-from threads.searchindex import MARK_END, MARK_START, PG_CONFIG, PG_LESS_THAN, PG_VECTOR
+from threads.database.search_index import MARK_END, MARK_START, PG_CONFIG, PG_LESS_THAN, PG_VECTOR
 
 MAX_HITS = 100
 # ts_headline: 15..35 words around the best match.

@@ -18,7 +18,7 @@ from typing import Any
 from django.db import connections, router, transaction
 
 from threads.access import require_role
-from threads.chainkey import thread_genesis, thread_key
+from threads.keys.chain import thread_genesis, thread_key
 from threads.domain import chain
 from threads.domain.errors import Conflict, NotFound
 from threads.domain.ledger import OpenWork

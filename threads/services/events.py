@@ -18,7 +18,7 @@ from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from threads.chainkey import thread_key
+from threads.keys.chain import thread_key
 from threads.domain import chain
 from threads.domain.canonical import format_time, join_canonical
 from threads.domain.errors import (

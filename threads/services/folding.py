@@ -37,7 +37,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from threads.chainkey import thread_genesis, thread_key
+from threads.keys.chain import thread_genesis, thread_key
 from threads.domain import chain, tokens
 from threads.domain.budget import Budget, fold_target, thread_budget
 from threads.domain.errors import Conflict

@@ -15,7 +15,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from threads.dbunavailable import database_unavailable
+from threads.database.unavailable import database_unavailable
 from threads.models import TaskRun, TaskState, Thread, Workspace
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db import IntegrityError, models, transaction
 
-from threads.chainkey import current_chain_key_id, thread_genesis
+from threads.keys.chain import current_chain_key_id, thread_genesis
 from threads.domain.errors import InvalidEvent
 from threads.domain.external_ids import external_id_problem
 from threads.models import Thread, Workspace

@@ -30,7 +30,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from threads.chainkey import ChainKeyUnknown, thread_genesis, thread_key
+from threads.keys.chain import ChainKeyUnknown, thread_genesis, thread_key
 from threads.domain.canonical import canonical_json
 from threads.models import Thread
 from threads.selectors.published_heads import thread_last_published_head

@@ -22,10 +22,10 @@ from typing import Any, NoReturn
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from threads.chainkey import LEGACY_KEY_ID, chain_keys
+from threads.keys.chain import LEGACY_KEY_ID, chain_keys
 from threads.domain import chain
 from threads.domain.heads import head_parse, public_key_id
-from threads.headskey import public_key_load
+from threads.keys.heads import public_key_load
 
 
 class Command(BaseCommand):
@@ -66,7 +66,7 @@ class Command(BaseCommand):
                 "the file has no header naming its thread; pass --thread", returncode=2
             )
         # By default the configured key the header's chain_key_id names ('' = k0, as in
-        # threads/chainkey.py).
+        # threads/keys/chain.py).
         configured = chain_keys().get(header.get("chain_key_id") or LEGACY_KEY_ID)
         key_text = options["key"] or (configured.decode("utf-8") if configured else "")
         keyed = header.get("algorithm") == "hmac-sha256"

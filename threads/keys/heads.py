@@ -1,7 +1,7 @@
 """The Ed25519 key that signs published chain heads, and the public keys that verify them
 (docs/design.md §6.6).
 
-Below services and selectors, like threads/chainkey.py: the publisher signs with the private
+Below services and selectors, like threads/keys/chain.py: the publisher signs with the private
 key, every verify reads the public ones. `CTXADMIN_HEADS_SIGNING_KEY` names a PEM file; when it
 is unset and DEBUG is on, a key is generated beside the heads directory on first use (and a log
 line says where), so a development machine publishes without set-up. In production a missing
