@@ -20,7 +20,11 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.utils import timezone
 
-from threads.database.unavailable import RETRY_AFTER, database_unavailable, database_unavailable_reset
+from threads.database.unavailable import (
+    RETRY_AFTER,
+    database_unavailable,
+    database_unavailable_reset,
+)
 from threads.models import SummaryVersion, Thread
 from threads.selectors import thread_integrity, threads_due_full_verify
 from threads.services.chain_heads import chain_heads_publish, publication_summary

@@ -3,14 +3,11 @@ queue of their own, so a fold requested while large imports run is done while th
 
 On the PostgreSQL run of ./scripts/test, with its two real workers on Redis: one on the
 default queue `celery` (folds, verification, recovery), one on `imports`. Two large imports
-are uploaded first (were they on the default queue, they would hold both of its processes and
-the fold would wait behind them, as issue #27 found); the fold must finish while one is still
-importing and the other still waits. Both are then cancelled by an admin: the pending one at
-once, the running one before its next conversation.
-
-However fast the machine, the running import cannot finish under the fold: once it has
-started, the test holds its row locked from a connection of its own, so the import waits at
-its next progress write (every half second) until the fold is done.
+are uploaded; the test then holds both import rows locked from a connection of its own, so
+whichever import a worker runs waits on the lock (at its start or at its next progress write)
+and holds that worker's process. The fold must finish while one import waits so: were imports
+on the default queue, as issue #27 found, they would hold both of its processes and the fold
+would wait behind them. Both are then cancelled by an admin.
 """
 
 from __future__ import annotations
@@ -44,14 +41,21 @@ pytestmark = [
     pytest.mark.usefixtures("real_worker", "no_fold_triggers"),
 ]
 
-# Enough one-message conversations that importing them takes far longer than a fold.
+# Enough conversations that importing one file takes far longer than uploading the next.
 CONVERSATIONS = 9000  # under the default limit of 10,000 per import
+MESSAGES = 6
 
 
 def _large_file(tag: str) -> bytes:
     return json.dumps(
         [
-            {"id": f"{tag}-{n}", "messages": [{"role": "user", "content": f"hello {n}"}]}
+            {
+                "id": f"{tag}-{n}",
+                "messages": [
+                    {"role": "user" if m % 2 == 0 else "assistant", "content": f"hello {n}.{m}"}
+                    for m in range(MESSAGES)
+                ],
+            }
             for n in range(CONVERSATIONS)
         ]
     ).encode()
@@ -105,9 +109,9 @@ def test_a_fold_is_done_while_large_imports_run(
 
 
 @contextmanager
-def _row_held(import_id: Any) -> Iterator[None]:
-    """Lock an import's row from another connection until the block ends: its worker's next
-    progress write waits for it."""
+def _rows_held(*import_ids: Any) -> Iterator[psycopg.Connection]:
+    """Lock the imports' rows from another connection until the block ends: a worker's next
+    write to one of them (its start, its progress) waits for it."""
     params = connection.settings_dict
     with psycopg.connect(
         dbname=params["NAME"],
@@ -118,61 +122,60 @@ def _row_held(import_id: Any) -> Iterator[None]:
     ) as other:
         with other.transaction():
             table = TraceImport._meta.db_table
-            other.execute(f"SELECT 1 FROM {table} WHERE id = %s FOR UPDATE", [str(import_id)])
-            yield
+            other.execute(
+                f"SELECT 1 FROM {table} WHERE id = ANY(%s) FOR UPDATE",
+                [[str(i) for i in import_ids]],
+            )
+            yield other
+
+
+def _waiting_on_locks(other: psycopg.Connection) -> int:
+    """How many other sessions of the database wait for a lock (a worker on an import row)."""
+    row = other.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def _fold_while_importing(
     thread: Thread, first: Any, second: Any, admin_client_ws: APIClient
 ) -> None:
-    # One import is under way on the imports worker (the worker takes them one at a time, in
-    # whichever order the broker hands them over).
-    running_id = _until(
-        "an import to start",
-        lambda: (
-            TraceImport.objects.filter(
-                pk__in=(first, second), state=ImportState.RUNNING, conversations_done__gt=0
-            )
-            .values_list("pk", flat=True)
-            .first()
-        ),
-    )
-    waiting_id = second if str(running_id) == str(first) else first
-
-    with _row_held(running_id):
+    with _rows_held(first, second) as other:
+        # The imports worker has taken one of them and waits on its row.
+        _until("an import's worker to wait on its row", lambda: _waiting_on_locks(other) >= 1)
         run = folding.fold_request(
             thread=Thread.objects.get(pk=thread.pk), trigger={"kind": "manual"}
         )
         done = wait_for_task(run.pk, timeout=120)
         assert done.state == TaskState.SUCCESS, done.result
         assert done.result is not None and done.result["folded"] is True, done.result
-        # The fold finished while the imports had not: one still importing, the other still
-        # waiting for the imports worker.
-        running = TraceImport.objects.get(pk=running_id)
-        waiting = TraceImport.objects.get(pk=waiting_id)
-        assert running.state == ImportState.RUNNING, running.state
-        assert running.conversations_done < CONVERSATIONS
-        assert waiting.state == ImportState.PENDING, waiting.state
+        # The fold was done while one worker process, and one only, was held by an import.
+        assert _waiting_on_locks(other) == 1
+        states = set(
+            TraceImport.objects.filter(pk__in=(first, second)).values_list("state", flat=True)
+        )
+        assert states <= {ImportState.PENDING, ImportState.RUNNING}, states
 
-    # An admin cancels both: the waiting one ends at once, the running one between two
+    # An admin cancels both: the one not started ends at once, the one running between two
     # conversations, keeping (and reporting) those it imported.
     token = _get_new_csrf_string()
     admin_client_ws.cookies["csrftoken"] = token
-    for import_id in (waiting_id, running_id):
+    for import_id in (second, first):
         answer = admin_client_ws.post(
             f"/api/v1/imports/{import_id}/cancel/", HTTP_X_CSRFTOKEN=token
         )
         assert answer.status_code == 200, answer.content
-    assert TraceImport.objects.get(pk=waiting_id).state == ImportState.CANCELLED
-    ended = _until(
-        "the running import to stop",
-        lambda: TraceImport.objects.filter(pk=running_id, state=ImportState.CANCELLED).first(),
-    )
-    assert 0 < ended.conversations_done < CONVERSATIONS
-    assert len(ended.report) == ended.conversations_done
-    running_tag = ended.file_name.removesuffix(".json")
-    waiting_tag = waiting.file_name.removesuffix(".json")
-    imported = Thread.objects.filter(external_id__startswith=f"{running_tag}-").count()
-    assert imported == ended.conversations_done
-    assert not Thread.objects.filter(external_id__startswith=f"{waiting_tag}-").exists()
-    assert "cancelled by admin-user" in ended.error
+    for import_id in (first, second):
+        ended = _until(
+            "the imports to stop",
+            lambda import_id=import_id: TraceImport.objects.filter(
+                pk=import_id, state=ImportState.CANCELLED
+            ).first(),
+        )
+        assert ended.conversations_done < CONVERSATIONS
+        assert len(ended.report) == ended.conversations_done
+        tag = ended.file_name.removesuffix(".json")
+        imported = Thread.objects.filter(external_id__startswith=f"{tag}-").count()
+        assert imported == ended.conversations_done
+        assert "cancelled by admin-user" in ended.error

@@ -18,7 +18,6 @@ from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from threads.keys.chain import thread_key
 from threads.domain import chain
 from threads.domain.canonical import format_time, join_canonical
 from threads.domain.errors import (
@@ -31,6 +30,7 @@ from threads.domain.errors import (
 from threads.domain.events import NewEvent, stored_members
 from threads.domain.ledger import DUPLICATE_OF
 from threads.domain.markers import RETRACTABLE_KINDS, RETRACTION
+from threads.keys.chain import thread_key
 from threads.models import (
     TOOL_CALL_INDEXED,
     TOOL_CALL_INDEXED_SQL,
