@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
@@ -15,6 +16,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from threads import selectors
+from threads.client_address import came_through_proxy
 from threads.domain.run_status import LABELS as RUN_STATUS_LABELS
 from threads.domain.timeseries import Buckets, counts, levels, percentile, ratio
 from threads.models import Role
@@ -179,5 +181,9 @@ def operations(request: HtmxHttpRequest) -> HttpResponse:
                 (value, RUN_STATUS_LABELS[value], n)
                 for value, n in selectors.run_status_counts(workspace_ids=workspace_ids).items()
             ],
+            # This very page came through a proxy that ctxadmin does not trust: every client
+            # is one address to the login lockout (docs/operations.md, "Behind a proxy").
+            "proxy_untrusted": settings.CTXADMIN_TRUSTED_PROXIES <= 0
+            and came_through_proxy(request),
         },
     )
