@@ -323,7 +323,8 @@ def explained(request: Callable[[], Any]) -> dict[str, Any]:
         words = sql.lstrip().upper()
         if words.startswith(("SET ", "RESET ")):
             # A setting the request's code changed for its next statements (the search's
-            # serial plans, docs/design.md §17): their plans here must be the request's.
+            # serial plans, docs/search.md, "Message search"): their plans here must be the
+            # request's.
             with connection.cursor() as cursor:
                 cursor.execute(sql)
             continue

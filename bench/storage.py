@@ -146,7 +146,8 @@ SEARCH_INDEX = "threads_event_search"
 
 
 def search_index_bytes(conn: Any) -> int:
-    """The message-search index's own size (docs/design.md §17): part of the event table's."""
+    """The message-search index's own size (docs/search.md, "Message search"): part of the event
+    table's."""
     row = conn.execute(
         "SELECT coalesce(pg_relation_size(to_regclass(%s)), 0)", [SEARCH_INDEX]
     ).fetchone()
@@ -453,7 +454,8 @@ def write_docs(results: dict[str, Any], rendered: str) -> None:
         f"{rendered}\n\n"
         f"- PostgresSaver's tables: {tables_line(pg['tables'])}.\n"
         f"- ctxadmin's tables: {tables_line(ctx['tables'])}. Of the event table's, the "
-        f"message-search index (docs/design.md §17) is {search / 1024:,.0f} kB: without it "
+        f"message-search index ([Message search](search.md#message-search)) is "
+        f"{search / 1024:,.0f} kB: without it "
         f"ctxadmin would store {without:,} bytes, {without / pg['bytes']:.3f}× PostgresSaver's.\n"
         f"- ctxadmin's run: {ctx['http_requests']} HTTP requests "
         f"({ctx['http_requests'] / results['steps']:.1f} per step) whose round trips add up "

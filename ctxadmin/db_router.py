@@ -1,4 +1,5 @@
-"""Dashboard reads from a PostgreSQL read replica (docs/design.md §14), when one is configured.
+"""Dashboard reads from a PostgreSQL read replica (docs/scale.md, "Past one machine"), when one is
+configured.
 
 `CTXADMIN_REPLICA_URL` names a streaming replica of the primary; settings then add it as the
 `replica` database, this router and this middleware. Only the dashboard's GET pages read from

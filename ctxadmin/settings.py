@@ -1,4 +1,4 @@
-"""ctxadmin settings: one file, configured by environment variables (docs/api.md §11).
+"""ctxadmin settings: one file, configured by environment variables (docs/api.md, "Configuration").
 
 Safe defaults run on one machine with no services: SQLite in WAL mode with IMMEDIATE
 transactions, and Celery over a filesystem transport. Production sets DATABASE_URL to
@@ -70,9 +70,9 @@ MIDDLEWARE = [
     "threads.middleware.DatabaseUnavailableMiddleware",
 ]
 
-# Login throttling (django-axes; docs/design.md §8): failed logins are counted per username
-# and client address; at the limit that pair is locked, the right password included, until the
-# cool-off has passed. The axes backend comes first so a locked-out pair never reaches the
+# Login throttling (django-axes; docs/access.md, "People and access"): failed logins are counted per
+# username and client address; at the limit that pair is locked, the right password included, until
+# the cool-off has passed. The axes backend comes first so a locked-out pair never reaches the
 # password check.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
@@ -121,7 +121,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
         # How long a write waits for another process's write lock before it gives up with a
-        # 503 database_unavailable (docs/api.md §1.4): under gunicorn's 30 s worker timeout,
+        # 503 database_unavailable (docs/api.md, "Codes"): under gunicorn's 30 s worker timeout,
         # so a held lock answers 503 rather than a killed worker.
         "timeout": env.float("CTXADMIN_SQLITE_BUSY_TIMEOUT", default=20.0),
         "init_command": (
@@ -137,7 +137,7 @@ else:
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault("options", "-c jit=off")
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # A streaming read replica serves the dashboard's GET pages (ctxadmin/db_router.py,
-# docs/design.md §14); unset, everything reads the primary.
+# docs/scale.md, "Past one machine"); unset, everything reads the primary.
 CTXADMIN_REPLICA_PIN_SECONDS = env.int("CTXADMIN_REPLICA_PIN_SECONDS", default=5)
 if env.str("CTXADMIN_REPLICA_URL", default=""):
     DATABASES["replica"] = env.db_url("CTXADMIN_REPLICA_URL")
@@ -189,9 +189,10 @@ if not DEBUG:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
 
-# Content Security Policy (django-csp; docs/design.md §9): scripts only from this origin, never
-# inline or evaluated, so agent text that slips past escaping still cannot run. htmx runs with
-# allowEval off and without its injected indicator <style> (base.html's htmx-config). Styles:
+# Content Security Policy (django-csp; docs/dashboard.md, "Dashboard"): scripts only from this
+# origin, never inline or evaluated, so agent text that slips past escaping still cannot run. htmx
+# runs with allowEval off and without its injected indicator <style> (base.html's htmx-config).
+# Styles:
 # <style> elements only from files; style="" attributes are allowed (style-src-attr), because
 # bars and meters set their width from data. /api/docs/ relaxes style-src-elem for the one
 # inline <style> of Swagger UI (ctxadmin/urls.py); its scripts are files there too.
@@ -233,7 +234,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["threads.api.throttling.ApiRateThrottle"],
 }
 # Requests per API key (or person) and period: "1200/min", "50/s", "10000/hour"; 0 or empty
-# turns the limit off. Over it: 429 rate_limited with Retry-After (docs/api.md §1.4).
+# turns the limit off. Over it: 429 rate_limited with Retry-After (docs/api.md, "Codes").
 CTXADMIN_API_RATE = env.str("CTXADMIN_API_RATE", default="1200/min")
 SPECTACULAR_SETTINGS = {
     "TITLE": "ctxadmin API",
@@ -297,10 +298,10 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Imports run on a queue of their own, so a long one never holds up folds, verification or
-# recovery (docs/operations.md, Redis and Celery): start a worker with `-Q imports` beside the
+# recovery (docs/operations.md, "Redis and Celery"): start a worker with `-Q imports` beside the
 # one(s) on the default queue `celery`.
 CELERY_TASK_ROUTES = {"ctxadmin.import_trace": {"queue": "imports"}}
-# Signed chain heads are published this often (seconds; docs/design.md §6.6).
+# Signed chain heads are published this often (seconds; docs/repairs.md, "Published chain heads").
 CTXADMIN_HEADS_PERIOD = timedelta(seconds=env.int("CTXADMIN_HEADS_PERIOD", default=600))
 CELERY_BEAT_SCHEDULE = {
     "recover-prepared-versions": {
@@ -324,10 +325,10 @@ CELERY_BEAT_SCHEDULE = {
 # --- ctxadmin -------------------------------------------------------------------------------
 CTXADMIN_CHAIN_KEY = env.str("CTXADMIN_CHAIN_KEY", default="")
 # Keys by id, "id1:key1,id2:key2", the first is current; CTXADMIN_CHAIN_KEY is the key "k0"
-# (threads/keys/chain.py, docs/design.md §2.3).
+# (threads/keys/chain.py, docs/event-log.md, "Hash chain and canonical JSON").
 CTXADMIN_CHAIN_KEYS = env.str("CTXADMIN_CHAIN_KEYS", default="")
-# Signed chain heads, outside the database (docs/design.md §6.6): where they are appended and
-# the Ed25519 private key (PEM) that signs them.
+# Signed chain heads, outside the database (docs/repairs.md, "Published chain heads"): where they
+# are appended and the Ed25519 private key (PEM) that signs them.
 CTXADMIN_HEADS_DIR = Path(env.str("CTXADMIN_HEADS_DIR", default=str(VAR_DIR / "chain-heads")))
 CTXADMIN_HEADS_SIGNING_KEY = env.str("CTXADMIN_HEADS_SIGNING_KEY", default="")
 CTXADMIN_MAX_EVENT_BYTES = env.int("CTXADMIN_MAX_EVENT_BYTES", default=1024 * 1024)
@@ -361,22 +362,22 @@ if _MULTIPROC_DIR and not (os.path.isdir(_MULTIPROC_DIR) and os.access(_MULTIPRO
     raise environ.ImproperlyConfigured(
         f"PROMETHEUS_MULTIPROC_DIR={_MULTIPROC_DIR!r} is not a writable directory: create it "
         "(empty, emptied at each deploy) before starting the web processes, or unset it "
-        "(docs/operations.md, Metrics)"
+        '(docs/operations.md, "Metrics")'
     )
 # How long context requests are kept for the Operations page (days).
 CTXADMIN_CONTEXT_LOG_DAYS = env.int("CTXADMIN_CONTEXT_LOG_DAYS", default=7)
 # The whole request: a full batch of events at the per-event limit, with some slack.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("CTXADMIN_MAX_REQUEST_BYTES", default=32 * 1024 * 1024)
-# An uploaded trace file (docs/api.md §13), kept in the database until its import has run, and
-# what a gzipped one may unpack to.
+# An uploaded trace file (docs/api.md, "Imports — `/api/v1/imports/`"), kept in the database until
+# its import has run, and what a gzipped one may unpack to.
 CTXADMIN_MAX_IMPORT_BYTES = env.int("CTXADMIN_MAX_IMPORT_BYTES", default=50 * 1024 * 1024)
 CTXADMIN_MAX_IMPORT_UNPACKED_BYTES = env.int(
     "CTXADMIN_MAX_IMPORT_UNPACKED_BYTES", default=512 * 1024 * 1024
 )
 # Per import: how many conversations a file may hold and how many events they may convert to
-# (docs/api.md, Imports). Past either, the import ends `failed` with the limit named: a file
-# over the conversations limit imports nothing; the events limit stops before the conversation
-# that would cross it.
+# (docs/api.md, "Imports — `/api/v1/imports/`"). Past either, the import ends `failed` with the
+# limit named: a file over the conversations limit imports nothing; the events limit stops before
+# the conversation that would cross it.
 CTXADMIN_MAX_IMPORT_CONVERSATIONS = env.int("CTXADMIN_MAX_IMPORT_CONVERSATIONS", default=10_000)
 CTXADMIN_MAX_IMPORT_EVENTS = env.int("CTXADMIN_MAX_IMPORT_EVENTS", default=1_000_000)
 

@@ -8,7 +8,8 @@ from threads.views import metrics
 
 urlpatterns = [
     path("api/v1/", include("threads.api.urls")),
-    # The integrations' APIs (apps of their own, docs/api.md §12 and §14).
+    # The integrations' APIs (apps of their own, docs/api.md, "LangGraph checkpointer" and
+    # "Imports — `/api/v1/imports/`").
     path("api/v1/", include("integrations.langgraph_checkpointer.urls")),
     path("api/v1/", include("integrations.trace_imports.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

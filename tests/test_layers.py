@@ -1,4 +1,4 @@
-"""The layering of docs/design.md §11 holds, and nothing dodges it.
+"""The layering (ARCHITECTURE.md, "Layers") holds, and nothing dodges it.
 
 import-linter (its contract is in pyproject.toml, run by ./scripts/test) checks which layer
 imports which. These tests add what it cannot see: an import of the project's own modules

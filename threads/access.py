@@ -1,4 +1,5 @@
-"""Who may do what (docs/design.md §8): operator < reviewer < admin, per workspace."""
+"""Who may do what (docs/access.md, "People and access"): operator < reviewer < admin, per
+workspace."""
 
 from __future__ import annotations
 

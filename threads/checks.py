@@ -1,6 +1,6 @@
 """System checks for `check --deploy`: production without tamper evidence beyond what a
-database writer could redo (docs/design.md §6.6), and production whose idea of the client's
-address can be fooled (docs/operations.md, "Behind a proxy")."""
+database writer could redo (docs/repairs.md, "Published chain heads"), and production whose idea of
+the client's address can be fooled (docs/operations.md, "Behind a proxy")."""
 
 from __future__ import annotations
 

@@ -8,9 +8,9 @@
   forwarded while CTXADMIN_TRUSTED_PROXIES is 0 (threads/client_address.py).
 
 - DatabaseUnavailableMiddleware turns a database that refuses writes (threads.database.unavailable)
-  into a 503: the contract's JSON error under /api/ (docs/api.md §1.4), plain text for
-  /metrics (docs/api.md §15), a page saying so elsewhere, all with `Retry-After`. Last in
-  MIDDLEWARE, so it sees a view's exception first.
+  into a 503: the contract's JSON error under /api/ (docs/api.md, "Codes"), plain text for
+  /metrics (docs/api.md, "Metrics — `GET /metrics`"), a page saying so elsewhere, all with
+  `Retry-After`. Last in MIDDLEWARE, so it sees a view's exception first.
 - MethodNotAllowedPageMiddleware gives a dashboard route's empty 405 (`require_POST`: the
   address of a form's target reloaded, bookmarked or typed in) a page that says so, with a
   way back. The status stays 405; the API answers its own JSON 405.

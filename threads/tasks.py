@@ -198,7 +198,8 @@ def fold_thread_task(
     time_limit=300,
 )
 def recover_prepared_task() -> dict[str, Any]:
-    """Beat, every minute: decide prepared versions whose worker died (docs/design.md §5.6)."""
+    """Beat, every minute: decide prepared versions whose worker died (docs/pipeline.md,
+    "Recovery")."""
     decided = recover_prepared(older_than=settings.CTXADMIN_PREPARED_TIMEOUT)
     return {
         "decided": [

@@ -1,4 +1,4 @@
-"""Dashboard URLs (docs/api.md §9): people bookmark and share them."""
+"""Dashboard URLs (docs/api.md, "Dashboard URLs"): people bookmark and share them."""
 
 from django.urls import path
 

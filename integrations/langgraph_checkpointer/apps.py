@@ -1,5 +1,6 @@
 """The LangGraph checkpointer's server side: the storage and API that
-`ctxadmin_client.langgraph.CtxadminSaver` writes to and reads from (docs/api.md §14)."""
+`ctxadmin_client.langgraph.CtxadminSaver` writes to and reads from (docs/api.md,
+"LangGraph checkpointer")."""
 
 from django.apps import AppConfig
 

@@ -23,7 +23,7 @@ from threads.selectors.checkpoints import StateCheckpoints, state_checkpoints
 from threads.views.threads import thread_panels
 
 # The ids an interrupt's arguments carry beside the call it asks about: folded away under it
-# on the approval's card (docs/design.md §7.3).
+# on the approval's card (docs/repairs.md, "Approvals").
 INTERRUPT_IDS = ("interrupt_id", "checkpoint_ns", "checkpoint_id", "tool_call_id", "value")
 
 

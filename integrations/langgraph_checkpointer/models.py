@@ -1,5 +1,5 @@
 """The LangGraph checkpointer's storage: what ctxadmin_client.langgraph.CtxadminSaver sends,
-stored as sent (docs/design.md §15).
+stored as sent (docs/langgraph.md, "Agent frameworks").
 
 Channel values and pending writes are opaque bytes (never decoded here), checkpoint and metadata
 are JSON. The `messages` channel is not stored here at all: its messages are mirrored into the

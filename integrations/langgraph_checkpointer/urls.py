@@ -1,4 +1,4 @@
-"""The LangGraph checkpointer's API (docs/api.md §14), under /api/v1/."""
+"""The LangGraph checkpointer's API (docs/api.md, "LangGraph checkpointer"), under /api/v1/."""
 
 from django.urls import path
 

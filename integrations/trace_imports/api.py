@@ -1,4 +1,4 @@
-"""Imports of recorded traces over the API (docs/api.md §13).
+"""Imports of recorded traces over the API (docs/api.md, "Imports — `/api/v1/imports/`").
 
 - `POST /api/v1/imports/` (multipart `file`, `format`, optional `side_effect_tools`, and for a
   person in several workspaces `workspace`): agents of the workspace, and people with the

@@ -1,4 +1,4 @@
-"""The imports API (docs/api.md §12), under /api/v1/."""
+"""The imports API (docs/api.md, "Imports — `/api/v1/imports/`"), under /api/v1/."""
 
 from django.urls import path
 

@@ -20,7 +20,8 @@ class ImportState(models.TextChoices):
 
 
 class ImportOutcome(models.TextChoices):
-    """What an import did to one conversation of its file (docs/design.md §16)."""
+    """What an import did to one conversation of its file (docs/imports.md,
+    "Imports of recorded traces")."""
 
     CREATED = "created"  # a new (or still empty) thread got the conversation's events
     UPDATED = "updated"  # the thread held some of them already: only the new ones appended

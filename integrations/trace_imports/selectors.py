@@ -1,4 +1,5 @@
-"""Trace imports: an upload's state, counts and per-conversation report (docs/api.md §13)."""
+"""Trace imports: an upload's state, counts and per-conversation report (docs/api.md,
+"Imports — `/api/v1/imports/`")."""
 
 from __future__ import annotations
 

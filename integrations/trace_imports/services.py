@@ -1,4 +1,5 @@
-"""Importing recorded agent traces as threads (docs/api.md §10.1 and §13, docs/design.md §16).
+"""Importing recorded agent traces as threads (docs/api.md, "Import formats" and
+"Imports — `/api/v1/imports/`", docs/imports.md, "Imports of recorded traces").
 
 Events go through the normal append path (event_append_batch) in batches: the same validation,
 binding, hashing and token counting as the API. Every event gets the client_event_id
@@ -12,10 +13,10 @@ recording each one's outcome as it goes; a conversation that cannot be imported 
 with its position and reason, and the rest of the file still imports. The task runs on the
 `imports` queue (CELERY_TASK_ROUTES), away from folds and verification.
 
-Limits (docs/api.md, Imports): the upload's bytes and what they unpack to, the conversations in
-the file and the events they convert to (CTXADMIN_MAX_IMPORT_*). Past one, the import ends
-`failed` with the limit named; the events limit stops before the conversation that would cross
-it, so what was imported is exactly the report's lines. An admin's cancel stops the import the
+Limits (docs/api.md, "Imports — `/api/v1/imports/`"): the upload's bytes and what they unpack to,
+the conversations in the file and the events they convert to (CTXADMIN_MAX_IMPORT_*). Past one, the
+import ends `failed` with the limit named; the events limit stops before the conversation that would
+cross it, so what was imported is exactly the report's lines. An admin's cancel stops the import the
 same way, between two conversations, and ends it `cancelled`.
 """
 

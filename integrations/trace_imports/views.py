@@ -1,5 +1,6 @@
 """Imports page (admins): upload a file of recorded conversations, follow its progress, read
-its per-conversation report (docs/api.md §9 and §13, docs/design.md §16).
+its per-conversation report (docs/api.md, "Dashboard URLs" and "Imports — `/api/v1/imports/`",
+docs/imports.md, "Imports of recorded traces").
 
 The upload only stores the file and queues the import; the page then polls the task run
 through the shared progress region, and the report region reloads when that region announces

@@ -1,4 +1,5 @@
-"""Who may call which route with which method (docs/design.md §8, docs/api.md §1.2 and §9).
+"""Who may call which route with which method (docs/access.md, "People and access", docs/api.md,
+"Roles" and "Dashboard URLs").
 
 One rule per route pattern of the URL resolver; tests/access/test_matrix.py walks every route
 and fails for a route that has no rule here. A rule names the methods the route answers and,
@@ -69,7 +70,11 @@ FORK_BODY = {"checkpoint": "{checkpoint}", "external_id": "matrix-fork"}
 LANGGRAPH = {"foreign_agent": "ok", "object": True}
 
 RULES: dict[str, Rule] = {
-    # --- The agent API (docs/api.md §1-§8, §13, §14) ---------------------------------------
+    # --- The agent API ----------------------------------------------------------------------------
+    # (docs/api.md, "Auth and errors", "Threads", "Events — `/api/v1/threads/{id}/events/`",
+    # "Working context — `GET /api/v1/threads/{id}/context/`", "Summaries and folding",
+    # "Tasks — `GET /api/v1/tasks/{task_id}/`", "Checkpoints, integrity, rollback, fork",
+    # "Side effects and approvals", "Imports — `/api/v1/imports/`" and "LangGraph checkpointer")
     "api/v1/threads/": api({"GET": EVERYONE, "POST": AGENTS}, body={"external_id": "m-new"}),
     # Workspace-scoped by the caller: an agent's own workspace, a person's memberships.
     "api/v1/search/": api({"GET": EVERYONE}),
@@ -138,7 +143,7 @@ RULES: dict[str, Rule] = {
     "api/docs/": Rule("public", public={"GET": 200}),
     "^api/": Rule("public", public={m: 404 for m in ("GET", "POST", "PUT", "PATCH", "DELETE")}),
     "accounts/login/": Rule("public", public={"GET": 200, "POST": 200, "PUT": 200}, signed_in=302),
-    # --- The dashboard (docs/api.md §9) --------------------------------------------------------
+    # --- The dashboard (docs/api.md, "Dashboard URLs") --------------------------------------------
     "": html({"GET": OP}),
     "threads/": html({"GET": OP}),
     "threads/<str:id>/": html({"GET": OP}, object=True),

@@ -1,7 +1,7 @@
-"""Access control, route by route (docs/design.md §8, docs/api.md §1.2): every route of the
-URL resolver × GET, POST, PUT, PATCH, DELETE × anonymous, acme's agent, operator, reviewer and
-admin, and globex's admin and agent calling with acme's object ids. The expected answer comes
-from tests/access/rules.py; a route without a rule fails here."""
+"""Access control, route by route (docs/access.md, "People and access", docs/api.md, "Roles"): every
+route of the URL resolver × GET, POST, PUT, PATCH, DELETE × anonymous, acme's agent, operator,
+reviewer and admin, and globex's admin and agent calling with acme's object ids. The expected answer
+comes from tests/access/rules.py; a route without a rule fails here."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""An approval sees what bears on it (docs/api.md §8, docs/design.md §7.3): the side effects
-related to its action, the messages before it and the thread's constraints; approving beside
-one whose outcome is unknown is refused unless the reviewer acknowledges it."""
+"""An approval sees what bears on it (docs/api.md, "Side effects and approvals", docs/repairs.md,
+"Approvals"): the side effects related to its action, the messages before it and the thread's
+constraints; approving beside one whose outcome is unknown is refused unless the reviewer
+acknowledges it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Hostile bodies on every write endpoint, and every method on a few paths: a 4xx in the
-contract's error shape (docs/api.md §1.3), never a 5xx, and nothing stored.
+contract's error shape (docs/api.md, "Error shape"), never a 5xx, and nothing stored.
 (Random bodies against the events endpoint live in test_fuzz.py.)"""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""GET /api/v1/threads/{id}/context/ (docs/api.md §4)."""
+"""GET /api/v1/threads/{id}/context/ (docs/api.md,
+"Working context — `GET /api/v1/threads/{id}/context/`")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Every error under /api/ is JSON in the contract's shape, for every method, with or without
-a session (docs/api.md §1.3): an unsafe request to an unknown path is a JSON 404, not
+a session (docs/api.md, "Error shape"): an unsafe request to an unknown path is a JSON 404, not
 Django's HTML CSRF page, and a CSRF failure under /api/ is a JSON 403."""
 
 from __future__ import annotations

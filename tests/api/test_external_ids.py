@@ -1,5 +1,6 @@
 """One rule for external ids, for create and fork: each one must name a reachable thread, so
-`{id}` in a thread URL (one path segment) can find it (docs/api.md §2.1)."""
+`{id}` in a thread URL (one path segment) can find it (docs/api.md,
+"Create — `POST /api/v1/threads/` (agents)")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Pausing a thread's folds without a rollback, and resuming them, through the thread's PATCH
-(docs/api.md §2.5, docs/design.md §6.3): while paused, events that would fold the thread fold
-nothing and the agent's context keeps the summary it had; resuming folds what the paused time
-held back. The title changes through the same PATCH."""
+(docs/api.md, "Settings — `PATCH /api/v1/threads/{id}/`", docs/repairs.md, "Rollback"): while
+paused, events that would fold the thread fold nothing and the agent's context keeps the summary it
+had; resuming folds what the paused time held back. The title changes through the same PATCH."""
 
 from __future__ import annotations
 

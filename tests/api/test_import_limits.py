@@ -1,6 +1,6 @@
-"""Imports that cannot run away (docs/api.md, Imports): agent keys import only where the
-workspace allows it, per-import limits refuse with the limit named, the answer shows progress
-while the import runs, and an admin's cancel stops it between two conversations.
+"""Imports that cannot run away (docs/api.md, "Imports — `/api/v1/imports/`"): agent keys import
+only where the workspace allows it, per-import limits refuse with the limit named, the answer shows
+progress while the import runs, and an admin's cancel stops it between two conversations.
 
 Tasks run eagerly after the request's commit (with the real worker:
 tests/worker/test_import_fairness.py).

@@ -1,6 +1,6 @@
-"""Imports over the API (docs/api.md §13): an upload answers 202 with a task, its import
-reports every conversation (created, updated, skipped, refused with its position), a second
-upload of the same file creates nothing, and access follows docs/api.md §1.
+"""Imports over the API (docs/api.md, "Imports — `/api/v1/imports/`"): an upload answers 202 with a
+task, its import reports every conversation (created, updated, skipped, refused with its position),
+a second upload of the same file creates nothing, and access follows docs/api.md, "Auth and errors".
 
 The SQLite run executes the task eagerly, after the request's commit; the PostgreSQL run of
 ./scripts/test also sends the 200-conversation file through a real Celery worker.

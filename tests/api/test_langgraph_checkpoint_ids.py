@@ -1,8 +1,9 @@
 """A LangGraph checkpoint_id is one segment of `.../langgraph/checkpoints/{checkpoint_id}/`, held
-to the rule external ids follow (threads/domain/external_ids.py, docs/api.md §14.1): `a/b`,
-`.` and `..` would be stored and then unreachable by their URL, and a checkpoint named `latest`
-would shadow `.../latest/`. Refused with 400 `validation_error` naming the field, wherever an id
-is taken, with nothing stored; on the production settings (DEBUG off)."""
+to the rule external ids follow (threads/domain/external_ids.py, docs/api.md,
+"Put a checkpoint — `POST /api/v1/threads/{id}/langgraph/checkpoints/`"): `a/b`, `.` and `..` would
+be stored and then unreachable by their URL, and a checkpoint named `latest` would shadow
+`.../latest/`. Refused with 400 `validation_error` naming the field, wherever an id is taken, with
+nothing stored; on the production settings (DEBUG off)."""
 
 from __future__ import annotations
 

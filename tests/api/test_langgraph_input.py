@@ -1,5 +1,6 @@
-"""Rules of the LangGraph endpoints' input that the schema cannot state alone (docs/api.md §14):
-each answers 400 in the error shape, naming the field, and stores nothing."""
+"""Rules of the LangGraph endpoints' input that the schema cannot state alone (docs/api.md,
+"LangGraph checkpointer"): each answers 400 in the error shape, naming the field, and stores
+nothing."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A number a double cannot hold is refused with 400 `number_not_representable`, never
-silently rounded; numbers that round-trip are stored as sent (docs/api.md §1.4)."""
+silently rounded; numbers that round-trip are stored as sent (docs/api.md, "Codes")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A rollback preview is the first step of a rollback, an admin's action: the API and the
-dashboard answer it by one rule (docs/api.md §1.2)."""
+dashboard answer it by one rule (docs/api.md, "Roles")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A whole number in a query string is ASCII digits with an optional `-` and nothing else
-(docs/api.md §1.4): `+5`, ` 5`, `5.0` and other scripts' digits are 400 `validation_error`
+(docs/api.md, "Codes"): `+5`, ` 5`, `5.0` and other scripts' digits are 400 `validation_error`
 naming the parameter, as the schema's `type: integer` says, not read as 5."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""API rate limits (docs/api.md §1.4): per API key and per person, 429 rate_limited with
+"""API rate limits (docs/api.md, "Codes"): per API key and per person, 429 rate_limited with
 Retry-After; another key is unaffected; 0 turns the limit off."""
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""A repair that stays repaired (docs/design.md §6.3, docs/api.md §7.4): an `llm` summariser
-lies, an admin rolls back to the honest version and pins the thread; events that would fold
-it fold nothing, the context serves the restored summary; the admin takes the thread off the
-`llm` summariser and releases the pin, and the fold runs again."""
+"""A repair that stays repaired (docs/repairs.md, "Rollback", docs/api.md,
+"Rollback — `POST /api/v1/threads/{id}/rollback/`"): an `llm` summariser lies, an admin rolls back
+to the honest version and pins the thread; events that would fold it fold nothing, the context
+serves the restored summary; the admin takes the thread off the `llm` summariser and releases the
+pin, and the fold runs again."""
 
 from __future__ import annotations
 

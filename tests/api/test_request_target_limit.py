@@ -1,4 +1,4 @@
-"""A request target too long for the contract is answered inside it (docs/api.md §1.4): 414
+"""A request target too long for the contract is answered inside it (docs/api.md, "Codes"): 414
 `uri_too_long` in the error shape under /api/, plain text elsewhere; on the production settings
 (DEBUG off), from Django's test client and from a real gunicorn with ctxadmin's config, whose
 own `limit_request_line` would answer an HTML 414."""

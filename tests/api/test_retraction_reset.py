@@ -1,5 +1,6 @@
-"""Retraction and reset over the API: appended and checked (docs/api.md §3.1), and how they change
-the working context (docs/api.md §4)."""
+"""Retraction and reset over the API: appended and checked (docs/api.md,
+"Append — `POST` (agents)"), and how they change the working context (docs/api.md,
+"Working context — `GET /api/v1/threads/{id}/context/`")."""
 
 from __future__ import annotations
 
@@ -118,8 +119,9 @@ def test_a_batch_may_retract_its_own_events_but_not_twice(
 def test_a_tool_call_and_its_result_are_retracted_once(
     agent: APIClient, thread: Thread, events_url: str, first: int, second: int, why: str
 ) -> None:
-    """Retracting either side takes the pair out (docs/api.md §4), so the other side is
-    already retracted: a second retraction would change nothing and is refused."""
+    """Retracting either side takes the pair out (docs/api.md,
+    "Working context — `GET /api/v1/threads/{id}/context/`"), so the other side is already
+    retracted: a second retraction would change nothing and is refused."""
     f.append(thread, f.user("look up order 1"), f.call("c1", "lookup", {}), f.result("c1"))
     assert post_json(agent, events_url, retraction(first)).status_code == 201  # 4
     before = log_state(thread)

@@ -1,6 +1,6 @@
-"""A thread's run status over the API (docs/api.md §2.3, docs/design.md §9 "Run status"): what
-it waits for, derived from the log and from the agent's reads, in the thread answer, the list
-and its filter, and the stalled agent as a problem."""
+"""A thread's run status over the API (docs/api.md, "Read — `GET /api/v1/threads/{id}/`",
+docs/dashboard.md, "Run status"): what it waits for, derived from the log and from the agent's
+reads, in the thread answer, the list and its filter, and the stalled agent as a problem."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The OpenAPI schema says what the server enforces (docs/api.md §1.4), case by case: a body the
+"""The OpenAPI schema says what the server enforces (docs/api.md, "Codes"), case by case: a body the
 served schema forbids — a NUL in a string, a watermark of 0, a LangGraph write with both bytes
 and messages, a checkpoint_id its URL cannot reach — is one the server refuses, and a body it
 allows is one the server takes. tests/api/test_schemathesis.py runs the same agreement over

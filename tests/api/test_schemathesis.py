@@ -1,7 +1,7 @@
 """The served OpenAPI schema and the server agree: schemathesis generates requests from
 `/api/schema/` (valid ones and ones the schema forbids) and runs every check on each answer —
 no 5xx, only documented statuses, content types, headers and bodies, and the server refuses
-exactly what the schema forbids (docs/api.md §1)."""
+exactly what the schema forbids (docs/api.md, "Auth and errors")."""
 
 from __future__ import annotations
 
@@ -27,12 +27,13 @@ pytestmark = pytest.mark.django_db
 RAW = json.loads(json.dumps(SchemaGenerator().get_schema(request=None, public=True), default=str))
 # A schema-valid request may still meet a refusal that depends on stored state: an unknown
 # object (404), a conflict (409) or a semantic refusal such as a budget too small or a result
-# without its call (422, docs/api.md §1.3). Every other 4xx to a valid request is a failure.
+# without its call (422, docs/api.md, "Error shape"). Every other 4xx to a valid request is a
+# failure.
 CONFIG = schemathesis.Config.from_dict(
     {
-        # The parser refuses NUL anywhere in a body (docs/api.md §1): every declared string of a
-        # request says so in its pattern, but OpenAPI 3.0 cannot say it of a free-form value's
-        # keys and strings (metadata, a message's JSON form, a tool definition), so strings
+        # The parser refuses NUL anywhere in a body (docs/api.md, "Auth and errors"): every declared
+        # string of a request says so in its pattern, but OpenAPI 3.0 cannot say it of a free-form
+        # value's keys and strings (metadata, a message's JSON form, a tool definition), so strings
         # are generated without it; tests/api/test_bad_input.py holds the server to the rule.
         "generation": {"allow-x00": False},
         "checks": {
@@ -81,16 +82,16 @@ def _resolve(case: Any, world: dict[str, Any]) -> None:
         return
     if "id" in case.path_parameters and "{id}" in case.path:
         if "/langgraph/" in case.path:
-            # A LangGraph thread_id is the thread's external_id (docs/api.md §14), which may
-            # never be another thread's UUID.
+            # A LangGraph thread_id is the thread's external_id (docs/api.md,
+            # "LangGraph checkpointer"), which may never be another thread's UUID.
             case.path_parameters["id"] = world["external_id"]
         elif case.path.startswith("/api/v1/threads/"):
             case.path_parameters["id"] = world["id"]
 
 
 def _unrepresentable(body: Any) -> bool:
-    """A number the parser refuses (docs/api.md §1: a fraction must name its double exactly),
-    which JSON Schema cannot say for a free-form value."""
+    """A number the parser refuses (docs/api.md, "Auth and errors": a fraction must name its double
+    exactly), which JSON Schema cannot say for a free-form value."""
     found: list[str] = []
 
     def parse_float(literal: str) -> Any:

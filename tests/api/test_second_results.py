@@ -1,7 +1,8 @@
-"""A second result for a call that has one is stored and flagged, never dropped (docs/api.md
-§3.1): visible on the integrity page, on the side-effect card and in /metrics; the ledger keeps
-the first outcome (or a resolution); the working context gives the model one result per call,
-a resolution standing for a result that never came (docs/api.md §4)."""
+"""A second result for a call that has one is stored and flagged, never dropped (docs/api.md,
+"Append — `POST` (agents)"): visible on the integrity page, on the side-effect card and in /metrics;
+the ledger keeps the first outcome (or a resolution); the working context gives the model one result
+per call, a resolution standing for a result that never came (docs/api.md,
+"Working context — `GET /api/v1/threads/{id}/context/`")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Every body names only fields its operation declares, each of its declared JSON type: anything
-else is 400 `validation_error` naming the field, and nothing is written (docs/api.md §1.4)."""
+else is 400 `validation_error` naming the field, and nothing is written (docs/api.md, "Codes")."""
 
 from __future__ import annotations
 

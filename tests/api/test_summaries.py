@@ -1,4 +1,5 @@
-"""POST .../fold/, GET .../summaries/ and .../summaries/{version}/ (docs/api.md §5)."""
+"""POST .../fold/, GET .../summaries/ and .../summaries/{version}/ (docs/api.md,
+"Summaries and folding")."""
 
 from __future__ import annotations
 

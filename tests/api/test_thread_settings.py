@@ -1,6 +1,6 @@
-"""`PATCH /api/v1/threads/{id}/` (docs/api.md §2.5): an admin changes a thread's summariser and
-fold settings, held to the rules of a creation against the thread's other settings; anything
-else is refused in the contract's shape and changes nothing."""
+"""`PATCH /api/v1/threads/{id}/` (docs/api.md, "Settings — `PATCH /api/v1/threads/{id}/`"): an admin
+changes a thread's summariser and fold settings, held to the rules of a creation against the
+thread's other settings; anything else is refused in the contract's shape and changes nothing."""
 
 from __future__ import annotations
 

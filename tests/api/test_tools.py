@@ -1,5 +1,6 @@
-"""A thread's tool definitions: PUT/GET /api/v1/threads/{id}/tools/ (docs/api.md §2.4) and
-their place in the working context's budget (docs/design.md §4.4)."""
+"""A thread's tool definitions: PUT/GET /api/v1/threads/{id}/tools/ (docs/api.md,
+"Tool definitions — `PUT` and `GET /api/v1/threads/{id}/tools/`") and their place in the working
+context's budget (docs/pipeline.md, "Tool definitions and repeated content")."""
 
 from __future__ import annotations
 

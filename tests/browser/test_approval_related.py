@@ -1,5 +1,5 @@
-"""In a browser, as a reviewer (docs/design.md §7.3): the approvals card of a refund retry shows
-the earlier refund whose outcome is unknown; approving is refused until the reviewer ticks the
+"""In a browser, as a reviewer (docs/repairs.md, "Approvals"): the approvals card of a refund retry
+shows the earlier refund whose outcome is unknown; approving is refused until the reviewer ticks the
 acknowledgement and says how they know, and the override is audited."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The Content Security Policy in Chromium (docs/design.md §9): every page loads with no
-policy violation and no console error, htmx still works (a search region, a preview slot, a
+"""The Content Security Policy in Chromium (docs/dashboard.md, "Dashboard"): every page loads with
+no policy violation and no console error, htmx still works (a search region, a preview slot, a
 form), and hostile agent text fires no dialog and makes no request."""
 
 from __future__ import annotations

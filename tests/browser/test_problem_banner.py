@@ -1,4 +1,4 @@
-"""In a browser (docs/design.md §9, "Problems and what to do"): an operator reads a thread's
+"""In a browser (docs/dashboard.md, "Problems and what to do"): an operator reads a thread's
 open problems at the top of its page and follows "Resolve" to the form that settles the
 unknown refund; on a phone the thread list's Problems column stays on the screen."""
 

@@ -1,5 +1,5 @@
-"""In a browser (docs/design.md §6.3): an admin rolls back with the pin ticked, sees the pin on
-the thread with folds paused, changes the thread's settings and releases the pin, each form
+"""In a browser (docs/repairs.md, "Rollback"): an admin rolls back with the pin ticked, sees the pin
+on the thread with folds paused, changes the thread's settings and releases the pin, each form
 answered in place by htmx."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""In a browser (docs/design.md §9, "Run status"): a whole approval round trip as the reviewer
+"""In a browser (docs/dashboard.md, "Run status"): a whole approval round trip as the reviewer
 sees it — the agent asks (waiting for a person), the reviewer approves (waiting for the agent,
 the card says "not picked up yet"), the agent reads through the Python client (running, the
 card says "picked up") — and a stalled agent as an operator finds it: the chip, the banner's

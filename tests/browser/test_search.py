@@ -1,6 +1,6 @@
-"""Message search in Chromium (docs/design.md §17): a person types words into the thread list's
-search box, sees the matching events with the words highlighted and the agent's markup inert,
-and follows a hit to its event on the timeline."""
+"""Message search in Chromium (docs/search.md, "Message search"): a person types words into the
+thread list's search box, sees the matching events with the words highlighted and the agent's markup
+inert, and follows a hit to its event on the timeline."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Pictures and numbers that tell the truth, in Chromium (docs/design.md §9): after "Fold now"
-the thread's header names the new head without a reload."""
+"""Pictures and numbers that tell the truth, in Chromium (docs/dashboard.md, "Dashboard"): after
+"Fold now" the thread's header names the new head without a reload."""
 
 from __future__ import annotations
 

@@ -93,8 +93,9 @@ def lookup(item: str) -> str:
 
 
 def model_tokens(items: list[Any]) -> int:
-    """Tokens of a model input as ctxadmin counts an event (docs/api.md §4), plus the
-    instructions: the measure the working context's budget is kept in."""
+    """Tokens of a model input as ctxadmin counts an event (docs/api.md,
+    "Working context — `GET /api/v1/threads/{id}/context/`"), plus the instructions: the measure the
+    working context's budget is kept in."""
     total = count_text(INSTRUCTIONS) + MESSAGE_OVERHEAD_TOKENS
     for item in items:
         total += count_text(render_event(item_to_event(item))) + MESSAGE_OVERHEAD_TOKENS

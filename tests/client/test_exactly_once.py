@@ -1,9 +1,10 @@
-"""Exactly once through the Agents SDK session and the plain client (docs/clients.md, "Exactly
-once"): a counting `refund` tool, a live server, the SDK's real Runner with a scripted model,
-through every repair (a run that died inside the tool and a person's resolution, succeeded or
-failed; a timeout; a rollback before the call and after its result) and every resume (no new
-input, a new user message). The counter equals the number of distinct keys the agent meant to
-use; every later item is in the log; every model input passes the Responses input shape."""
+"""Exactly once through the Agents SDK session and the plain client (docs/clients.md,
+"Exactly once: side effects and the ledger"): a counting `refund` tool, a live server, the SDK's
+real Runner with a scripted model, through every repair (a run that died inside the tool and a
+person's resolution, succeeded or failed; a timeout; a rollback before the call and after its
+result) and every resume (no new input, a new user message). The counter equals the number of
+distinct keys the agent meant to use; every later item is in the log; every model input passes the
+Responses input shape."""
 
 from __future__ import annotations
 

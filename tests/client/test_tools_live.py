@@ -1,5 +1,6 @@
-"""`Thread.set_tools` / `Thread.tools` of both clients against a live server (docs/api.md
-§2.4): the set is stored, counted, read back, and counted in the working context's budget."""
+"""`Thread.set_tools` / `Thread.tools` of both clients against a live server (docs/api.md,
+"Tool definitions — `PUT` and `GET /api/v1/threads/{id}/tools/`"): the set is stored, counted, read
+back, and counted in the working context's budget."""
 
 from __future__ import annotations
 

@@ -23,8 +23,8 @@ pytestmark = pytest.mark.django_db
 
 
 def independent_verify(path: Path) -> int:
-    """A re-verifier written from docs/api.md §7.6 alone: no ctxadmin import. Returns the last
-    seq."""
+    """A re-verifier written from docs/api.md, "Canonical forms and checksums" alone: no ctxadmin
+    import. Returns the last seq."""
     header, *events = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
     h = hashlib.sha256(f"ctxadmin/v1/{header['thread']}".encode()).hexdigest()
     for expected_seq, event in enumerate(events, start=1):

@@ -1,5 +1,5 @@
-"""`workspace_settings NAME --stall-after SECONDS` (docs/api.md §10): when a thread that waits
-for its agent reads as stalled."""
+"""`workspace_settings NAME --stall-after SECONDS` (docs/api.md, "Commands"): when a thread that
+waits for its agent reads as stalled."""
 
 from __future__ import annotations
 

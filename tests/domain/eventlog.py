@@ -1,4 +1,5 @@
-"""Build stored-form event dicts (docs/design.md §2.4) without a database.
+"""Build stored-form event dicts (docs/event-log.md, "Event dicts in the domain") without a
+database.
 
 Binding follows the append service: a result binds to the latest open call with its
 tool_call_id (`call_seq`); the chain hash is real, so verification tests can compare it.

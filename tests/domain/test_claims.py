@@ -1,5 +1,5 @@
-"""Prose held to the ledger (docs/design.md §5.4): what a clause claims, and whether the ledger
-lets it. Honest sentences about a timed-out refund pass; every way of saying it happened, or
+"""Prose held to the ledger (docs/pipeline.md, "Verify"): what a clause claims, and whether the
+ledger lets it. Honest sentences about a timed-out refund pass; every way of saying it happened, or
 that it did not, is refused — whatever words the liar picks."""
 
 from __future__ import annotations

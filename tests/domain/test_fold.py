@@ -1,4 +1,5 @@
-"""The structured fold: rules of docs/design.md §5.2 and its rolling / determinism properties."""
+"""The structured fold: rules of docs/pipeline.md, "Fold with a summariser backend" and its rolling
+/ determinism properties."""
 
 from __future__ import annotations
 

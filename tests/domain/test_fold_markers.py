@@ -1,4 +1,5 @@
-"""Retraction and reset in units, the fold and verification (docs/design.md §3, §5.2, §5.4)."""
+"""Retraction and reset in units, the fold and verification (docs/event-log.md, "Interaction units";
+docs/pipeline.md, "Fold with a summariser backend" and "Verify")."""
 
 from __future__ import annotations
 

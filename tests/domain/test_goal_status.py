@@ -1,5 +1,6 @@
-"""The summary's task status follows the side-effect ledger (docs/design.md §5.2): an
-operator's resolution settles the call, and the task no longer reads unknown or running."""
+"""The summary's task status follows the side-effect ledger (docs/pipeline.md,
+"Fold with a summariser backend"): an operator's resolution settles the call, and the task no longer
+reads unknown or running."""
 
 from __future__ import annotations
 

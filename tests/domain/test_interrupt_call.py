@@ -1,5 +1,6 @@
-"""What an `interrupt()` approval names of the call it asks about (docs/api.md §14.2): the
-unanswered calls of the last AI message, and among several the one the interrupt names."""
+"""What an `interrupt()` approval names of the call it asks about (docs/api.md,
+"Put writes — `POST /api/v1/threads/{id}/langgraph/writes/`"): the unanswered calls of the last AI
+message, and among several the one the interrupt names."""
 
 from __future__ import annotations
 

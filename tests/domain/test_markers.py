@@ -1,5 +1,6 @@
-"""Retraction and reset: validation (docs/api.md §3.1) and what leaves the working context
-(docs/api.md §4, docs/design.md §2.1)."""
+"""Retraction and reset: validation (docs/api.md, "Append — `POST` (agents)") and what leaves the
+working context (docs/api.md, "Working context — `GET /api/v1/threads/{id}/context/`",
+docs/event-log.md, "Kinds")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""fit_summary (docs/design.md §5.2): the fewest oldest droppable entries go, protected ones
-never, and what goes is counted."""
+"""fit_summary (docs/pipeline.md, "Fold with a summariser backend"): the fewest oldest droppable
+entries go, protected ones never, and what goes is counted."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Tool definitions, repeated content and the fixed input of the budget (docs/design.md §4.4).
-No database."""
+"""Tool definitions, repeated content and the fixed input of the budget (docs/pipeline.md,
+"Tool definitions and repeated content"). No database."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""An imported conversation's `tools` become the thread's tool definitions (docs/api.md §10.1,
-docs/design.md §4.4), and importing it again writes nothing new."""
+"""An imported conversation's `tools` become the thread's tool definitions (docs/api.md,
+"Import formats", docs/pipeline.md, "Tool definitions and repeated content"), and importing it again
+writes nothing new."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """An import's report names every item it did not import, with its position and a reason
-(docs/api.md, Imports): per format, the exact items dropped, and never an empty reason."""
+(docs/api.md, "Imports — `/api/v1/imports/`"): per format, the exact items dropped, and never an
+empty reason."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """CtxadminSaver against a live server: a checkpoint id its URL could not reach (`latest`, `a/b`,
 `..`) is refused with the 400 the saver raises as ValidationError, and nothing is stored; the
 ids LangGraph makes (uuid6) pass and read back, `latest` still naming the newest
-(docs/clients.md, docs/api.md §14.1)."""
+(docs/clients.md, docs/api.md,
+"Put a checkpoint — `POST /api/v1/threads/{id}/langgraph/checkpoints/`")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Exactly once through CtxadminSaver (docs/design.md §15, docs/clients.md "Exactly once with
-LangGraph"): a real tool-loop graph (agent ⇄ ToolNode) whose `refund` tool is a side effect and
-counts its calls, repaired every way an operator can — a rollback before the call, at the
-pending call, after its result; a resolution, `succeeded` or `failed`, of a call whose tool
+"""Exactly once through CtxadminSaver (docs/langgraph.md, "Agent frameworks", docs/clients.md,
+"Exactly once with LangGraph"): a real tool-loop graph (agent ⇄ ToolNode) whose `refund` tool is a
+side effect and counts its calls, repaired every way an operator can — a rollback before the call,
+at the pending call, after its result; a resolution, `succeeded` or `failed`, of a call whose tool
 raised and killed the run — and resumed with `invoke(None)` and with a new user message, sync
 and async, with each durability. Each time: the refund ran once per idempotency key the agent
 meant to use, every message of the agent's state is in the log (GET events), and every model

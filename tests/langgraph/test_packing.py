@@ -1,6 +1,6 @@
-"""The packed LangGraph rows (docs/design.md §15): a checkpoint row carries the small values of
-its channels and its tasks' pending writes; what it carries reads back exactly as it was put,
-whichever checkpoint first stored it."""
+"""The packed LangGraph rows (docs/langgraph.md, "Agent frameworks"): a checkpoint row carries the
+small values of its channels and its tasks' pending writes; what it carries reads back exactly as it
+was put, whichever checkpoint first stored it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""The repair loop (docs/design.md §15): an admin's rollback to a `langgraph:` checkpoint makes
-its state the LangGraph head again, with the side effects after it listed for the agent; an
-`interrupt()` is an approval request, and the reviewer's decision is what the graph resumes
-with."""
+"""The repair loop (docs/langgraph.md, "Agent frameworks"): an admin's rollback to a `langgraph:`
+checkpoint makes its state the LangGraph head again, with the side effects after it listed for the
+agent; an `interrupt()` is an approval request, and the reviewer's decision is what the graph
+resumes with."""
 
 from __future__ import annotations
 

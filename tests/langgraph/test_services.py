@@ -348,8 +348,9 @@ def _agent_write(
 
 def test_an_agents_puts_and_writes_build_no_orm_query_on_postgresql(monkeypatch: Any) -> None:
     """A LangGraph agent puts and writes on every step: on PostgreSQL those requests run
-    prepared statements only (docs/benchmarks.md, "LangGraph storage"), so no ORM queryset is
-    built on the way — also none for the work a checkpoint opens, when it opens none."""
+    prepared statements only (docs/benchmarks.md, "LangGraph storage — `bench/storage.py`"), so no
+    ORM queryset is built on the way — also none for the work a checkpoint opens, when it opens
+    none."""
     if connection.vendor != "postgresql":
         pytest.skip("SQLite runs the ORM's queries")
     workspace, _ = factories.make_workspace("acme")
@@ -427,10 +428,10 @@ def _tool_call(message_id: str, *call_ids: str) -> dict[str, Any]:
 
 
 def test_a_puts_pending_work_is_what_the_whole_log_replayed_gives() -> None:
-    """A put's ctxadmin Checkpoint holds the work open at its cursor (docs/design.md §6.1),
-    replayed from the nearest trusted checkpoint: its pending list and checksum are the ones a
-    replay of the whole log from its first event gives, for side effects opened and closed by
-    puts and by writes, an approval opened by an interrupt and decided between steps, and
+    """A put's ctxadmin Checkpoint holds the work open at its cursor (docs/repairs.md,
+    "Checkpoints"), replayed from the nearest trusted checkpoint: its pending list and checksum are
+    the ones a replay of the whole log from its first event gives, for side effects opened and
+    closed by puts and by writes, an approval opened by an interrupt and decided between steps, and
     calls left open across checkpoints."""
     workspace, _ = factories.make_workspace("acme")
     reviewer = factories.make_person(workspace, "rita", "reviewer")

@@ -37,7 +37,8 @@ def test_a_context_record_commits_without_waiting_for_the_disk(
     agent: APIClient, thread: Thread, outer: bool
 ) -> None:
     """PostgreSQL: the record's own transaction commits with `synchronous_commit = off`, and
-    that transaction only; a caller's transaction is left as it is (docs/design.md §14.1)."""
+    that transaction only; a caller's transaction is left as it is (docs/scale.md,
+    "What one database holds")."""
     f.append(thread, f.user("where is my parcel?"), f.assistant("on its way"))
 
     def setting() -> str:

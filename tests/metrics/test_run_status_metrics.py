@@ -1,5 +1,5 @@
-"""Threads per run status in /metrics and on the Operations page (docs/design.md §9, "Run
-status")."""
+"""Threads per run status in /metrics and on the Operations page (docs/dashboard.md,
+"Run status")."""
 
 from __future__ import annotations
 

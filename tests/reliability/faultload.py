@@ -336,7 +336,7 @@ def _settle(
 ) -> None:
     """After the last fault: wait for the folds in flight (a killed worker's message comes
     back after the broker's visibility timeout), run `recover` as the beat would
-    (docs/design.md §5.6), then ask each thread for one more fold and wait for it."""
+    (docs/pipeline.md, "Recovery"), then ask each thread for one more fold and wait for it."""
     deadline = time.monotonic() + plan.settle_timeout
     sweeps = 0
     while True:

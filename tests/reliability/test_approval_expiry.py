@@ -1,6 +1,6 @@
-"""An approval whose `expires_at` passes undecided (docs/design.md §7.3, docs/api.md §8.2):
-the API says `expired`, the dashboard's approvals page and the thread's timeline show it
-expired, nobody can approve or reject it (409 `approval_expired` in the error shape, a
+"""An approval whose `expires_at` passes undecided (docs/repairs.md, "Approvals", docs/api.md,
+"Approvals"): the API says `expired`, the dashboard's approvals page and the thread's timeline show
+it expired, nobody can approve or reject it (409 `approval_expired` in the error shape, a
 message on the dashboard), and the agent reading its approvals back sees it expired.
 
 The clock is moved, not waited for: `timezone.now` answers two hours later once the request

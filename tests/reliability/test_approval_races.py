@@ -1,5 +1,6 @@
 """Two reviewers deciding the same approval at the same moment, 200 times: exactly one
-decision each time, and the other reviewer is told 409 (docs/design.md §7.3, docs/api.md §8.2).
+decision each time, and the other reviewer is told 409 (docs/repairs.md, "Approvals", docs/api.md,
+"Approvals").
 
 Real concurrency: two long-lived threads, each with its own database connection, one deciding
 through the API and one through the dashboard's form post, released together by a barrier

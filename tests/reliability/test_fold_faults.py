@@ -1,4 +1,5 @@
-"""Folds under faults (docs/reliability.md, "Folds under faults"; docs/design.md §5.5–5.6).
+"""Folds under faults (docs/reliability.md, "Folds under faults"; docs/pipeline.md,
+"Commit atomically" and "Recovery").
 
 tests/services/test_folding.py covers one redelivery finishing its own candidate, two folds
 racing, and `recover` on a stale candidate; tests/worker/test_fold_worker.py kills a real
@@ -13,7 +14,7 @@ worker between prepare and commit. Here, on both databases:
 - a crash at each step of a fold (read, fold, prepared, verified, inside the commit's
   transaction, committed but not answered), then `recover` and the broker's redelivery of the
   same task: the state equals a from-scratch fold of the same events, checksum for checksum
-  (docs/api.md §7.6).
+  (docs/api.md, "Canonical forms and checksums").
 """
 
 from __future__ import annotations
@@ -183,7 +184,9 @@ def _crash_after(target: Any, name: str) -> Callable[[pytest.MonkeyPatch], None]
     return install
 
 
-# Each step of docs/design.md §5.1–5.5, at its edge: the name says what had happened.
+# Each step of docs/pipeline.md, "Read the head and fix the boundary",
+# "Fold with a summariser backend", "Store as prepared", "Verify" and "Commit atomically", at its
+# edge: the name says what had happened.
 CRASHES = {
     "reading the head": _crash(folding, "_head"),
     "reading the events": _crash(folding, "event_dicts_for_fold"),

@@ -1,4 +1,4 @@
-"""A database that refuses writes for a while (docs/api.md §1.4 `database_unavailable`).
+"""A database that refuses writes for a while (docs/api.md, "Codes" `database_unavailable`).
 
 SQLite: another connection holds the write lock (BEGIN IMMEDIATE) for 10 s; each write waits
 the busy timeout (shortened here from CTXADMIN_SQLITE_BUSY_TIMEOUT to 1 s) and answers 503.

@@ -1,4 +1,5 @@
-"""Side effects, proved rather than sampled (docs/design.md §7.1, §7.2; docs/api.md §8.1).
+"""Side effects, proved rather than sampled (docs/repairs.md, "Side effects" and
+"Resolving unknown outcomes"; docs/api.md, "Side effects").
 
 - An idempotency key is recorded once however often its call is retried: the same event
   again and again (in sequence, and at once from many connections over HTTP), and the key
@@ -7,7 +8,7 @@
   and an audit entry for it: a hypothesis state machine drives appends, results,
   resolutions, retries and retractions, and checks after every step that each record's
   status is the one its log gives, and that the thread's count of unknown side effects
-  (docs/design.md §14.1) is the number of its unknown records.
+  (docs/scale.md, "What one database holds") is the number of its unknown records.
 """
 
 from __future__ import annotations
@@ -175,7 +176,7 @@ def test_one_key_in_different_events_at_once_is_one_record(server: Server) -> No
 
 
 def derived_status(log: list[Event], call_seq: int) -> str:
-    """A side effect's status from its log alone (docs/design.md §7.1): running until a
+    """A side effect's status from its log alone (docs/repairs.md, "Side effects"): running until a
     result; a timeout is unknown; a result's status otherwise; a resolution overrides."""
     status = SideEffectStatus.RUNNING.value
     resolved = False
@@ -258,7 +259,8 @@ class SideEffectMachine(RuleBasedStateMachine):
     @precondition(lambda self: bool(self._unknown()))
     @rule(data=st.data(), status=OUTCOMES)
     def resolve_unknown(self, data: st.DataObject, status: str) -> None:
-        """What an operator does with an unknown outcome (docs/design.md §7.2)."""
+        """What an operator does with an unknown outcome (docs/repairs.md,
+        "Resolving unknown outcomes")."""
         effect = data.draw(st.sampled_from(self._unknown()))
         side_effect_resolve(
             side_effect=effect, actor=self.person, status=status, evidence="checked"
@@ -267,7 +269,8 @@ class SideEffectMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.thread.last_seq > 0)
     @rule(data=st.data())
     def retract(self, data: st.DataObject) -> None:
-        """Retracting a call or its result leaves side effects as they are (docs/api.md §3.1)."""
+        """Retracting a call or its result leaves side effects as they are (docs/api.md,
+        "Append — `POST` (agents)")."""
         self.thread.refresh_from_db()
         seq = data.draw(st.integers(1, self.thread.last_seq))
         try:

@@ -1,5 +1,5 @@
-"""The database itself refuses to change or remove an event (docs/design.md §2), whatever SQL is
-sent."""
+"""The database itself refuses to change or remove an event (docs/event-log.md, "Event log"),
+whatever SQL is sent."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """The scheduled sweep re-verifies every thread from genesis over CTXADMIN_FULL_VERIFY_PERIOD,
 so an in-place edit of an event it verified once is caught without a manual verify; the
-integrity page and API say when each thread was last fully verified (docs/design.md §6.4)."""
+integrity page and API say when each thread was last fully verified (docs/repairs.md,
+"Integrity sweep")."""
 
 from __future__ import annotations
 

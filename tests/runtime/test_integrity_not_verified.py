@@ -1,4 +1,5 @@
-"""`GET .../integrity/` of a thread no check has looked at yet says so (docs/api.md §7.2): never
+"""`GET .../integrity/` of a thread no check has looked at yet says so (docs/api.md,
+"Integrity — `POST /api/v1/threads/{id}/verify/`, `GET /api/v1/threads/{id}/integrity/`"): never
 `chain_ok: true` with `verified_until: 0`, which read as "the chain verified" when nothing was
 checked."""
 

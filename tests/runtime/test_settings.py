@@ -1,4 +1,4 @@
-"""Settings come from the environment (docs/api.md §11) and pass `check --deploy`.
+"""Settings come from the environment (docs/api.md, "Configuration") and pass `check --deploy`.
 
 Settings are read once per process, so each case runs in a fresh interpreter.
 """

@@ -1,5 +1,6 @@
-"""The seed scenarios (docs/design.md §5): each builds a thread through the
-services exactly as an agent would post it, and returns the seqs the tests check against."""
+"""The seed scenarios (docs/pipeline.md, "Rolling fold, verification, atomic commit"): each builds a
+thread through the services exactly as an agent would post it, and returns the seqs the tests check
+against."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Message search (docs/design.md §17): the index finds words of messages, tool calls and tool
-results, is written in the append's own transaction, follows every writer of events (batches,
-COPY-sized batches, forks, imports), and never shows another workspace's events."""
+"""Message search (docs/search.md, "Message search"): the index finds words of messages, tool calls
+and tool results, is written in the append's own transaction, follows every writer of events
+(batches, COPY-sized batches, forks, imports), and never shows another workspace's events."""
 
 from __future__ import annotations
 

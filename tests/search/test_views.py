@@ -1,6 +1,7 @@
-"""Message search in the dashboard's thread list and over the API (docs/design.md §17,
-docs/api.md §16): hits with thread, seq, kind and a highlighted snippet whose agent text stays
-inert, links to the timeline at the hit's seq, the person's current workspace only."""
+"""Message search in the dashboard's thread list and over the API (docs/search.md, "Message search",
+docs/api.md, "Message search — `GET /api/v1/search/`"): hits with thread, seq, kind and a
+highlighted snippet whose agent text stays inert, links to the timeline at the hit's seq, the
+person's current workspace only."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A thread's open problems (docs/design.md §9, "Problems and what to do"): each kind appears
+"""A thread's open problems (docs/dashboard.md, "Problems and what to do"): each kind appears
 with the link that acts on it, most severe first; a thread with none has none."""
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def test_every_kind_appears_most_severe_first(workspace: Any) -> None:
         PINNED,
     ]
     # A stalled agent cannot be one of them: a thread that waits for a person is not stalled
-    # (docs/design.md §9, "Run status"); tests/api/test_run_status.py shows that kind.
+    # (docs/dashboard.md, "Run status"); tests/api/test_run_status.py shows that kind.
     assert [p.kind for p in problems] == [k for k in PROBLEM_KINDS if k != AGENT_STALLED]
     assert [p.severity for p in problems] == sorted((p.severity for p in problems), reverse=True)
     by_kind = {p.kind: p for p in problems}

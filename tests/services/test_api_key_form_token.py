@@ -1,6 +1,6 @@
-"""One dashboard form issues one key (docs/api.md §9): the key keeps its form's one-time token
-under a unique constraint, so a second issue with the same token is refused, even when both
-arrive at the same instant, and nothing else of the second is written."""
+"""One dashboard form issues one key (docs/api.md, "Dashboard URLs"): the key keeps its form's
+one-time token under a unique constraint, so a second issue with the same token is refused, even
+when both arrive at the same instant, and nothing else of the second is written."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Signed chain heads published outside the database (docs/design.md §6.6): the publication,
-its files, the checks a verify makes against them, the task, the command and the export."""
+"""Signed chain heads published outside the database (docs/repairs.md, "Published chain heads"): the
+publication, its files, the checks a verify makes against them, the task, the command and the
+export."""
 
 from __future__ import annotations
 

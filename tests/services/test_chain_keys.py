@@ -1,5 +1,6 @@
-"""Chain keys by id and their rotation (docs/design.md §2.3): a thread keeps the key its chain
-started with; new threads take the current one; a key that is gone fails verify, clearly."""
+"""Chain keys by id and their rotation (docs/event-log.md, "Hash chain and canonical JSON"): a
+thread keeps the key its chain started with; new threads take the current one; a key that is gone
+fails verify, clearly."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Checkpoints, rollback and fork (docs/design.md §6)."""
+"""Checkpoints, rollback and fork (docs/repairs.md, "Checkpoints, rollback, fork")."""
 
 from __future__ import annotations
 

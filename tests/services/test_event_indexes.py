@@ -1,6 +1,6 @@
-"""The event table keeps only what its reads probe (docs/design.md §14.1, migration
-`0019_event_index_diet`): the tool-call index holds the events with a tool call id, every read
-by a tool call id reaches it, the thread has no index of its own beside `(thread, seq)`, and
+"""The event table keeps only what its reads probe (docs/scale.md, "What one database holds",
+migration `0019_event_index_diet`): the tool-call index holds the events with a tool call id, every
+read by a tool call id reaches it, the thread has no index of its own beside `(thread, seq)`, and
 only an event with a `client_event_id` stores the digest its repeats are compared with."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The fold pipeline: prepare → verify → commit by compare-and-swap (docs/design.md §5)."""
+"""The fold pipeline: prepare → verify → commit by compare-and-swap (docs/pipeline.md,
+"Rolling fold, verification, atomic commit")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""import_run (docs/design.md §16): a redelivered import resumes after its last recorded line
-and appends nothing twice; a finished one is not run again; a conversation refused by the
-append path in a later batch keeps the batches before it and says so."""
+"""import_run (docs/imports.md, "Imports of recorded traces"): a redelivered import resumes after
+its last recorded line and appends nothing twice; a finished one is not run again; a conversation
+refused by the append path in a later batch keeps the batches before it and says so."""
 
 from __future__ import annotations
 

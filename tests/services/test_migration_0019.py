@@ -1,7 +1,7 @@
-"""Migration 0019 (the event table's index diet, docs/design.md §14.1) both ways, over a log
-already stored: back to 0018 the full tool-call index and the thread's own index return, forward
-again the partial index replaces the one and the other goes; the events, the log's seal and the
-search index are untouched either way."""
+"""Migration 0019 (the event table's index diet, docs/scale.md, "What one database holds") both
+ways, over a log already stored: back to 0018 the full tool-call index and the thread's own index
+return, forward again the partial index replaces the one and the other goes; the events, the log's
+seal and the search index are untouched either way."""
 
 from __future__ import annotations
 

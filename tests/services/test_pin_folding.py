@@ -1,5 +1,5 @@
-"""Folding and a pinned thread (docs/design.md §6.3), and the task status a resolution leaves
-in the summary after a re-fold (docs/design.md §5.2)."""
+"""Folding and a pinned thread (docs/repairs.md, "Rollback"), and the task status a resolution
+leaves in the summary after a re-fold (docs/pipeline.md, "Fold with a summariser backend")."""
 
 from __future__ import annotations
 
@@ -58,7 +58,8 @@ def test_after_a_resolution_and_a_refold_the_task_is_no_longer_unknown_or_runnin
 
 
 def pin(thread: Thread) -> None:
-    """Pinned from elsewhere while a fold was under way (a rollback's pin, docs/api.md §7.4)."""
+    """Pinned from elsewhere while a fold was under way (a rollback's pin, docs/api.md,
+    "Rollback — `POST /api/v1/threads/{id}/rollback/`")."""
     Thread.objects.filter(pk=thread.pk).update(
         pinned_at=timezone.now(), pinned_by="ada", pin_reason="hold"
     )

@@ -1,6 +1,6 @@
-"""Retraction and reset in the fold pipeline (docs/design.md §4.3 and §5): a retraction of a
-summarised event triggers a fold that rebuilds the content without it; the world (side effects,
-approvals) is never retracted."""
+"""Retraction and reset in the fold pipeline (docs/pipeline.md, "Triggers" and
+"Rolling fold, verification, atomic commit"): a retraction of a summarised event triggers a fold
+that rebuilds the content without it; the world (side effects, approvals) is never retracted."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """One side-effect record per idempotency key of a thread is the database's rule, not only the
-append path's (docs/design.md §7.1): a direct second insert is refused, the API answers as it
-did, and migration 0015 merges the records that databases written before the guard may hold."""
+append path's (docs/repairs.md, "Side effects"): a direct second insert is refused, the API answers
+as it did, and migration 0015 merges the records that databases written before the guard may
+hold."""
 
 from __future__ import annotations
 

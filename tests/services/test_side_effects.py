@@ -1,5 +1,5 @@
 """Resolving side effects: by a person with evidence, or by the tool's status check
-(docs/design.md §7)."""
+(docs/repairs.md, "Side effects and approvals")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""A fold's summary fits its thread's budget (docs/design.md §5.2): long user requests are no
-longer kept until the summary alone passes the budget, which made every context request
-`budget_too_small` and started a capacity fold at every append."""
+"""A fold's summary fits its thread's budget (docs/pipeline.md, "Fold with a summariser backend"):
+long user requests are no longer kept until the summary alone passes the budget, which made every
+context request `budget_too_small` and started a capacity fold at every append."""
 
 from __future__ import annotations
 

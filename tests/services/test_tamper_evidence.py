@@ -1,6 +1,6 @@
 """Six tamperings by someone with full database access, each found by one full verify naming
-the first bad seq (docs/design.md §6.6). Two of them verify cleanly from inside the database
-alone, and are caught only by the heads published outside it."""
+the first bad seq (docs/repairs.md, "Published chain heads"). Two of them verify cleanly from inside
+the database alone, and are caught only by the heads published outside it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""A task run's `updated_at` moves with its state (docs/api.md §6): started, each progress
-report and the finish, so a reader can tell a run that is working from one that is stuck."""
+"""A task run's `updated_at` moves with its state (docs/api.md,
+"Tasks — `GET /api/v1/tasks/{task_id}/`"): started, each progress report and the finish, so a reader
+can tell a run that is working from one that is stuck."""
 
 from __future__ import annotations
 

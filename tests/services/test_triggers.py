@@ -1,5 +1,5 @@
-"""Fold triggers after appends (docs/design.md §4): capacity, structural, risk; one fold in
-flight."""
+"""Fold triggers after appends (docs/pipeline.md, "Budget and triggers"): capacity, structural,
+risk; one fold in flight."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The approvals queue's card shows what bears on a request (docs/design.md §7.3) and refuses
-an approval beside an unknown related side effect until the reviewer acknowledges it."""
+"""The approvals queue's card shows what bears on a request (docs/repairs.md, "Approvals") and
+refuses an approval beside an unknown related side effect until the reviewer acknowledges it."""
 
 from __future__ import annotations
 

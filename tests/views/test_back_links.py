@@ -1,5 +1,5 @@
-"""A `back` link taken from the query string stays on this site (docs/design.md §9): browsers
-read `/\\` as `//`, so `/\\evil.example` is another host."""
+"""A `back` link taken from the query string stays on this site (docs/dashboard.md, "Dashboard"):
+browsers read `/\\` as `//`, so `/\\evil.example` is another host."""
 
 from __future__ import annotations
 

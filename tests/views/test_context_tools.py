@@ -1,4 +1,5 @@
-"""The context page's tool definitions and repeated content (docs/design.md §4.4 and §9)."""
+"""The context page's tool definitions and repeated content (docs/pipeline.md,
+"Tool definitions and repeated content"; docs/dashboard.md, "Dashboard")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The Content Security Policy (docs/design.md §9): scripts from this origin only, nothing
-inline or evaluated; Swagger UI's page relaxes inline <style> only, never scripts."""
+"""The Content Security Policy (docs/dashboard.md, "Dashboard"): scripts from this origin only,
+nothing inline or evaluated; Swagger UI's page relaxes inline <style> only, never scripts."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """A person in two workspaces that both hold external id "order-1": the external id resolves
-in the workspace the person chose, never in whichever row sorts first (docs/design.md §8)."""
+in the workspace the person chose, never in whichever row sorts first (docs/access.md,
+"People and access")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The Imports page (docs/api.md §9 and §13): admins only, an upload queues the import and
-shows its progress region, then the per-conversation report."""
+"""The Imports page (docs/api.md, "Dashboard URLs" and "Imports — `/api/v1/imports/`"): admins only,
+an upload queues the import and shows its progress region, then the per-conversation report."""
 
 from __future__ import annotations
 

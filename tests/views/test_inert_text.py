@@ -1,5 +1,5 @@
-"""Agent text is inert on every page that shows it (docs/design.md §9): script tags, event
-handlers, javascript: links, SVG handlers and htmx attributes written by an agent into
+"""Agent text is inert on every page that shows it (docs/dashboard.md, "Dashboard"): script tags,
+event handlers, javascript: links, SVG handlers and htmx attributes written by an agent into
 messages, tool arguments and results, approvals, tool definitions, summaries, titles,
 external ids, import file names and key names render as text, never as markup, and any htmx
 attribute text sits inside an `hx-disable` region, where htmx would not act on it even if it

@@ -1,6 +1,7 @@
 """A thread whose chain is broken says so wherever its history is served: the API's working
 context carries the integrity verdict, and every thread page shows a banner
-(docs/api.md §4, docs/design.md §6)."""
+(docs/api.md, "Working context — `GET /api/v1/threads/{id}/context/`", docs/repairs.md,
+"Checkpoints, rollback, fork")."""
 
 from __future__ import annotations
 

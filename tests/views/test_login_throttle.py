@@ -1,6 +1,6 @@
-"""Login is throttled (docs/design.md §8): after CTXADMIN_LOGIN_FAILURE_LIMIT wrong passwords
-for one username from one address, even the right one is refused with 429 until the cool-off
-has passed; other usernames from that address are not locked."""
+"""Login is throttled (docs/access.md, "People and access"): after CTXADMIN_LOGIN_FAILURE_LIMIT
+wrong passwords for one username from one address, even the right one is refused with 429 until the
+cool-off has passed; other usernames from that address are not locked."""
 
 from __future__ import annotations
 

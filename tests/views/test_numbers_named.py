@@ -1,6 +1,6 @@
 """Numbers that say the same thing wherever they are shown, named for what they count
-(docs/design.md §9): a summary version's events folded and events covered, the thread list's
-log tokens beside its working context's share of the budget."""
+(docs/dashboard.md, "Dashboard"): a summary version's events folded and events covered, the thread
+list's log tokens beside its working context's share of the budget."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The problem banner on every thread tab, the timeline's badges that link to their action and
-the thread list's severity sort (docs/design.md §9, "Problems and what to do")."""
+the thread list's severity sort (docs/dashboard.md, "Problems and what to do")."""
 
 from __future__ import annotations
 

@@ -54,8 +54,8 @@ def test_thread_list_query_budget(
     add_stories(workspace, 4, 0)
     operator.get("/threads/")  # warm the session
     # session, user, the person's workspaces (read first, so the list's queries hold them as
-    # values: docs/design.md §14.1), count, the page with every flag as a subquery, the top
-    # bar's workspaces
+    # values: docs/scale.md, "What one database holds"), count, the page with every flag as a
+    # subquery, the top bar's workspaces
     with django_assert_num_queries(6):
         operator.get("/threads/")
 

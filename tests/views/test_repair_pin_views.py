@@ -1,5 +1,5 @@
-"""The dashboard's repair controls (docs/design.md §6.3): the rollback form's pin, the pin shown
-on the thread page and in the thread list, its release, the settings form, and the rejected
+"""The dashboard's repair controls (docs/repairs.md, "Rollback"): the rollback form's pin, the pin
+shown on the thread page and in the thread list, its release, the settings form, and the rejected
 candidates on the summaries tab."""
 
 from __future__ import annotations
@@ -191,8 +191,9 @@ def test_the_api_lists_rejected_candidates_with_their_checks(story: Thread, agen
 def test_the_contracts_names_list_rejected_candidates_and_the_pause(
     story: Thread, agent: Any
 ) -> None:
-    """docs/api.md §5.2 and §2.5: `?status=rejected` with `failed_checks`; the thread answer's
-    `folds_paused`, `paused_by` and `pause_reason` read the pin."""
+    """docs/api.md, "Versions — `GET /api/v1/threads/{id}/summaries/` and `…/summaries/{version}/`"
+    and "Settings — `PATCH /api/v1/threads/{id}/`": `?status=rejected` with `failed_checks`; the
+    thread answer's `folds_paused`, `paused_by` and `pause_reason` read the pin."""
     candidate = reject_a_candidate(story)
     url = f"/api/v1/threads/{story.pk}/summaries/"
     [rejected] = agent.get(url, {"status": "rejected"}).json()

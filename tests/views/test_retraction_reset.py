@@ -1,5 +1,5 @@
 """Retraction and reset on the dashboard: the timeline shows what each did, the context page
-lists nothing retracted (docs/design.md §2.1 and §9)."""
+lists nothing retracted (docs/event-log.md, "Kinds"; docs/dashboard.md, "Dashboard")."""
 
 from __future__ import annotations
 

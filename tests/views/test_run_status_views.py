@@ -1,4 +1,4 @@
-"""Run status on the dashboard (docs/design.md §9, "Run status"): the header's chip and what
+"""Run status on the dashboard (docs/dashboard.md, "Run status"): the header's chip and what
 the agent has to pick up, a decided approval's "picked up" in the queue and on the timeline,
 the list's filter."""
 

@@ -1,8 +1,8 @@
-"""The thread list is read off its indexes (docs/design.md §14.1): a page of the default order
-comes off `(workspace, updated_at DESC, id)` in order, never from a sort of every thread of the
-workspace, and on PostgreSQL a name search goes through the trigram indexes of migration 0017.
-The plans are asked with the planner's scans and sorts priced out where it has another way, so
-a test fails only when that other way is missing."""
+"""The thread list is read off its indexes (docs/scale.md, "What one database holds"): a page of the
+default order comes off `(workspace, updated_at DESC, id)` in order, never from a sort of every
+thread of the workspace, and on PostgreSQL a name search goes through the trigram indexes of
+migration 0017. The plans are asked with the planner's scans and sorts priced out where it has
+another way, so a test fails only when that other way is missing."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The timeline finds the retractions after its page by their partial index (docs/design.md
-§14.1), not by reading the rest of the thread's log."""
+"""The timeline finds the retractions after its page by their partial index (docs/scale.md,
+"What one database holds"), not by reading the rest of the thread's log."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A fold worker killed with SIGKILL between prepare and commit (docs/design.md §5.6).
+"""A fold worker killed with SIGKILL between prepare and commit (docs/pipeline.md, "Recovery").
 
 A real Celery worker (its own process group, its own queue, on the Redis broker of
 ./scripts/test and the PostgreSQL test database) prepares a candidate and then sleeps (it runs

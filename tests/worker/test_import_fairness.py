@@ -1,4 +1,4 @@
-"""Imports cannot starve the workers (docs/operations.md, Redis and Celery): imports run on a
+"""Imports cannot starve the workers (docs/operations.md, "Redis and Celery"): imports run on a
 queue of their own, so a fold requested while large imports run is done while they still run.
 
 On the PostgreSQL run of ./scripts/test, with its two real workers on Redis: one on the

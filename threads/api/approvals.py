@@ -1,4 +1,4 @@
-"""Approvals over the API (docs/api.md §8).
+"""Approvals over the API (docs/api.md, "Side effects and approvals").
 
 - `GET /api/v1/approvals/?status=pending`: agents (their workspace) and people (theirs).
 - `POST /api/v1/approvals/{id}/decide/` `{"decision": "approve|reject", "reason"}` (reviewer+,

@@ -75,7 +75,7 @@ def require_agent(request: Request, action: str) -> AgentPrincipal:
 def thread_for_request(request: Request, id: str) -> Thread:
     """The thread by UUID or external_id as the caller may see it: an agent within its workspace,
     a person within their workspaces (an external_id in their current one, as on the
-    dashboard). Anything else is 404, never 403 (docs/design.md §8)."""
+    dashboard). Anything else is 404, never 403 (docs/access.md, "People and access")."""
     agent = agent_of(request)
     if agent is not None:
         return thread_get_for_workspace(workspace=agent.workspace, id=id)
@@ -87,7 +87,7 @@ def thread_for_request(request: Request, id: str) -> Thread:
 def agent_read_mark(request: Request, thread: Thread | None) -> None:
     """An agent (an API key, never a person) read its thread's context, approvals or saved graph
     state: it has picked up what the thread row owed it when the request read that row, before
-    the answer (run status, docs/design.md §9). A person's read marks nothing."""
+    the answer (run status, docs/dashboard.md, "Dashboard"). A person's read marks nothing."""
     if thread is not None and agent_of(request) is not None:
         agent_read_record(thread=thread)
 

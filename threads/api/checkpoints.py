@@ -1,4 +1,5 @@
-"""Checkpoints, rollback and fork over the API (docs/api.md §7).
+"""Checkpoints, rollback and fork over the API (docs/api.md,
+"Checkpoints, integrity, rollback, fork").
 
 - `GET /api/v1/threads/{id}/checkpoints/`: agents and people of the workspace.
 - `POST /api/v1/threads/{id}/checkpoints/` `{"label"}`: an on-demand checkpoint (operator+).

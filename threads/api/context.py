@@ -1,4 +1,5 @@
-"""The working context over the API (docs/api.md §4).
+"""The working context over the API (docs/api.md,
+"Working context — `GET /api/v1/threads/{id}/context/`").
 
 `GET /api/v1/threads/{id}/context/` answers the head summary plus the events after it, trimmed
 to the budget; query parameters override the thread's budget settings for this one request.

@@ -117,7 +117,8 @@ def _is_api(request: Any) -> bool:
 
 
 def is_metrics(request: Any) -> bool:
-    """`/metrics` (or `/metrics/`): its body is plain text, errors included (docs/api.md §15)."""
+    """`/metrics` (or `/metrics/`): its body is plain text, errors included (docs/api.md,
+    "Metrics — `GET /metrics`")."""
     return str(getattr(request, "path", "")) in ("/metrics", "/metrics/")
 
 

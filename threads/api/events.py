@@ -1,4 +1,5 @@
-"""A thread's event log: agents append, agents and people page through it (docs/api.md §3).
+"""A thread's event log: agents append, agents and people page through it (docs/api.md,
+"Events — `/api/v1/threads/{id}/events/`").
 
 The append path is the hot path: the body is validated by the domain and answered with plain
 dicts, and the service writes a whole batch in a constant number of queries.

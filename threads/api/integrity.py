@@ -1,4 +1,4 @@
-"""Chain verification over the API (docs/api.md §7).
+"""Chain verification over the API (docs/api.md, "Checkpoints, integrity, rollback, fork").
 
 `POST /api/v1/threads/{id}/verify/` queues a full recomputation of the thread's hash chain and
 answers 202 with the task's id; `GET /api/v1/threads/{id}/integrity/` answers with the verdict

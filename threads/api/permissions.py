@@ -1,4 +1,5 @@
-"""DRF permission classes and request scoping for people's repair actions (docs/design.md §8).
+"""DRF permission classes and request scoping for people's repair actions (docs/access.md,
+"People and access").
 
 Repairs (resolve, decide, roll back, fork, checkpoints) are people's work: an agent's API key
 never does them, whatever the workspace. Which role a person needs is checked against the

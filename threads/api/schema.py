@@ -42,6 +42,6 @@ class ViewScopedAutoSchema(AutoSchema):
             result.setdefault("minLength", 1)
             result.setdefault("pattern", NON_BLANK if field.trim_whitespace else NO_NUL)
         else:
-            # No string the server takes holds NUL (docs/api.md §1.4).
+            # No string the server takes holds NUL (docs/api.md, "Codes").
             result.setdefault("pattern", NO_NUL)
         return result

@@ -1,4 +1,5 @@
-"""What the server checks, said in the OpenAPI schema (docs/api.md §1, §3).
+"""What the server checks, said in the OpenAPI schema (docs/api.md, "Auth and errors" and
+"Events — `/api/v1/threads/{id}/events/`").
 
 A drf-spectacular postprocessing hook: serializers describe most inputs, but some are validated
 by the domain (an event's fields per kind, tool definitions) and every operation can answer the
@@ -60,7 +61,7 @@ WRITE_ERRORS = {
 
 # A character Python's str.strip() keeps, as an ECMA-262 pattern: its \s lacks \x1c-\x1f and
 # \x85 (Python strips them) and has \ufeff (Python keeps it). With no NUL anywhere: the JSON
-# parser refuses NUL in a body (docs/api.md §1.4) and PostgreSQL's text cannot hold it.
+# parser refuses NUL in a body (docs/api.md, "Codes") and PostgreSQL's text cannot hold it.
 NON_BLANK = r"^[^\x00]*(?:[^\s\x1c-\x1f\x85\x00]|\ufeff)[^\x00]*$"
 NO_NUL = r"^[^\x00]*$"
 
@@ -178,7 +179,8 @@ def event_input_schema() -> dict[str, Any]:
         )
     )
     return {
-        "description": "One event as an agent posts it (docs/api.md §3): the common fields and "
+        "description": "One event as an agent posts it "
+        '(docs/api.md, "Events — `/api/v1/threads/{id}/events/`"): the common fields and '
         "those of its kind; any other field is refused.",
         "oneOf": variants,
     }
@@ -269,8 +271,9 @@ def _close_body(schema: dict[str, Any], components: dict[str, Any], seen: set[st
 
 
 def _watermarks(component: dict[str, Any]) -> None:
-    """A watermark is above 0 (0 < low_watermark < high_watermark <= 1, docs/api.md §2.1); the
-    order of the two is a rule between values JSON Schema cannot state."""
+    """A watermark is above 0 (0 < low_watermark < high_watermark <= 1, docs/api.md,
+    "Create — `POST /api/v1/threads/` (agents)"); the order of the two is a rule between values JSON
+    Schema cannot state."""
     for name in ("low_watermark", "high_watermark"):
         field = component.get("properties", {}).get(name)
         if field is not None and field.get("minimum") == 0:  # a request's, not an answer's

@@ -1,5 +1,6 @@
-"""Message search over the API (docs/api.md §16): `GET /api/v1/search/?q=…`, for agents (their
-workspace) and people (every workspace they belong to)."""
+"""Message search over the API (docs/api.md, "Message search — `GET /api/v1/search/`"):
+`GET /api/v1/search/?q=…`, for agents (their workspace) and people (every workspace they belong
+to)."""
 
 from __future__ import annotations
 

@@ -114,7 +114,7 @@ class StrictFloatField(serializers.FloatField):
 
 class StrictInputSerializer(serializers.Serializer):
     """A request body's object: a key it does not declare is refused (400 validation_error
-    naming it, docs/api.md §1.4), at every level, rather than ignored: a misspelt optional field
+    naming it, docs/api.md, "Codes"), at every level, rather than ignored: a misspelt optional field
     would otherwise be a silent default."""
 
     def to_internal_value(self, data: Any) -> Any:
@@ -126,7 +126,7 @@ class StrictInputSerializer(serializers.Serializer):
 
 
 class ErrorSerializer(serializers.Serializer):
-    """Every error: `{"error": {"code", "message", "fields"}}` (docs/api.md §1.3)."""
+    """Every error: `{"error": {"code", "message", "fields"}}` (docs/api.md, "Error shape")."""
 
     error = ErrorDetailSerializer()
 
@@ -163,7 +163,8 @@ class ThreadOutputSerializer(serializers.Serializer):
     verified_until = serializers.IntegerField()
     pinned_at = serializers.DateTimeField(
         allow_null=True,
-        help_text="set while a rollback's pin pauses the thread's folds (docs/api.md §7.4)",
+        help_text="set while a rollback's pin pauses the thread's folds "
+        '(docs/api.md, "Rollback — `POST /api/v1/threads/{id}/rollback/`")',
     )
     pinned_by = serializers.CharField(allow_blank=True, help_text="who pinned it ('' unpinned)")
     pin_reason = serializers.CharField(allow_blank=True, help_text="why ('' unpinned)")
@@ -176,14 +177,17 @@ class ThreadOutputSerializer(serializers.Serializer):
     parent_checkpoint = serializers.IntegerField(source="parent_checkpoint_id", allow_null=True)
     has_unknown_side_effects = serializers.SerializerMethodField()
     unknown_side_effects = serializers.IntegerField(
-        help_text="How many of the thread's side effects are unknown (docs/api.md §2.3)."
+        help_text="How many of the thread's side effects are unknown "
+        '(docs/api.md, "Read — `GET /api/v1/threads/{id}/`").'
     )
     pending_approvals = serializers.SerializerMethodField()
     verification_failed = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     run_status = serializers.SerializerMethodField(
-        help_text="what the thread waits for: " + ", ".join(RUN_STATUSES) + " (docs/api.md §2.3)"
+        help_text="what the thread waits for: "
+        + ", ".join(RUN_STATUSES)
+        + ' (docs/api.md, "Read — `GET /api/v1/threads/{id}/`")'
     )
     run_status_since = serializers.SerializerMethodField(
         help_text="waiting_for_agent or stalled: since when the agent has not picked up a "
@@ -196,7 +200,7 @@ class ThreadOutputSerializer(serializers.Serializer):
     )
     problems = serializers.SerializerMethodField(
         help_text="the open problems, most severe first, each with the link that acts on it; "
-        "in the list, the kinds its flags show (docs/api.md §2.3)"
+        'in the list, the kinds its flags show (docs/api.md, "Read — `GET /api/v1/threads/{id}/`")'
     )
 
     # The flags are annotations (threads.selectors.threads._thread_flags); null when a caller
@@ -247,8 +251,9 @@ class ThreadOutputSerializer(serializers.Serializer):
 
 
 class EventInputSerializer(serializers.Serializer):
-    """One event as an agent posts it. Documentation only: the domain validates (docs/api.md §3);
-    fields not listed for the event's kind are refused."""
+    """One event as an agent posts it. Documentation only: the domain validates (docs/api.md,
+    "Events — `/api/v1/threads/{id}/events/`"); fields not listed for the event's kind are
+    refused."""
 
     client_event_id = serializers.CharField(
         required=False, max_length=200, help_text="idempotency key, unique per thread"
@@ -331,7 +336,8 @@ def thread_data(thread: Thread) -> dict[str, Any]:
 class ReadIntegritySerializer(serializers.Serializer):
     """The thread's chain verdict as the last integrity check recorded it, and whether what
     this read served reaches past the break: a resume path read from a broken chain says so
-    (docs/api.md §4, §14.3)."""
+    (docs/api.md, "Working context — `GET /api/v1/threads/{id}/context/`" and
+    "Read — `GET /api/v1/threads/{id}/langgraph/checkpoints/{checkpoint_id}/`")."""
 
     class Meta:
         ref_name = "ReadIntegrity"

@@ -1,4 +1,4 @@
-"""Side effects over the API (docs/api.md §8).
+"""Side effects over the API (docs/api.md, "Side effects and approvals").
 
 - `GET /api/v1/side-effects/?status=unknown&thread=...&idempotency_key=...`: agents (their
   workspace) and people (theirs).

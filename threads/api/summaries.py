@@ -1,4 +1,4 @@
-"""Folding and summaries over the API (docs/api.md §5).
+"""Folding and summaries over the API (docs/api.md, "Summaries and folding").
 
 `POST /api/v1/threads/{id}/fold/` queues a fold (agents and people, operator and up) and answers
 202 with its task id; nothing new to fold is a successful no-op of that task. `GET

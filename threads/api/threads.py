@@ -1,4 +1,4 @@
-"""Threads: create (agents), list and read (agents and people), docs/api.md §2."""
+"""Threads: create (agents), list and read (agents and people), docs/api.md, "Threads"."""
 
 from __future__ import annotations
 
@@ -52,9 +52,10 @@ def _model_default(name: str) -> Any:
 
 
 class ThreadSettingsFields(StrictInputSerializer):
-    """The settings a thread is created with and an admin may change later (docs/api.md §2.1,
-    §2.5): the budget, the watermarks and the summariser. The encoding is set once: the
-    stored events were counted in it."""
+    """The settings a thread is created with and an admin may change later (docs/api.md,
+    "Create — `POST /api/v1/threads/` (agents)" and "Settings — `PATCH /api/v1/threads/{id}/`"): the
+    budget, the watermarks and the summariser. The encoding is set once: the stored events were
+    counted in it."""
 
     context_window = StrictIntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
     reserved_output = StrictIntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
@@ -102,7 +103,8 @@ class ThreadListCreateApi(APIView):
         run_status = serializers.ChoiceField(
             choices=RUN_STATUSES,
             required=False,
-            help_text="only threads in this run status (docs/api.md §2.3)",
+            help_text="only threads in this run status "
+            '(docs/api.md, "Read — `GET /api/v1/threads/{id}/`")',
         )
         limit = QueryIntegerField(min_value=1, max_value=MAX_PAGE_SIZE, default=DEFAULT_PAGE_SIZE)
         # Bounded: an OFFSET past 64 bits fails in the database, not here.

@@ -1,4 +1,4 @@
-"""API rate limits (docs/api.md §1.4): requests per API key, and per person for session calls.
+"""API rate limits (docs/api.md, "Codes"): requests per API key, and per person for session calls.
 
 The rate is CTXADMIN_API_RATE ("1200/min"; 0 or empty: no limit), read per request so a test or
 a settings change takes effect without a restart. Counts live in Django's cache: with the

@@ -1,5 +1,6 @@
-"""A thread's tool definitions (docs/api.md §2.4): agents replace the set with PUT; agents and
-people read it with each tool's token count."""
+"""A thread's tool definitions (docs/api.md,
+"Tool definitions — `PUT` and `GET /api/v1/threads/{id}/tools/`"): agents replace the set with PUT;
+agents and people read it with each tool's token count."""
 
 from __future__ import annotations
 

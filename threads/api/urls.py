@@ -86,7 +86,7 @@ urlpatterns += [
     ),
 ]
 
-# Message search (docs/api.md §16).
+# Message search (docs/api.md, "Message search — `GET /api/v1/search/`").
 from threads.api import search  # noqa: E402
 
 urlpatterns += [path("search/", search.SearchApi.as_view(), name="search")]

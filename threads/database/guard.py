@@ -1,4 +1,4 @@
-"""The database refuses to update or delete events (docs/design.md §2).
+"""The database refuses to update or delete events (docs/event-log.md, "Event log").
 
 PostgreSQL: a trigger raises on UPDATE or DELETE of an event row (TRUNCATE, which only a
 table owner's maintenance runs, is not a row change). SQLite: triggers call the per-connection

@@ -1,4 +1,4 @@
-"""The message-search index, kept by the database itself (docs/design.md §17).
+"""The message-search index, kept by the database itself (docs/search.md, "Message search").
 
 What an event makes searchable is its *search text*: a message's content, a tool call's name and
 arguments, a tool result's result, an annotation's payload, an approval request's action, tool
@@ -17,8 +17,8 @@ only the rows that hold every word. The GIN's pending list is kept small
 (`gin_pending_list_limit = 256` kB): with the default 4 MB, a small log never flushed it, and
 an unflushed pending list holds one entry per word of each event, a few times the bytes of the
 merged index. A smaller list costs appends more, though: each flush merges fewer events' words
-at once (docs/benchmarks.md, "Message search": 141 µs per event at 4 MB, 177 at 256 kB, 224 at
-64 kB, 551 with fastupdate off, on a loaded machine); 256 kB is the compromise.
+at once (docs/benchmarks.md, "Message search — `bench/search.py`": 141 µs per event at 4 MB, 177 at
+256 kB, 224 at 64 kB, 551 with fastupdate off, on a loaded machine); 256 kB is the compromise.
 SQLite: an external-content FTS5 table `threads_event_search` (rowid = the event's id, text read
 through the view `threads_event_search_text`) filled by an AFTER INSERT trigger on the event
 table, which runs inside the inserting statement's transaction too. It keeps which events hold

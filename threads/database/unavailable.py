@@ -1,4 +1,4 @@
-"""A database that refuses writes for a while (docs/api.md §1.4 `database_unavailable`).
+"""A database that refuses writes for a while (docs/api.md, "Codes" `database_unavailable`).
 
 Two faults look alike to a caller and to a worker: SQLite whose write lock another process
 holds past the busy timeout (`database is locked`, an OperationalError), and PostgreSQL that is

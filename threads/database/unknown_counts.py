@@ -1,12 +1,13 @@
-"""Each thread's count of unknown side effects, kept by the database (docs/design.md §14.1).
+"""Each thread's count of unknown side effects, kept by the database (docs/scale.md,
+"What one database holds").
 
 `Thread.unknown_side_effects` is the number of the thread's side effects whose status is
 `unknown`. Triggers on the side-effect table keep it: every writer of side effects (the
 append's statements, a resolution, a status check, a fork, an import) moves it in its own
-statement's transaction without knowing, as the search index is kept (docs/design.md §17).
-Every such writer holds the thread's row lock already (docs/design.md §2), so the trigger's
-update of that row waits for no one. The thread list filters on it through a partial index
-instead of asking every thread whether one of its side effects is unknown.
+statement's transaction without knowing, as the search index is kept (docs/search.md,
+"Message search"). Every such writer holds the thread's row lock already (docs/event-log.md,
+"Event log"), so the trigger's update of that row waits for no one. The thread list filters on it
+through a partial index instead of asking every thread whether one of its side effects is unknown.
 
 On SQLite, Django remakes a table for most changes of it, and the copy has no triggers: a
 migration that changes the side-effect table must create SQLITE_SQL again (the tests of the

@@ -1,4 +1,5 @@
-"""Token budget and trimming of the working context (docs/design.md §4, docs/api.md §4).
+"""Token budget and trimming of the working context (docs/pipeline.md, "Budget and triggers",
+docs/api.md, "Working context — `GET /api/v1/threads/{id}/context/`").
 
 Per request the history may use `B = W − I − O − R − M` tokens. History `H` = tokens of the
 rendered summary + the stored `token_count` of every event after it that is kept. When `H`
@@ -94,7 +95,7 @@ def thread_budget(thread: Any, overrides: Mapping[str, Any] | None = None) -> Bu
 
     The fixed input I is the agent's own count when it gives one (the request's `fixed_tokens`,
     else the thread's when not 0); otherwise the tokens of the thread's tool definitions
-    (`tool_tokens`, docs/design.md §4.4)."""
+    (`tool_tokens`, docs/pipeline.md, "Tool definitions and repeated content")."""
     if isinstance(thread, Mapping):
         settings = {name: thread[field] for name, field in THREAD_BUDGET_FIELDS.items()}
         tool_tokens = thread.get("tool_tokens", 0)
@@ -300,9 +301,10 @@ def fold_target(
 def settings_problems(settings: Mapping[str, Any]) -> dict[str, str]:
     """What is wrong with a thread's settings as a whole (field name → why), empty when they
     hold: 0 < low_watermark < high_watermark ≤ 1, and a budget that leaves the context at
-    least one token (docs/api.md §2.1). `settings` maps every field of THREAD_BUDGET_FIELDS
-    and both watermarks (and `tool_tokens`, the fixed input when fixed_tokens is 0); a thread
-    being created and a thread whose settings change are held to the same rules."""
+    least one token (docs/api.md, "Create — `POST /api/v1/threads/` (agents)"). `settings` maps
+    every field of THREAD_BUDGET_FIELDS and both watermarks (and `tool_tokens`, the fixed input when
+    fixed_tokens is 0); a thread being created and a thread whose settings change are held to the
+    same rules."""
     problems: dict[str, str] = {}
     high, low = settings["high_watermark"], settings["low_watermark"]
     if not 0 < low < high <= 1:

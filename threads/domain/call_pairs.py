@@ -1,4 +1,6 @@
-"""Every call the model reads comes with exactly one result (docs/api.md §4, docs/design.md §7.4).
+"""Every call the model reads comes with exactly one result (docs/api.md,
+"Working context — `GET /api/v1/threads/{id}/context/`", docs/repairs.md,
+"How the ledger drives resume").
 
 The working context is what an agent hands its model, and chat APIs refuse a call without its
 result (or a result without its call). The log may hold both: a run that died inside a

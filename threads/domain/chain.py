@@ -1,4 +1,4 @@
-"""The hash chain over a thread's events (docs/design.md §2).
+"""The hash chain over a thread's events (docs/event-log.md, "Event log").
 
 h_0 = H("ctxadmin/v1/" + thread_uid); h_i = H(h_{i-1} ‖ canonical(e_i)), where H is SHA-256, or
 HMAC-SHA256 with the chain key when one is configured, so that a writer of the database without

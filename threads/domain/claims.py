@@ -1,4 +1,5 @@
-"""What a piece of summary text claims about the world, read conservatively (docs/design.md §5.4).
+"""What a piece of summary text claims about the world, read conservatively (docs/pipeline.md,
+"Verify").
 
 Verification cannot understand prose, so it does not try to: it looks for the few words that
 state an outcome (succeeded, paid, refunded, failed, approved, ...), the words that withdraw

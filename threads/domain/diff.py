@@ -1,4 +1,5 @@
-"""Comparing summaries with each other and with the events they came from (docs/design.md §9).
+"""Comparing summaries with each other and with the events they came from (docs/dashboard.md,
+"Dashboard").
 
 Entries of a section are matched by an identity that survives a re-fold (a fact by key and first
 source, a tool call by its call seq, ...); same identity with other content is "changed".

@@ -38,7 +38,7 @@ class NoOpenToolCall(DomainError):
 
 class InvalidRetraction(DomainError):
     """A retraction whose `retracts` names no retractable, not yet retracted, earlier event of
-    the thread (docs/api.md §3.1)."""
+    the thread (docs/api.md, "Append — `POST` (agents)")."""
 
     code = "invalid_retraction"
     status = 422

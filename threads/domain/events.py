@@ -1,4 +1,5 @@
-"""Validation and normal form of incoming events (docs/api.md §3).
+"""Validation and normal form of incoming events (docs/api.md,
+"Events — `/api/v1/threads/{id}/events/`").
 
 `normalize_event` turns one submitted JSON object into a `NewEvent`, or raises InvalidEvent
 naming every bad field. Pure: the service adds seq, binding, hash and token count.
@@ -295,8 +296,9 @@ def stored_form(
     metadata: dict[str, Any],
     data: dict[str, Any],
 ) -> dict[str, Any]:
-    """The event exactly as the chain and exports see it (docs/api.md §7.6).
-    `created_at` is a time, or its canonical text (format_time) when the caller has it."""
+    """The event exactly as the chain and exports see it (docs/api.md,
+    "Canonical forms and checksums"). `created_at` is a time, or its canonical text (format_time)
+    when the caller has it."""
     event: dict[str, Any] = {
         "seq": seq,
         "kind": kind,

@@ -1,5 +1,6 @@
-"""The one rule for a thread's external_id, for create and fork (docs/api.md §2.1), and for any
-other id that is a segment of a URL path (`segment_problem`).
+"""The one rule for a thread's external_id, for create and fork (docs/api.md,
+"Create — `POST /api/v1/threads/` (agents)"), and for any other id that is a segment of a URL path
+(`segment_problem`).
 
 `{id}` in every thread URL is one path segment, so an external_id must be one: no "/", and not
 "." or ".." (which clients and browsers resolve away as dot segments). A thread whose

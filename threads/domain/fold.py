@@ -1,4 +1,5 @@
-"""The structured fold (docs/design.md §5.2): previous summary content + events → new content.
+"""The structured fold (docs/pipeline.md, "Fold with a summariser backend"): previous summary
+content + events → new content.
 
 Deterministic and rolling: `fold_structured(previous=fold(1..c), events=(c, R])` gives the same
 content as folding `1..R` at once, for any split at closed-unit boundaries. The work depends only
@@ -107,7 +108,8 @@ SECTION_TITLES = {
 
 
 class _Facts:
-    """Active facts by key + superseded ones, with the rules of docs/design.md §5.2."""
+    """Active facts by key + superseded ones, with the rules of docs/pipeline.md,
+    "Fold with a summariser backend"."""
 
     def __init__(self, previous: Mapping[str, Any] | None, questions: list[dict[str, Any]]) -> None:
         self.active: dict[str, dict[str, Any]] = {}
@@ -212,9 +214,9 @@ def fold_structured(
 ) -> dict[str, Any]:
     """Fold `events` (seq in (previous covered_until, covered_until]) onto `previous`.
 
-    Returns summary content, schema_version 1 (docs/api.md §5.3), whose `covered` is
-    {"from_seq": previous from_seq (or covered_from), "to_seq": covered_until}. Pure and
-    deterministic; see the module docstring for the caps that keep it bounded.
+    Returns summary content, schema_version 1 (docs/api.md, "Summary content (schema_version 1)"),
+    whose `covered` is {"from_seq": previous from_seq (or covered_from), "to_seq": covered_until}.
+    Pure and deterministic; see the module docstring for the caps that keep it bounded.
     """
     prev = previous or {}
     counts: dict[str, int] = {
@@ -404,7 +406,7 @@ def world_state(previous: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """What of a summary's content is about the world rather than the conversation: its tool
     state and pending approvals (and where it starts). A fold that rebuilds the content from a
     reset starts from this, so that side effects and approvals made before the reset are not
-    forgotten (docs/design.md §5.2)."""
+    forgotten (docs/pipeline.md, "Fold with a summariser backend")."""
     if previous is None:
         return None
     return {

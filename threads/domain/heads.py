@@ -1,5 +1,6 @@
-"""Signed chain heads (docs/design.md §6.6): the line a publication writes for a thread, the bytes
-its Ed25519 signature covers, and what a published head says about the log as it is now.
+"""Signed chain heads (docs/repairs.md, "Published chain heads"): the line a publication writes for
+a thread, the bytes its Ed25519 signature covers, and what a published head says about the log as it
+is now.
 
 Pure: no Django, no files; the keys are `cryptography` objects handed in.
 """

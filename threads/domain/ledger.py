@@ -30,8 +30,8 @@ RESULT_STATUS = {
     "timeout": "unknown",
 }
 # The field the append adds to a second tool_result of a call that has one already: the seq of
-# the call's first result (docs/design.md §2.6). Such a result is kept and flagged; it never
-# moves the call's status.
+# the call's first result (docs/event-log.md, "Idempotency and binding"). Such a result is kept and
+# flagged; it never moves the call's status.
 DUPLICATE_OF = "duplicate_of"
 # A side effect is still open (pending) while its call has one of these statuses.
 OPEN_CALL_STATUSES = ("running", "unknown")

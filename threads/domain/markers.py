@@ -1,11 +1,12 @@
 """Retractions and resets: markers that take events out of the working context while the log
-stays append-only (docs/design.md §2.1, docs/api.md §4).
+stays append-only (docs/event-log.md, "Kinds", docs/api.md,
+"Working context — `GET /api/v1/threads/{id}/context/`").
 
 A `retraction` `{"retracts": seq}` takes the agent-visible item at `seq` out; a tool call and
 its result are one, so retracting either side takes the pair, and a resolution of that call,
 out with it. A `reset` takes out every earlier event. The markers themselves are never shown to
 a model. Nothing here touches side-effect truth: records, statuses and approvals follow the
-whole log (docs/design.md §1).
+whole log (docs/event-log.md, "Four kinds of state").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A thread's open problems: what is wrong and what a person does about it (docs/design.md §9,
+"""A thread's open problems: what is wrong and what a person does about it (docs/dashboard.md,
 "Problems and what to do").
 
 One ordering for the thread page's banner and the thread list's severity sort: PROBLEM_KINDS,

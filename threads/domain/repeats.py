@@ -1,5 +1,5 @@
 """Repeated content: events whose content repeats an earlier event's byte for byte
-(docs/design.md §4.4).
+(docs/pipeline.md, "Tool definitions and repeated content").
 
 An event's content is what the model reads of it again when it is repeated:
 

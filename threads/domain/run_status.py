@@ -1,5 +1,5 @@
-"""A thread's run status: what the thread waits for, if anything (docs/design.md §9, "Run
-status").
+"""A thread's run status: what the thread waits for, if anything (docs/dashboard.md,
+"Run status").
 
 The status is derived from the log and from the agent's reads, through the times the thread
 row keeps (threads.models.Thread: agent_appended_at, agent_read_at, agent_owed_at,
@@ -29,7 +29,7 @@ RUN_STATUSES: tuple[str, ...] = (WAITING_FOR_PERSON, STALLED, WAITING_FOR_AGENT,
 RUNNING_WINDOW = timedelta(seconds=60)
 # A side effect still `running` this long after its call is a held call: the tool has had its
 # time, and an agent that asks the ledger is held at it until a person resolves it
-# (docs/design.md §7.4).
+# (docs/repairs.md, "How the ledger drives resume").
 HELD_CALL_AFTER = RUNNING_WINDOW
 # An agent's read is written at most this often while nothing waits for it (a busy thread's
 # reads cost no write each); a read that picks something up is always written.

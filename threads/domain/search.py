@@ -1,5 +1,5 @@
-"""Message search, the pure part (docs/design.md §17): what a query's terms are, and a snippet
-as the plain and highlighted parts the page shows."""
+"""Message search, the pure part (docs/search.md, "Message search"): what a query's terms are, and a
+snippet as the plain and highlighted parts the page shows."""
 
 from __future__ import annotations
 

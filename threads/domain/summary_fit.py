@@ -1,4 +1,4 @@
-"""A summary that fits its thread's budget (docs/design.md §5.2).
+"""A summary that fits its thread's budget (docs/pipeline.md, "Fold with a summariser backend").
 
 The fold's caps bound a summary by entries, not tokens: fifty requests of two thousand
 characters each are some 25,000 tokens, more than a default thread's whole budget. A summary
@@ -44,7 +44,7 @@ NEWEST_KEPT = ("requests", "last_replies")
 
 def protected_seqs(events: Sequence[Mapping[str, Any]]) -> set[int]:
     """The folded events an entry citing must stay: side-effecting calls, constraints and
-    corrections (docs/design.md §5.4)."""
+    corrections (docs/pipeline.md, "Verify")."""
     return {
         int(e["seq"])
         for e in events

@@ -1,10 +1,10 @@
-"""The text the agent receives for a summary (docs/design.md §5.2): compact, sectioned,
-deterministic; and the one rendering of a summary entry as text (`entry_text`), which the
-dashboard shows too, so that a person reads each entry as the agent does.
+"""The text the agent receives for a summary (docs/pipeline.md, "Fold with a summariser backend"):
+compact, sectioned, deterministic; and the one rendering of a summary entry as text (`entry_text`),
+which the dashboard shows too, so that a person reads each entry as the agent does.
 
 Same content, same text, byte for byte: its token count is what the budget counts. Citations are
 written `[#seq]`. Empty sections are left out, and so is the narrative: free text that
-verification cannot check is not given to the agent (docs/design.md §5.4).
+verification cannot check is not given to the agent (docs/pipeline.md, "Verify").
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def render_summary(content: Mapping[str, Any]) -> str:
     )
     # The narrative (the llm backend's free text) is never part of the agent's text: prose
     # cannot be checked as the sections are, so it is shown to people only, marked unverified
-    # (docs/design.md §5.4).
+    # (docs/pipeline.md, "Verify").
     omitted = {k: v for k, v in sorted(counts.items()) if k.endswith("_dropped") and v}
     if omitted:
         out += _section(

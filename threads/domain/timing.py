@@ -1,4 +1,4 @@
-"""The timeline's time axis (docs/design.md, "The time axis"): how long a tool call took, how
+"""The timeline's time axis (docs/dashboard.md, "The time axis"): how long a tool call took, how
 long it has been running, and the gaps between events worth a mark.
 
 A duration is the time from a call to its first result. A result whose status is `timeout`

@@ -1,4 +1,5 @@
-"""A thread's tool definitions: validation, naming and token counts (docs/design.md §4.4).
+"""A thread's tool definitions: validation, naming and token counts (docs/pipeline.md,
+"Tool definitions and repeated content").
 
 Agents send tool definitions in the shapes the providers take them:
 

@@ -1,4 +1,4 @@
-"""Interaction units (docs/design.md §3): the atoms of trimming and folding.
+"""Interaction units (docs/event-log.md, "Interaction units"): the atoms of trimming and folding.
 
 A unit starts at a user message and holds everything the agent did in answer to it, up to the
 next user message. Events before the first user message (system prompt, setup) form a leading

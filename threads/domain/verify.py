@@ -1,4 +1,4 @@
-"""Verification of a candidate summary before it may become head (docs/design.md §5.4).
+"""Verification of a candidate summary before it may become head (docs/pipeline.md, "Verify").
 
 Every check is code with a name; a failed check's detail names the offending entry or seq.
 Checks never raise on malformed input: a broken shape fails `schema` and the other checks look
@@ -284,7 +284,7 @@ def check_side_effects_cited(
     candidate: Mapping[str, Any], events: Sequence[Mapping[str, Any]]
 ) -> Check:
     """Retracted or before a reset, a side-effecting call is still cited: tool state reports
-    what the tool did, whatever the agent sees (docs/design.md §5.4)."""
+    what the tool did, whatever the agent sees (docs/pipeline.md, "Verify")."""
     cited = _cited_seqs(candidate)
     problems = [
         f"side-effecting call #{e['seq']} {e.get('tool_name')}#{e.get('tool_call_id')} "
@@ -515,7 +515,7 @@ def verify_candidate(
     return Verification(ok=all(c.ok for c in checks), checks=checks)
 
 
-# --- claims against the ledger (docs/design.md §5.4) -------------------------------------------
+# --- claims against the ledger (docs/pipeline.md, "Verify") ---------------------------------------
 
 
 @dataclass

@@ -1,12 +1,12 @@
 """Chain keys and a thread's genesis hash: what every chain walk and checksum starts from.
 
-Keys have ids (docs/design.md §2.3). `CTXADMIN_CHAIN_KEYS` ("id1:key1,id2:key2", the first is
-current) lists every key that may verify a chain; `CTXADMIN_CHAIN_KEY` is a single key with the
-id `k0`. A thread records the id of the key its chain was started with (`chain_key_id`) and
-is chained, checksummed and verified with that key for its whole life: a chain never changes
-key, because that would mean re-hashing an append-only log. The empty id is every thread made
-before keys had ids: it means `k0` when one is configured, plain SHA-256 otherwise — exactly
-what such a chain was hashed with.
+Keys have ids (docs/event-log.md, "Hash chain and canonical JSON"). `CTXADMIN_CHAIN_KEYS`
+("id1:key1,id2:key2", the first is current) lists every key that may verify a chain;
+`CTXADMIN_CHAIN_KEY` is a single key with the id `k0`. A thread records the id of the key its chain
+was started with (`chain_key_id`) and is chained, checksummed and verified with that key for its
+whole life: a chain never changes key, because that would mean re-hashing an append-only log. The
+empty id is every thread made before keys had ids: it means `k0` when one is configured, plain
+SHA-256 otherwise — exactly what such a chain was hashed with.
 
 Below services and selectors, so that both (and the management commands) reach one
 definition.

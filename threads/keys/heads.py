@@ -1,5 +1,5 @@
 """The Ed25519 key that signs published chain heads, and the public keys that verify them
-(docs/design.md §6.6).
+(docs/repairs.md, "Published chain heads").
 
 Below services and selectors, like threads/keys/chain.py: the publisher signs with the private
 key, every verify reads the public ones. `CTXADMIN_HEADS_SIGNING_KEY` names a PEM file; when it

@@ -1,7 +1,7 @@
-"""The message-search index (docs/design.md §17): PostgreSQL's stored tsvector column and its GIN
-index, SQLite's FTS5 table and its triggers, in the shape of the day (threads/migrations/
-_search_0013.py; 0016_search_compact makes them smaller). Existing events are indexed here,
-once."""
+"""The message-search index (docs/search.md, "Message search"): PostgreSQL's stored tsvector column
+and its GIN index, SQLite's FTS5 table and its triggers, in the shape of the day
+(threads/migrations/ _search_0013.py; 0016_search_compact makes them smaller). Existing events are
+indexed here, once."""
 
 from django.db import migrations
 

@@ -1,4 +1,5 @@
-"""The message-search index made smaller and cheaper to append to (docs/design.md §17).
+"""The message-search index made smaller and cheaper to append to (docs/search.md,
+"Message search").
 
 PostgreSQL: the stored `search_vector` column goes (dropping a column rewrites no row) and the
 GIN index is rebuilt over the expression itself, with a small pending list. SQLite: the FTS5

@@ -1,4 +1,4 @@
-"""The thread list read off its indexes (docs/design.md §14.1).
+"""The thread list read off its indexes (docs/scale.md, "What one database holds").
 
 Both databases: the default order's index gains the thread's key, so a page of the list is
 read off `(workspace, updated_at DESC, id)` in order and its count by an index-only scan. Each

@@ -1,5 +1,5 @@
-"""The timeline finds the retractions after a page by a partial index of them (docs/design.md
-§14.1), instead of reading every event of the thread after the page."""
+"""The timeline finds the retractions after a page by a partial index of them (docs/scale.md,
+"What one database holds"), instead of reading every event of the thread after the page."""
 
 from django.db import migrations, models
 from django.db.models import Q

@@ -1,4 +1,5 @@
-"""The event table's indexes hold only what a read probes (docs/design.md §14.1).
+"""The event table's indexes hold only what a read probes (docs/scale.md,
+"What one database holds").
 
 - `(thread, tool_call_id, seq)` becomes partial, over the events with a tool call id: the
   messages between calls and results, about half of a log, never are looked up by one.

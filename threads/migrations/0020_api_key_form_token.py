@@ -1,6 +1,6 @@
 """A key remembers the one-time token of the dashboard form that issued it, unique among the
-keys that have one: a form sent twice, even at the same instant, issues one key (docs/api.md
-§9). Keys issued before, or otherwise, have none ("")."""
+keys that have one: a form sent twice, even at the same instant, issues one key (docs/api.md,
+"Dashboard URLs"). Keys issued before, or otherwise, have none ("")."""
 
 from django.db import migrations, models
 

@@ -1,6 +1,6 @@
 """A LangGraph task's writes that come before their checkpoint is stored keep its interrupts
 until that checkpoint's put, which opens their approval requests after its messages
-(docs/design.md §15)."""
+(docs/langgraph.md, "Agent frameworks")."""
 
 from django.db import migrations, models
 

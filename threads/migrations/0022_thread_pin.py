@@ -1,5 +1,5 @@
 """A thread can be pinned by a rollback: folds pause until someone releases it, and the
-thread records who pinned it, when and why (docs/design.md §6.3).
+thread records who pinned it, when and why (docs/repairs.md, "Rollback").
 
 SQLite adds a column with a default by remaking the thread table (a copy, then a rename),
 which its side-effect triggers (threads/database/unknown_counts.py) name: they are dropped before and

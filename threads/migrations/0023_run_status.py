@@ -1,4 +1,4 @@
-"""Run status (docs/design.md §9, "Run status"): the thread row keeps when its agent last
+"""Run status (docs/dashboard.md, "Run status"): the thread row keeps when its agent last
 appended and read, and what a person changed that the agent has not picked up yet; a workspace
 says after how long a thread waiting for its agent is stalled.
 

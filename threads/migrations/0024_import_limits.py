@@ -1,5 +1,5 @@
 """Imports: the workspace switch for agents' imports, the cancelled state and an import's cancel
-request (docs/api.md, Imports)."""
+request (docs/api.md, "Imports — `/api/v1/imports/`")."""
 
 
 from django.conf import settings

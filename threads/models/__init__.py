@@ -1,5 +1,5 @@
-"""ctxadmin's data and its invariants (docs/design.md §1), one module per subject. No logic here:
-writes live in services/.
+"""ctxadmin's data and its invariants (docs/event-log.md, "Four kinds of state"), one module per
+subject. No logic here: writes live in services/.
 
 Four kinds of state are kept apart: the append-only event log (Event), summaries (SummaryVersion,
 never edited; a new version supersedes), checkpoints (references and hashes, never edited, may be

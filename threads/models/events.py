@@ -1,4 +1,4 @@
-"""The append-only, hash-chained event log (docs/design.md §2)."""
+"""The append-only, hash-chained event log (docs/event-log.md, "Event log")."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ class EventKind(models.TextChoices):
 
 # The events the (thread, tool_call_id, seq) index holds: those with a tool call id (calls,
 # results, resolutions), not the messages between them, about half of a log. A query reaches
-# the partial index only if its WHERE holds this condition as written (docs/design.md §14.1).
+# the partial index only if its WHERE holds this condition as written (docs/scale.md,
+# "What one database holds").
 TOOL_CALL_INDEXED = ~Q(tool_call_id="")
 TOOL_CALL_INDEXED_SQL = "NOT (tool_call_id = '')"
 

@@ -41,8 +41,8 @@ class SideEffect(models.Model):
             ),
             # One per call; also the index a result's status update finds its row by.
             models.UniqueConstraint(fields=["thread", "call_seq"], name="side_effect_call_unique"),
-            # One per idempotency key of a thread (docs/design.md §7.1). The append path's
-            # NOT EXISTS guard keeps to it; this makes any other writer keep to it too.
+            # One per idempotency key of a thread (docs/repairs.md, "Side effects"). The append
+            # path's NOT EXISTS guard keeps to it; this makes any other writer keep to it too.
             models.UniqueConstraint(
                 fields=["thread", "idempotency_key"],
                 condition=~Q(idempotency_key=""),
@@ -56,7 +56,8 @@ class SideEffect(models.Model):
 
 
 class ToolStatusCheck(models.Model):
-    """Where to ask a tool's own system whether a side effect happened (docs/design.md §7)."""
+    """Where to ask a tool's own system whether a side effect happened (docs/repairs.md,
+    "Side effects and approvals")."""
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="status_checks")
     tool_name = models.CharField(max_length=200)

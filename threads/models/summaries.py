@@ -63,7 +63,8 @@ class SummaryVersion(models.Model):
 
 
 class Checkpoint(models.Model):
-    """A restorable point: references and hashes, never copies (docs/design.md §6)."""
+    """A restorable point: references and hashes, never copies (docs/repairs.md,
+    "Checkpoints, rollback, fork")."""
 
     thread = models.ForeignKey(Thread, on_delete=models.PROTECT, related_name="checkpoints")
     summary_version = models.ForeignKey(

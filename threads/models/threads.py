@@ -28,14 +28,15 @@ class Thread(models.Model):
     status = models.CharField(
         max_length=16, choices=ThreadStatus.choices, default=ThreadStatus.ACTIVE
     )
-    # Budget settings (docs/design.md §4): B = W − I − O − R − M.
+    # Budget settings (docs/pipeline.md, "Budget and triggers"): B = W − I − O − R − M.
     context_window = models.PositiveIntegerField(default=16000)
     reserved_output = models.PositiveIntegerField(default=2000)
     reasoning_reserve = models.PositiveIntegerField(default=0)
     safety_margin = models.PositiveIntegerField(default=500)
     fixed_tokens = models.PositiveIntegerField(default=0)
     # Tokens of the thread's tool definitions (ThreadTool), written with them under the row
-    # lock; the fixed input when fixed_tokens is 0 (docs/design.md §4.4).
+    # lock; the fixed input when fixed_tokens is 0 (docs/pipeline.md,
+    # "Tool definitions and repeated content").
     tool_tokens = models.PositiveIntegerField(default=0)
     encoding = models.CharField(max_length=32, default="cl100k_base")
     high_watermark = models.FloatField(default=0.8)
@@ -68,12 +69,12 @@ class Thread(models.Model):
     # When a check last walked the whole chain from genesis (the sweep does so for every thread
     # within CTXADMIN_FULL_VERIFY_PERIOD): only such a walk sees an edit below verified_until.
     fully_verified_at = models.DateTimeField(null=True, blank=True)
-    # A pin (docs/design.md §6.3): set by a rollback that asks for it, cleared by a release.
+    # A pin (docs/repairs.md, "Rollback"): set by a rollback that asks for it, cleared by a release.
     # While pinned_at is set no fold starts or commits, so the restored summary stays the head.
     pinned_at = models.DateTimeField(null=True, blank=True)
     pinned_by = models.CharField(max_length=200, blank=True, default="")  # the admin's name
     pin_reason = models.TextField(blank=True, default="")
-    # Run status (docs/design.md §9, "Run status"), kept so the list filters it in SQL:
+    # Run status (docs/dashboard.md, "Run status"), kept so the list filters it in SQL:
     # - agent_appended_at: when the agent last appended (moved with last_seq; the events
     #   ctxadmin writes itself, decisions and resolutions, leave it);
     # - agent_read_at: when the agent last read its context, approvals or its saved graph state
@@ -118,7 +119,8 @@ class Thread(models.Model):
         ]
         indexes = [
             # The thread list's default order, the key last so that a page is read off the
-            # index in order (selectors.threads.threads_in; docs/design.md §14.1).
+            # index in order (selectors.threads.threads_in; docs/scale.md,
+            # "What one database holds").
             models.Index(fields=["workspace", "-updated_at", "id"], name="thread_list_order"),
             # The same order, of the threads with an unknown side effect: the list's filter.
             models.Index(
@@ -140,8 +142,9 @@ class Thread(models.Model):
 
 
 class ThreadTool(models.Model):
-    """One of a thread's tool definitions, as the agent sent it (docs/design.md §4.4). The set
-    is replaced whole; `position` is its place in the list sent."""
+    """One of a thread's tool definitions, as the agent sent it (docs/pipeline.md,
+    "Tool definitions and repeated content"). The set is replaced whole; `position` is its place in
+    the list sent."""
 
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="tools")
     position = models.PositiveIntegerField()

@@ -1,4 +1,4 @@
-"""Workspaces, their people and their agents' API keys (docs/design.md §8)."""
+"""Workspaces, their people and their agents' API keys (docs/access.md, "People and access")."""
 
 from __future__ import annotations
 
@@ -18,12 +18,13 @@ ROLE_RANK = {Role.OPERATOR: 1, Role.REVIEWER: 2, Role.ADMIN: 3}
 
 class Workspace(models.Model):
     name = models.CharField(max_length=100, unique=True)
-    # Run status (docs/design.md §9, "Run status"): a thread that waits for its agent longer
+    # Run status (docs/dashboard.md, "Run status"): a thread that waits for its agent longer
     # than this is `stalled`.
     stall_after_seconds = models.PositiveIntegerField(default=15 * 60)
     created_at = models.DateTimeField(auto_now_add=True)
     # Whether the workspace's agent keys may upload trace imports (people with the admin role
-    # always may): an import is heavy work, so it is opted into (docs/api.md, Imports).
+    # always may): an import is heavy work, so it is opted into (docs/api.md,
+    # "Imports — `/api/v1/imports/`").
     agents_may_import = models.BooleanField(default=False)
 
     def __str__(self) -> str:

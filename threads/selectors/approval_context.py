@@ -1,4 +1,4 @@
-"""What bears on an approval request (docs/design.md §7.3): the side effects related to the
+"""What bears on an approval request (docs/repairs.md, "Approvals"): the side effects related to the
 action asked about, the last messages before the request and the thread's active constraints.
 
 One definition for the API's approval answer, the dashboard's approvals queue and the thread

@@ -21,8 +21,8 @@ __all__ = ["CONTEXT_OVERRIDES", "working_context"]
 
 
 def working_context(*, thread: Thread, overrides: dict[str, Any]) -> dict[str, Any]:
-    """The working context (docs/api.md §4): the head summary ⊕ the events after it, trimmed to
-    budget.
+    """The working context (docs/api.md, "Working context — `GET /api/v1/threads/{id}/context/`"):
+    the head summary ⊕ the events after it, trimmed to budget.
 
     One consistent snapshot without a transaction (on SQLite every transaction is IMMEDIATE,
     which would make a read take the write lock):
@@ -38,7 +38,8 @@ def working_context(*, thread: Thread, overrides: dict[str, Any]) -> dict[str, A
     neither is listed in `unanswered_calls`.
     Reads only events after covered_until, with their stored token counts: two queries
     whatever the length of the thread. A reset after covered_until leaves the summary out
-    (`summary` null, `reset_at` its seq; docs/api.md §4).
+    (`summary` null, `reset_at` its seq; docs/api.md,
+    "Working context — `GET /api/v1/threads/{id}/context/`").
     """
     head = (
         Thread.objects.filter(pk=thread.pk)
@@ -89,11 +90,13 @@ def working_context(*, thread: Thread, overrides: dict[str, Any]) -> dict[str, A
     )
     sections = plan.sections
     if head["tool_tokens"]:
-        # The tool definitions' tokens (docs/design.md §4.4): inside `fixed` unless the agent
-        # gave fixed_tokens itself. Only a thread with tools has the section.
+        # The tool definitions' tokens (docs/pipeline.md, "Tool definitions and repeated content"):
+        # inside `fixed` unless the agent gave fixed_tokens itself. Only a thread with tools has the
+        # section.
         sections = {**sections, "tools": head["tool_tokens"]}
     # What a model may read: each call with exactly one result (a resolution standing for a
-    # missing one, a second result left out); calls with neither are named (docs/api.md §4).
+    # missing one, a second result left out); calls with neither are named (docs/api.md,
+    # "Working context — `GET /api/v1/threads/{id}/context/`").
     paired = pair_calls(plan.events)
     return {
         "summary": None if plan.reset_at is not None else summary,

@@ -64,14 +64,14 @@ def closing_events_for_calls(
         .order_by()
     )
     # Sorted here: asked for the order, SQLite without table statistics walks the thread's
-    # (thread, seq) index instead of probing the ids (docs/design.md §14.1).
+    # (thread, seq) index instead of probing the ids (docs/scale.md, "What one database holds").
     return sorted(rows)
 
 
 @dataclass
 class CallClosings:
     """What closes a page's tool calls: call seq -> the seqs of its results and resolutions,
-    and call seq -> its timing (docs/design.md, "The time axis")."""
+    and call seq -> its timing (docs/dashboard.md, "The time axis")."""
 
     closing: dict[int, list[int]] = field(default_factory=dict)
     timings: dict[int, CallTiming] = field(default_factory=dict)
@@ -97,7 +97,7 @@ def call_closings(
     found = CallClosings()
     first_result: dict[int, tuple[int, datetime, str]] = {}
     resolved: set[int] = set()
-    # Sorted here, as closing_events_for_calls does (docs/design.md §14.1).
+    # Sorted here, as closing_events_for_calls does (docs/scale.md, "What one database holds").
     for seq, kind, call_seq, created_at, status in sorted(rows.order_by()):
         if call_seq not in by_seq:
             continue

@@ -142,8 +142,9 @@ def checkpoint_checksum(checkpoint: Checkpoint) -> str:
 
 
 def summary_checksum(version: SummaryVersion, thread: Thread | None = None) -> str:
-    """docs/api.md §7.6: checksum of {schema_version, thread, covered_from, covered_until,
-    chain_hash, summary}, with the thread's key (`thread` when the caller holds it)."""
+    """docs/api.md, "Canonical forms and checksums": checksum of {schema_version, thread,
+    covered_from, covered_until, chain_hash, summary}, with the thread's key (`thread` when the
+    caller holds it)."""
     return chain.checksum(
         {
             "schema_version": version.content.get("schema_version", 1),
@@ -166,7 +167,8 @@ def chain_hash_at(thread: Thread, seq: int) -> str | None:
 
 def checkpoint_is_safe(checkpoint: Checkpoint) -> tuple[bool, str]:
     """Safe = its checksum recomputes, the chain up to its cursor verifies, and its summary
-    passed verification (docs/design.md §6). Returns (safe, reason when not)."""
+    passed verification (docs/repairs.md, "Checkpoints, rollback, fork"). Returns (safe, reason when
+    not)."""
     return _checkpoint_safety(
         checkpoint, lambda: chain_hash_at(checkpoint.thread, checkpoint.cursor)
     )
@@ -335,8 +337,9 @@ def threads_due_full_verify(*, now: datetime, period: timedelta, interval: timed
 
 def integrity_verdict(*, thread: Thread, read_until: int) -> dict[str, Any]:
     """The chain verdict a resume path answers beside what it read (the working context, a
-    checkpointer's restore; docs/api.md §4 and §14.3): the verdict the last integrity check
-    recorded on the thread, and whether this read reaches past its break.
+    checkpointer's restore; docs/api.md, "Working context — `GET /api/v1/threads/{id}/context/`" and
+    "Read — `GET /api/v1/threads/{id}/langgraph/checkpoints/{checkpoint_id}/`"): the verdict the
+    last integrity check recorded on the thread, and whether this read reaches past its break.
 
     No chain is walked here: a read stays one row's worth of work, and an edit is found by the
     sweep or a requested verify, after which every read says so. `verified_at` is null while no
@@ -354,8 +357,10 @@ def integrity_verdict(*, thread: Thread, read_until: int) -> dict[str, Any]:
 
 
 def thread_integrity(*, thread: Thread) -> dict[str, Any]:
-    """The integrity answer (docs/api.md §7.2), from the verdict the last check recorded on the
-    thread, as plain JSON values: the API answers it and the verify task stores it as its result.
+    """The integrity answer (docs/api.md,
+    "Integrity — `POST /api/v1/threads/{id}/verify/`, `GET /api/v1/threads/{id}/integrity/`"), from
+    the verdict the last check recorded on the thread, as plain JSON values: the API answers it and
+    the verify task stores it as its result.
 
     `last_safe_checkpoint` is the checkpoint a rollback can use: the highest cursor that is
     still safe (its checksum recomputes and the chain up to its cursor verifies).
@@ -423,7 +428,8 @@ def stored_hashes(*, thread_id: Any, seqs: Iterable[int]) -> dict[int, str]:
 
 def second_results_for_member(*, user: Any) -> QuerySet[Event]:
     """Tool results stored for a call that already had one (flagged DUPLICATE_OF by the
-    append, docs/design.md §2.6), newest first: a contradiction a person should look at."""
+    append, docs/event-log.md, "Idempotency and binding"), newest first: a contradiction a person
+    should look at."""
     return (
         Event.objects.filter(
             TOOL_CALL_INDEXED,

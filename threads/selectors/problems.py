@@ -1,5 +1,5 @@
 """A thread's open problems, each with the link that acts on it: the thread page's banner and
-the timeline's badges read them here (docs/design.md §9, "Problems and what to do").
+the timeline's badges read them here (docs/dashboard.md, "Problems and what to do").
 
 The flags are the thread list's own (threads.selectors.threads._thread_flags): the banner and
 the Problems column never disagree on whether a thread has a problem.

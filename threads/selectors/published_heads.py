@@ -1,5 +1,6 @@
-"""Reading the published chain heads (docs/design.md §6.6): the `heads-YYYY-MM-DD.jsonl` files
-in CTXADMIN_HEADS_DIR, outside the database. No database here: a read of files.
+"""Reading the published chain heads (docs/repairs.md, "Published chain heads"): the
+`heads-YYYY-MM-DD.jsonl` files in CTXADMIN_HEADS_DIR, outside the database. No database here: a read
+of files.
 
 Every line's Ed25519 signature is checked with the key it names (threads/keys/heads.py); a line
 that does not verify is kept as a problem for its thread (someone edited the file), never as

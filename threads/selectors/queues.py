@@ -89,7 +89,7 @@ def side_effect_rows(effects: QuerySet[SideEffect] | list[SideEffect]) -> list[d
             .order_by()
         )
         # In seq order, sorted here: asked for it, SQLite without table statistics walks an
-        # index of seqs instead of probing the ids (docs/design.md §14.1).
+        # index of seqs instead of probing the ids (docs/scale.md, "What one database holds").
         for thread_id, seq, created_at, kind, call_seq, status, evidence, actor in sorted(
             rows, key=lambda row: row[1]
         ):

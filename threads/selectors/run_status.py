@@ -1,4 +1,4 @@
-"""What a thread's agent has to pick up (docs/design.md §9, "Run status"): the decisions,
+"""What a thread's agent has to pick up (docs/dashboard.md, "Run status"): the decisions,
 resolutions and rollbacks made since it last picked one up, for the thread header's run-status
 chip and the stalled problem."""
 

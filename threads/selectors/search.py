@@ -1,5 +1,5 @@
-"""Message search over the index of threads/database/search_index.py (docs/design.md §17): one
-selector for the API and the dashboard.
+"""Message search over the index of threads/database/search_index.py (docs/search.md,
+"Message search"): one selector for the API and the dashboard.
 
 A hit is an event whose search text holds every term of the query: its whitespace-separated
 parts, each a word or a phrase of words (`lookup_order`), whole words, any case; on PostgreSQL
@@ -115,8 +115,8 @@ def _pg_query(terms: list[str]) -> str:
     return " && ".join([f"phraseto_tsquery('{PG_CONFIG}', %s)"] * len(terms))
 
 
-# The newest events are searched first (docs/design.md §17), a window of RECENT_WINDOW keys,
-# then further windows while the hits found so far say they are cheaper than reading every
+# The newest events are searched first (docs/search.md, "Message search"), a window of RECENT_WINDOW
+# keys, then further windows while the hits found so far say they are cheaper than reading every
 # match from the GIN index (a key of window costs about 1/FETCH_VS_WALK of a match fetched). At
 # most RARE_CAP matches are read from the index; beyond that (a word rare lately but common long
 # ago), the rest of the log is one last window.

@@ -2,9 +2,9 @@
 
 Django's own cursors quote every value into the SQL text in Python, and its querysets are
 compiled again on every request; on the hot paths (the event append, a checkpointer's put and
-restore) both cost more CPU than the database's own work (docs/benchmarks.md, "LangGraph
-storage"). Those paths build their SQL once per process and send it here; SQLite (tests,
-in-process, no round trips) keeps the ORM.
+restore) both cost more CPU than the database's own work (docs/benchmarks.md,
+"LangGraph storage — `bench/storage.py`"). Those paths build their SQL once per process and send it
+here; SQLite (tests, in-process, no round trips) keeps the ORM.
 """
 
 from __future__ import annotations

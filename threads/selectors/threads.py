@@ -100,7 +100,7 @@ def thread_get_for_member(*, user: Any, id: str, workspace_id: int | None = None
     workspace (two workspaces may both hold "order-1"), so it resolves in the person's current
     workspace, `workspace_id` (the one chosen in the dashboard's switcher); with no choice (or a
     stale one), in the first of their workspaces by name that holds it. Never in whichever row
-    happens to sort first (docs/design.md §8).
+    happens to sort first (docs/access.md, "People and access").
     """
     if not text_storable(id):
         raise NotFound("thread not found")
@@ -217,15 +217,15 @@ def threads_in(
     agent's one, or a person's), filtered and sorted, each with its problem flags.
 
     - q: external_id or title contains (any case); with `content`, or an event of the thread
-      holds q's words (message search, docs/design.md §17);
+      holds q's words (message search, docs/search.md, "Message search");
     - status: the thread's status;
     - unknown / pending: has (True) or has not (False) an unknown side effect / a pending
       approval; None does not filter;
     - failed: verification failed — the latest decided summary version was rejected, or the
       chain is broken;
     - over_budget: history above the high watermark;
-    - run_status: one of threads.domain.run_status.RUN_STATUSES (docs/design.md §9, "Run
-      status"), computed in SQL from the thread row's marks;
+    - run_status: one of threads.domain.run_status.RUN_STATUSES (docs/dashboard.md,
+      "Run status"), computed in SQL from the thread row's marks;
     - sort: a THREAD_SORTS key, "-" first for descending; most recently active first by
       default; "-severity": the most severe problems first (threads.domain.problems), the
       most recently active first among equals.
@@ -235,7 +235,7 @@ def threads_in(
     The workspaces go into the query as values, not as a subquery of the person's
     memberships: with one workspace the planner then reads a page of the default order off the
     (workspace, updated_at, id) index and stops there; with a subquery it sorted every thread
-    of the workspace (docs/design.md §14.1).
+    of the workspace (docs/scale.md, "What one database holds").
     """
     workspace_ids = workspace_keys(workspace_ids)
     threads = _thread_flags(
@@ -368,7 +368,7 @@ def _problem_flags(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
 
 
 def _with_run_status(queryset: QuerySet[Thread], now: datetime | None = None) -> QuerySet[Thread]:
-    """The run status (docs/design.md §9, "Run status"; threads.domain.run_status), from the
+    """The run status (docs/dashboard.md, "Run status"; threads.domain.run_status), from the
     thread row's marks and the problem flags, first that holds:
 
     - waiting_for_person: an unknown side effect, a decidable pending approval, or a held

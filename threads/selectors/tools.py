@@ -1,5 +1,5 @@
 """Reads for a thread's tool definitions and for the content its events repeat
-(docs/design.md §4.4)."""
+(docs/pipeline.md, "Tool definitions and repeated content")."""
 
 from __future__ import annotations
 

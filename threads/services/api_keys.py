@@ -1,7 +1,7 @@
-"""Agents' API keys managed by a workspace's admins from the dashboard (docs/design.md §8):
-issue (the secret is returned once and only its hash is stored), revoke, set an expiry. Each
-writes its audit entry in the same transaction. The agent's request is refused the moment a
-key is revoked or past its expiry: the authentication lookup reads both on every request
+"""Agents' API keys managed by a workspace's admins from the dashboard (docs/access.md,
+"People and access"): issue (the secret is returned once and only its hash is stored), revoke, set
+an expiry. Each writes its audit entry in the same transaction. The agent's request is refused the
+moment a key is revoked or past its expiry: the authentication lookup reads both on every request
 (threads.selectors.api_key_get_active)."""
 
 from __future__ import annotations

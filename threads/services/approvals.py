@@ -1,4 +1,4 @@
-"""Deciding approval requests (docs/design.md §7).
+"""Deciding approval requests (docs/repairs.md, "Side effects and approvals").
 
 An agent posts an `approval_request`; a reviewer approves or rejects it with a reason; the
 decision is an `approval_decision` event the agent reads back. A request is decided exactly
@@ -36,7 +36,7 @@ class ApprovalExpired(Conflict):
 
 class RelatedSideEffectUnknown(Conflict):
     """Approving beside a related side effect whose outcome is `unknown` or `running`,
-    without the reviewer acknowledging it (docs/design.md §7.3)."""
+    without the reviewer acknowledging it (docs/repairs.md, "Approvals")."""
 
     code = "related_side_effect_unknown"
 

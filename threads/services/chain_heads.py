@@ -1,4 +1,4 @@
-"""Publishing signed chain heads outside the database (docs/design.md §6.6).
+"""Publishing signed chain heads outside the database (docs/repairs.md, "Published chain heads").
 
 Each publication appends, to the day's `heads-YYYY-MM-DD.jsonl` in CTXADMIN_HEADS_DIR, one
 Ed25519-signed line per thread whose head moved since its last publication. A line is never

@@ -1,4 +1,5 @@
-"""Checkpoints (docs/design.md §6): writing them, and trusting them before a restore.
+"""Checkpoints (docs/repairs.md, "Checkpoints, rollback, fork"): writing them, and trusting them
+before a restore.
 
 A checkpoint stores references and hashes, never copies: the summary version it stands on, the
 cursor (events 1..cursor), the chain hash at the cursor, the summary's checksum and the work

@@ -1,5 +1,5 @@
-"""Writing an append's rows (docs/design.md §2): the new events, the thread's head, and the
-side-effect and approval rows that point at new events, in as few round trips as the database
+"""Writing an append's rows (docs/event-log.md, "Event log"): the new events, the thread's head, and
+the side-effect and approval rows that point at new events, in as few round trips as the database
 allows.
 
 PostgreSQL: a large batch streams with COPY, a small one goes as one prepared, pipelined INSERT;
@@ -328,8 +328,8 @@ def side_effect_and_approval_statements(
             )
     statements = []
     if new_effects:
-        # One record per idempotency key of the thread (docs/design.md §7.1): a later call
-        # with a recorded key is a retry, kept in the log but adding no record. The rows are
+        # One record per idempotency key of the thread (docs/repairs.md, "Side effects"): a later
+        # call with a recorded key is a retry, kept in the log but adding no record. The rows are
         # written under the thread's lock, so NOT EXISTS sees every earlier call's record.
         statements.append(
             _insert_referring_to_events(
@@ -352,7 +352,7 @@ def side_effect_and_approval_statements(
         statements.append(
             (
                 # A resolution recorded while the call ran overrides its result
-                # (docs/design.md §7.1):
+                # (docs/repairs.md, "Side effects"):
                 # only a running record takes the result's status.
                 f"UPDATE {table} SET status = CASE WHEN status = %s THEN %s ELSE status END, "
                 "result_seq = %s, request_id = %s, updated_at = %s "

@@ -25,7 +25,7 @@ def event_token_counts(
     """Tokens of each event as a model reads it, from one call into tiktoken. Each event is
     (its stored form, or kind and fields; the canonical texts of its fields when known, see
     render_event). A retraction or a reset counts 0: markers are never shown to a model
-    (docs/design.md §2.5)."""
+    (docs/event-log.md, "Token counts")."""
     texts = [render_event(event, known) for event, known in events]
     counts = tokens.count_texts(texts, encoding)
     return [

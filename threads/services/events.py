@@ -1,4 +1,4 @@
-"""Appending to a thread's event log (docs/design.md §2).
+"""Appending to a thread's event log (docs/event-log.md, "Event log").
 
 Numbering and chaining happen under the thread's lock: `select_for_update()` on the thread row on
 PostgreSQL; on SQLite every transaction is BEGIN IMMEDIATE, which serialises writers.
@@ -89,7 +89,7 @@ class _Calls:
     """The calls a batch's results may bind to, read under the thread's lock: per tool_call_id
     the seqs of calls with no result yet (newest last), which calls have a side effect, and per
     id the latest call that has one with its first result's seq (what a second result for the
-    call is bound to and flagged with, docs/design.md §2.6)."""
+    call is bound to and flagged with, docs/event-log.md, "Idempotency and binding")."""
 
     open: dict[str, list[int]] = field(default_factory=dict)
     side_effects: set[int] = field(default_factory=set)
@@ -161,8 +161,8 @@ def _open_call_rows_postgres(
 class _Retractions:
     """What a batch's retractions are checked against, read under the thread's lock: the kind
     of each event they name, each such tool call's result and each such result's call (a
-    pair is one item, docs/api.md §3.1), and the retraction already naming an event (target
-    -> its seq). The batch's own events join them as they are numbered."""
+    pair is one item, docs/api.md, "Append — `POST` (agents)"), and the retraction already naming an
+    event (target -> its seq). The batch's own events join them as they are numbered."""
 
     kinds: dict[int, str] = field(default_factory=dict)
     partners: dict[int, int] = field(default_factory=dict)
@@ -210,7 +210,8 @@ def _retraction_lookups(thread: Thread, new_events: Sequence[NewEvent]) -> _Retr
 
 def _check_retraction(target: int, seq: int, retractions: _Retractions, where: str) -> None:
     """A retraction at `seq` may name only an earlier agent-visible item not yet retracted,
-    either side of a tool call's pair counting as the pair (docs/api.md §3.1)."""
+    either side of a tool call's pair counting as the pair (docs/api.md,
+    "Append — `POST` (agents)")."""
     kind = retractions.kinds.get(target)
     retracted = retractions.retracted_by(target)
     if target >= seq:
@@ -590,7 +591,8 @@ def _append_locked(
             new.metadata,
             data,
             # Only an event with a client_event_id is ever compared with a repeat of its
-            # request (docs/design.md §2.6); the others keep no digest, 65 bytes a row.
+            # request (docs/event-log.md, "Idempotency and binding"); the others keep no digest, 65
+            # bytes a row.
             new.digest if new.client_event_id is not None else "",
             head,
             metadata_text,

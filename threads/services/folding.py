@@ -1,4 +1,5 @@
-"""The fold pipeline (docs/design.md §5): prepare → verify → commit by compare-and-swap.
+"""The fold pipeline (docs/pipeline.md, "Rolling fold, verification, atomic commit"): prepare →
+verify → commit by compare-and-swap.
 
 1. `fold_prepare` reads the head S_k (covered_until c) without a lock, fixes the boundary R (the
    end of the last closed interaction unit after c), folds (c, R] with the thread's summariser
@@ -102,7 +103,8 @@ class Outcome:
 
 
 class ThreadPinned(Conflict):
-    """The thread is pinned (docs/design.md §6.3): no fold starts until the pin is released."""
+    """The thread is pinned (docs/repairs.md, "Rollback"): no fold starts until the pin is
+    released."""
 
     code = "thread_pinned"
 
@@ -198,7 +200,7 @@ def fold_request(*, thread: Thread, trigger: dict[str, Any], actor: Any = None) 
 
 
 def thread_pinned(thread_id: Any) -> bool:
-    """The thread is pinned now (docs/design.md §6.3): its folds are paused."""
+    """The thread is pinned now (docs/repairs.md, "Rollback"): its folds are paused."""
     return Thread.objects.filter(pk=thread_id, pinned_at__isnull=False).exists()
 
 
@@ -265,8 +267,8 @@ def fold_prepare(
     *, thread_id: Any, trigger: dict[str, Any], task_id: str | None = None
 ) -> SummaryVersion | None:
     """Fold the events after the head into a `prepared` candidate, or None when there is
-    nothing new to fold or the thread is pinned (docs/design.md §6.3). Takes the thread's row
-    lock (select_for_update) only to number the version, and re-checks the pin under it: a pin
+    nothing new to fold or the thread is pinned (docs/repairs.md, "Rollback"). Takes the thread's
+    row lock (select_for_update) only to number the version, and re-checks the pin under it: a pin
     set while the summariser ran leaves no candidate behind. The fold itself runs on an
     unlocked read of an immutable prefix of the log."""
     head = _head(thread_id)
@@ -306,7 +308,8 @@ def fold_prepare(
         covered_from=start + 1,
         covered_until=boundary,
     )
-    # At most low × available tokens, whatever the summariser made (docs/design.md §5.2).
+    # At most low × available tokens, whatever the summariser made (docs/pipeline.md,
+    # "Fold with a summariser backend").
     content = fit_summary(
         content,
         events=fold_events,
@@ -342,7 +345,8 @@ def fold_prepare(
 
 def summary_limit(budget: Budget, low: float) -> int:
     """The most tokens a fold's summary may take: low × available, so that after a fold the
-    events that follow have the room up to the high watermark (docs/design.md §5.2)."""
+    events that follow have the room up to the high watermark (docs/pipeline.md,
+    "Fold with a summariser backend")."""
     return max(int(low * budget.available), 0)
 
 
@@ -423,7 +427,7 @@ def summary_verify(*, version: SummaryVersion) -> Verification:
 
 def cited_events_before(version: SummaryVersion, start: int) -> dict[int, dict[str, Any]]:
     """The events at or before `start` that the candidate cites: the claim checks read what
-    an older citation says (docs/design.md §5.4)."""
+    an older citation says (docs/pipeline.md, "Verify")."""
     seqs = {s for s in cited_seqs(version.content) if 0 < s <= start}
     if not seqs:
         return {}

@@ -1,5 +1,5 @@
-"""Fork (docs/design.md §6): a new thread standing on a safe checkpoint of another; the parent is
-never written to."""
+"""Fork (docs/repairs.md, "Checkpoints, rollback, fork"): a new thread standing on a safe checkpoint
+of another; the parent is never written to."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The integrity sweep (docs/design.md §6): recompute a thread's hash chain, name the first bad seq,
-record the verdict on the thread and mark checkpoints at or after it unsafe.
+"""The integrity sweep (docs/repairs.md, "Checkpoints, rollback, fork"): recompute a thread's hash
+chain, name the first bad seq, record the verdict on the thread and mark checkpoints at or after it
+unsafe.
 
 The walk itself, the checksums and whether a checkpoint is safe to restore are reads
 (threads.selectors.integrity). A full check on request (`integrity_verify_request`) runs as
@@ -147,9 +148,10 @@ def _against_published(
     thread: Thread, verdict: ChainVerdict, *, last_seq: int, full: bool
 ) -> ChainVerdict:
     """A log whose chain verifies must still contain every head published for it
-    (docs/design.md §6.6): that catches a truncated tail with the thread row set back, and a
-    chain recomputed without the key. A full check holds it against every published head, an
-    incremental one against the latest only; a heads line whose signature fails is a break."""
+    (docs/repairs.md, "Published chain heads"): that catches a truncated tail with the thread row
+    set back, and a chain recomputed without the key. A full check holds it against every published
+    head, an incremental one against the latest only; a heads line whose signature fails is a
+    break."""
     heads, problems = thread_published_heads(thread_id=thread.pk)
     genesis = thread_genesis(thread.id, thread.chain_key_id)
     if problems:

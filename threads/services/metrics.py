@@ -179,10 +179,10 @@ def _telemetry_commit() -> None:
     """Let the current transaction commit without waiting for its WAL to reach the disk
     (PostgreSQL's `synchronous_commit = off`, for this transaction only). For the record of a
     context request, which the agent's read does not need: a commit that waits for the disk's
-    flush made one context request in 25 take 100 ms to 2 s on a busy disk (docs/design.md
-    §14.1). The row is visible to every reader at once; a crash of the database server may lose
-    the last fraction of a second of these records, never anything else. SQLite in WAL mode
-    does not flush at commit anyway."""
+    flush made one context request in 25 take 100 ms to 2 s on a busy disk (docs/scale.md,
+    "What one database holds"). The row is visible to every reader at once; a crash of the database
+    server may lose the last fraction of a second of these records, never anything else. SQLite in
+    WAL mode does not flush at commit anyway."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL synchronous_commit = off")

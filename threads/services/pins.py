@@ -1,4 +1,4 @@
-"""Pausing a thread's folds, and releasing the pause (docs/design.md §6.3).
+"""Pausing a thread's folds, and releasing the pause (docs/repairs.md, "Rollback").
 
 A pin pauses the thread's folds: while it holds, no fold starts or commits, so the summary
 at the head stays the head. A rollback may pin its thread (threads.services.rollback); an

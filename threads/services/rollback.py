@@ -1,12 +1,12 @@
-"""Rollback (docs/design.md §6): make a safe checkpoint's summary the head again, as a new
-version; for a checkpoint listing an integration's state, also make
+"""Rollback (docs/repairs.md, "Checkpoints, rollback, fork"): make a safe checkpoint's summary the
+head again, as a new version; for a checkpoint listing an integration's state, also make
 that state current again, through the integration (threads.selectors.checkpoints.StateCheckpoints).
 
 Rollback never rewinds anything: it writes a new head version (versions only increase) whose
 content is the checkpoint's summary, and the events after the cursor become delta again, so the
 agent still sees every side effect that happened after the checkpoint.
 
-A rollback may pin the thread (docs/design.md §6.3): folds pause until someone releases the
+A rollback may pin the thread (docs/repairs.md, "Rollback"): folds pause until someone releases the
 pin (threads.services.pins), so the summary the rollback restored stays the head.
 """
 

@@ -1,4 +1,4 @@
-"""The marks a thread's run status is derived from (docs/design.md §9, "Run status").
+"""The marks a thread's run status is derived from (docs/dashboard.md, "Run status").
 
 Two writers: a person's change the agent has to pick up (a decision, a resolution, a rollback)
 marks the thread as owing a pickup, under the thread's lock and in the change's transaction;

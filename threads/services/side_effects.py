@@ -1,4 +1,4 @@
-"""Resolving side effects whose outcome is unknown (docs/design.md §7).
+"""Resolving side effects whose outcome is unknown (docs/repairs.md, "Side effects and approvals").
 
 Side-effect truth belongs to the tool's own system. A person records the outcome with evidence,
 or a per-tool status check asks that system; either way the outcome is a

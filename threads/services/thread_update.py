@@ -1,6 +1,6 @@
-"""An admin's change to a thread (docs/api.md §2.5): its title, its summariser and fold
-settings, and whether its folds are paused — one request, one transaction, one audit entry
-per kind of change."""
+"""An admin's change to a thread (docs/api.md, "Settings — `PATCH /api/v1/threads/{id}/`"): its
+title, its summariser and fold settings, and whether its folds are paused — one request, one
+transaction, one audit entry per kind of change."""
 
 from __future__ import annotations
 

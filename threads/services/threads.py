@@ -31,7 +31,8 @@ def thread_get_or_create(
     external_id_require_unshadowed(workspace.pk, external_id)
     if "summarizer" in settings:
         summarizer_require_available(settings["summarizer"])
-    # A new chain starts with the current key and keeps it for life (docs/design.md §2.3).
+    # A new chain starts with the current key and keeps it for life (docs/event-log.md,
+    # "Hash chain and canonical JSON").
     thread = Thread(
         workspace=workspace,
         external_id=external_id,
@@ -62,8 +63,9 @@ def thread_get_or_create(
     return thread, True
 
 
-# The settings an admin may change after creation (docs/api.md §2.5): the budget, the
-# watermarks and the summariser. Not the encoding: the stored events were counted in it.
+# The settings an admin may change after creation (docs/api.md,
+# "Settings — `PATCH /api/v1/threads/{id}/`"): the budget, the watermarks and the summariser. Not
+# the encoding: the stored events were counted in it.
 THREAD_SETTINGS = (
     "context_window",
     "reserved_output",
@@ -85,7 +87,8 @@ def external_id_require_valid(external_id: str) -> None:
 
 def summarizer_require_available(summarizer: str) -> None:
     """Raise InvalidEvent (400 validation_error) when this server could not fold with the
-    summarizer (docs/api.md §2.1): a thread created with it would fail every fold."""
+    summarizer (docs/api.md, "Create — `POST /api/v1/threads/` (agents)"): a thread created with it
+    would fail every fold."""
     problem = summarizer_unavailable(summarizer)
     if problem is not None:
         raise InvalidEvent(f"invalid summarizer: {problem}", fields={"summarizer": problem})
@@ -94,7 +97,7 @@ def summarizer_require_available(summarizer: str) -> None:
 def external_id_require_unshadowed(workspace_id: int, external_id: str) -> None:
     """Raise InvalidEvent (400 validation_error) when external_id is, as a UUID, the id of
     another thread of the workspace: `{id}` in a URL resolves a UUID to the thread with that id
-    first (docs/api.md §2), so the new thread could never be reached by its external_id, and
+    first (docs/api.md, "Threads"), so the new thread could never be reached by its external_id, and
     writes meant for it would go to the other one."""
     try:
         as_id = uuid.UUID(external_id)

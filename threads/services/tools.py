@@ -1,5 +1,6 @@
-"""A thread's tool definitions: replaced whole, atomically (docs/design.md §4.4, docs/api.md
-§2.4)."""
+"""A thread's tool definitions: replaced whole, atomically (docs/pipeline.md,
+"Tool definitions and repeated content", docs/api.md,
+"Tool definitions — `PUT` and `GET /api/v1/threads/{id}/tools/`")."""
 
 from __future__ import annotations
 

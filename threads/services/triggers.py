@@ -1,4 +1,5 @@
-"""Fold triggers (docs/design.md §4), evaluated after every append that commits.
+"""Fold triggers (docs/pipeline.md, "Budget and triggers"), evaluated after every append that
+commits.
 
 - capacity: history H (rendered summary + events after it) > high × B, with the thread's own
   budget;
@@ -15,7 +16,7 @@ Whether to fold again once a fold is decided is answered here too (`after_fold`)
 rejected candidate, the rest of a capped backlog, and the triggers raised by events that
 arrived while the fold ran. `install` registers both hooks.
 
-A pinned thread (docs/design.md §6.3) is asked for no fold: its triggers are looked at again
+A pinned thread (docs/repairs.md, "Rollback") is asked for no fold: its triggers are looked at again
 when the pin is released (`fold_if_due`).
 """
 

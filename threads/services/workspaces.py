@@ -1,4 +1,4 @@
-"""Workspaces, people's roles and agents' API keys (docs/design.md §8)."""
+"""Workspaces, people's roles and agents' API keys (docs/access.md, "People and access")."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def workspace_settings_update(
     *, workspace: Workspace, actor_label: str, stall_after_seconds: int
 ) -> Workspace:
     """Change a workspace's settings, audited: `stall_after_seconds`, after how long a thread
-    that waits for its agent is `stalled` (docs/design.md §9, "Run status"). Locks the
+    that waits for its agent is `stalled` (docs/dashboard.md, "Run status"). Locks the
     workspace row (select_for_update) for the before/after of the audit entry."""
     if stall_after_seconds < 1:
         raise InvalidEvent(

@@ -1,5 +1,5 @@
-"""Summariser backends (docs/design.md §5.2). `get_summarizer(name)` picks one by its stored
-name."""
+"""Summariser backends (docs/pipeline.md, "Fold with a summariser backend"). `get_summarizer(name)`
+picks one by its stored name."""
 
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
 """The optional `llm` backend: an OpenAI-compatible /chat/completions endpoint asked for the
-summary schema as a JSON object (docs/design.md §5.2).
+summary schema as a JSON object (docs/pipeline.md, "Fold with a summariser backend").
 
 The model writes the prose-ish parts (goal, facts, constraints, decisions, narrative ...). It never
 decides what happened to a tool call: `tool_state` (and the tool/side-effect entries of `pending`)
 is recomputed from the log, and the structural fields (`schema_version`, `covered`) are set here.
 The result is a candidate like any other and goes through the same verification, whose claim
 checks refuse an answer whose task status, facts, actions, decisions or narrative contradict the
-ledger (docs/design.md §5.4); the narrative is never given to the agent.
+ledger (docs/pipeline.md, "Verify"); the narrative is never given to the agent.
 """
 
 from __future__ import annotations

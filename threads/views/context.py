@@ -37,8 +37,9 @@ def budget_segments(budget: dict[str, Any], high: float, low: float) -> dict[str
     window = max(int(budget["window"]), 1)
     sections = budget.get("sections", {})
     fixed = int(budget["fixed"])
-    # The tool definitions are part of the fixed input (docs/design.md §4.4): their own segment,
-    # at most what `fixed` holds (an agent's own fixed_tokens may count them smaller).
+    # The tool definitions are part of the fixed input (docs/pipeline.md,
+    # "Tool definitions and repeated content"): their own segment, at most what `fixed` holds (an
+    # agent's own fixed_tokens may count them smaller).
     tools = min(int(sections.get("tools", 0)), fixed)
     parts = [
         *([("tools", "Tool definitions", tools)] if "tools" in sections else []),

@@ -1,5 +1,6 @@
-"""API keys page (admins; docs/api.md §9): the workspace's agent keys, issuing one (its secret
-shown once, in the answer to the form post and never again), revoking and expiring them."""
+"""API keys page (admins; docs/api.md, "Dashboard URLs"): the workspace's agent keys, issuing one
+(its secret shown once, in the answer to the form post and never again), revoking and expiring
+them."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Login throttling (django-axes, configured in ctxadmin/settings.py; docs/design.md §8): the
-page a locked-out login answers. Attempts are counted by `threads.client_address`."""
+"""Login throttling (django-axes, configured in ctxadmin/settings.py; docs/access.md,
+"People and access"): the page a locked-out login answers. Attempts are counted by
+`threads.client_address`."""
 
 from __future__ import annotations
 

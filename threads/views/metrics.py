@@ -1,4 +1,4 @@
-"""`/metrics`: Prometheus text format (docs/operations.md, docs/api.md §15).
+"""`/metrics`: Prometheus text format (docs/operations.md, docs/api.md, "Metrics — `GET /metrics`").
 
 Protected: with CTXADMIN_METRICS_TOKEN set, only `Authorization: Bearer <token>` reads it;
 unset, only a request made on this machine and not forwarded by a proxy does: its client
@@ -128,7 +128,7 @@ class DatabaseCollector(Collector):
         yield effects
         by_run_status = GaugeMetricFamily(
             "ctxadmin_threads",
-            "Threads by run status, now (docs/design.md §9, Run status).",
+            'Threads by run status, now (docs/dashboard.md, "Run status").',
             labels=["run_status"],
         )
         for run_status, n in run_status_counts().items():
@@ -177,7 +177,8 @@ def metrics_allowed(request: HttpRequest) -> bool:
 
 def metrics(request: HttpRequest) -> Any:
     if request.method not in ("GET", "HEAD"):
-        # Plain text like every answer here (docs/api.md §15), not the dashboard's 405 page.
+        # Plain text like every answer here (docs/api.md, "Metrics — `GET /metrics`"), not the
+        # dashboard's 405 page.
         refused = HttpResponse(
             "metrics: only GET is allowed\n", status=405, content_type="text/plain; charset=utf-8"
         )

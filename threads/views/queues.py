@@ -133,7 +133,7 @@ def side_effect_check_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 
 # The queue's status filter: "pending" is what still waits for a reviewer; "expired" is
-# pending past its expires_at, which nobody can decide any more (docs/design.md §7.3).
+# pending past its expires_at, which nobody can decide any more (docs/repairs.md, "Approvals").
 EXPIRED = "expired"
 QUEUE_FILTERS: dict[str, dict[str, Any]] = {
     ApprovalStatus.PENDING: {"status": ApprovalStatus.PENDING, "expired": False},

@@ -129,7 +129,7 @@ def summary_list(request: HtmxHttpRequest, id: str) -> HttpResponse:
             }
         )
     fold = selectors.task_runs_in_flight(thread=thread, kind="fold")
-    # Rejected candidates, each with the checks that refused it (docs/design.md §6.3).
+    # Rejected candidates, each with the checks that refused it (docs/repairs.md, "Rollback").
     rejected = [row for row in rows if row["version"].phase == SummaryPhase.REJECTED]
     context = {
         **thread_tabs(request, thread, "summaries"),

@@ -1,4 +1,4 @@
-"""A thread's repair controls in its page header (docs/design.md §6.3): an admin changes the
+"""A thread's repair controls in its page header (docs/repairs.md, "Rollback"): an admin changes the
 summariser and fold settings, pauses the thread's folds, or releases a pause or a rollback's
 pin. Each answers the header's region
 (`thread_base.html#thread_repair`) to htmx, and a 303 to the thread's page otherwise."""
@@ -31,8 +31,8 @@ from threads.views.threads import thread_tabs
 
 
 class ThreadSettingsForm(forms.Form):
-    """The settings the API's PATCH takes (docs/api.md §2.5), each required: the form
-    always shows the thread's current values."""
+    """The settings the API's PATCH takes (docs/api.md, "Settings — `PATCH /api/v1/threads/{id}/`"),
+    each required: the form always shows the thread's current values."""
 
     summarizer = forms.ChoiceField(choices=SummarizerBackend.choices)
     context_window = forms.IntegerField(min_value=0, max_value=MAX_TOKENS)

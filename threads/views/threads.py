@@ -95,7 +95,7 @@ thread_panels: list[Callable[[Thread], dict[str, Any] | None]] = []
 
 def run_status_chip(flagged: Any) -> dict[str, Any]:
     """The header's run-status chip of a thread read with its flags: the status, and for a
-    thread waiting for its agent since when and what it has to pick up (docs/design.md §9,
+    thread waiting for its agent since when and what it has to pick up (docs/dashboard.md,
     "Run status")."""
     waiting = flagged.run_status in (WAITING_FOR_AGENT, STALLED)
     return {
@@ -114,7 +114,7 @@ def run_status_chip(flagged: Any) -> dict[str, Any]:
 def thread_list(request: HtmxHttpRequest) -> HttpResponse:
     params = request.GET
     active = {name: params.get(name) == "1" for name in FILTERS}
-    # Most severe problems first unless the person sorts otherwise (docs/design.md §9).
+    # Most severe problems first unless the person sorts otherwise (docs/dashboard.md, "Dashboard").
     sort = params.get("sort", "-severity")
     run_status = params.get("run_status", "")
     content = _search_events(request)
@@ -155,14 +155,15 @@ def _search_events(request: HtmxHttpRequest) -> bool:
     """The search box finds words in events too unless "names and titles only" is ticked
     (`names_only=1`; the old `content=0` as well): a plain word search that skipped the events
     found nothing where a person expected their agent's words. Bounded as the hits are
-    (docs/design.md §17: the threads of the newest matching events, a page of hits)."""
+    (docs/search.md, "Message search": the threads of the newest matching events, a page of
+    hits)."""
     return request.GET.get("names_only") != "1" and request.GET.get("content") != "0"
 
 
 def _search_hits(request: HtmxHttpRequest) -> dict[str, Any]:
     """Unless names only, the events of the person's current workspace that hold the
-    query's words (docs/design.md §17), newest first, a page at a time (`before`: the last hit's
-    key of the page before)."""
+    query's words (docs/search.md, "Message search"), newest first, a page at a time (`before`: the
+    last hit's key of the page before)."""
     q = request.GET.get("q", "").strip()
     if not _search_events(request) or not q:
         return {"hits": None}
@@ -240,9 +241,9 @@ def thread_timeline(request: HtmxHttpRequest, id: str) -> HttpResponse:
     approvals = selectors.approvals_for_requests(
         thread=thread, seqs=[e.seq for e in rows if e.kind == "approval_request"]
     )
-    # What bears on each request (docs/design.md §7.3): its related side effects.
+    # What bears on each request (docs/repairs.md, "Approvals"): its related side effects.
     related = selectors.approval_related_side_effects(approvals.values())
-    # Retractions of the window's events, wherever they are (docs/design.md §2.1).
+    # Retractions of the window's events, wherever they are (docs/event-log.md, "Kinds").
     retracted_by = selectors.retractions_by_target(
         thread=thread, targets={e.seq for e in rows if e.kind in RETRACTABLE_KINDS}
     )

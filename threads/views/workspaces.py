@@ -1,5 +1,5 @@
 """The workspace switcher: the person's current workspace, where an external_id resolves
-(docs/design.md §8)."""
+(docs/access.md, "People and access")."""
 
 from __future__ import annotations
 

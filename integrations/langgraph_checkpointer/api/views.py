@@ -1,4 +1,4 @@
-"""The LangGraph checkpointer's endpoints (docs/api.md §14), called by
+"""The LangGraph checkpointer's endpoints (docs/api.md, "LangGraph checkpointer"), called by
 `ctxadmin_client.langgraph.CtxadminSaver` with a workspace's agent key.
 
 A LangGraph `thread_id` is the thread's `external_id` (the `{id}` of these routes; never its

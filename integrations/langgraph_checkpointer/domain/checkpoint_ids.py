@@ -1,5 +1,6 @@
-"""The rule for a LangGraph checkpoint_id (docs/api.md §14.1): an external_id's rule (one URL
-path segment, threads.domain.external_ids) at most 64 characters, and not `latest`.
+"""The rule for a LangGraph checkpoint_id (docs/api.md,
+"Put a checkpoint — `POST /api/v1/threads/{id}/langgraph/checkpoints/`"): an external_id's rule (one
+URL path segment, threads.domain.external_ids) at most 64 characters, and not `latest`.
 
 A checkpoint_id is the segment of `.../langgraph/checkpoints/{checkpoint_id}/`, where `latest`
 names the namespace's newest checkpoint: a checkpoint called so could never be read by its id.

@@ -1,4 +1,4 @@
-"""Where a LangGraph thread stands (docs/design.md, "Where a LangGraph thread stands"): the node
+"""Where a LangGraph thread stands (docs/dashboard.md, "Where a LangGraph thread stands"): the node
 its last step ran, what runs next and which node an interrupt stopped, read from its latest
 checkpoint alone — the server never has the graph.
 

@@ -1,4 +1,4 @@
-"""LangChain messages as events of the log, and back (docs/design.md §15).
+"""LangChain messages as events of the log, and back (docs/langgraph.md, "Agent frameworks").
 
 The one conversion between the two shapes, used by the live checkpointer's mirror
 (integrations.langgraph_checkpointer.services.saver) and by the import of a LangGraph store
@@ -25,7 +25,7 @@ from typing import Any
 
 from threads.domain.errors import InvalidEvent
 
-# The action of the approval request an interrupt() opens (docs/design.md §7.3).
+# The action of the approval request an interrupt() opens (docs/repairs.md, "Approvals").
 INTERRUPT_ACTION = "langgraph.interrupt"
 
 METADATA_KEY = "langchain"
@@ -154,9 +154,9 @@ def message_event_bodies(
     """The events (bodies as an agent submits them) that record `message`; `key` is the
     carrying event's client_event_id (the message's id), each tool call's is
     `<key>/call/<tool_call_id>`. A call of a tool in `side_effect_tools` is a side effect
-    (docs/design.md §7.1) whose idempotency key is its tool call id; a tool_call_id a model
-    repeats within one message is numbered from its second call on (`#2`...), in both names, so
-    that each call is recorded. A tool message's result status is `tool_result_status`'s.
+    (docs/repairs.md, "Side effects") whose idempotency key is its tool call id; a tool_call_id a
+    model repeats within one message is numbered from its second call on (`#2`...), in both names,
+    so that each call is recorded. A tool message's result status is `tool_result_status`'s.
     Raises InvalidEvent for a message with no event form."""
     kind, data = message.get("type"), message.get("data")
     if not isinstance(data, dict) or not isinstance(kind, str):
@@ -247,10 +247,11 @@ def pending_tool_calls(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, 
 
 
 def interrupt_call(pending: Sequence[Mapping[str, Any]], value: Any) -> dict[str, Any]:
-    """What an `interrupt()` approval names of the call it asks about (docs/api.md §14.2):
-    the one pending call's `tool_call_id`, `tool_name` and `tool_arguments`; among several,
-    the one the interrupt's value names by `tool_call_id`, else all of them as
-    `pending_calls`; nothing when no call is pending."""
+    """What an `interrupt()` approval names of the call it asks about (docs/api.md,
+    "Put writes — `POST /api/v1/threads/{id}/langgraph/writes/`"): the one pending call's
+    `tool_call_id`, `tool_name` and `tool_arguments`; among several, the one the interrupt's value
+    names by `tool_call_id`, else all of them as `pending_calls`; nothing when no call is
+    pending."""
     named = value.get("tool_call_id") if isinstance(value, Mapping) else None
     chosen = [call for call in pending if named is not None and call["tool_call_id"] == named]
     if len(pending) == 1 or chosen:

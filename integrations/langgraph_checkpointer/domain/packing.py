@@ -1,5 +1,5 @@
 """How the LangGraph checkpointer packs its small bookkeeping into a few compressed bytes
-(docs/design.md §15).
+(docs/langgraph.md, "Agent frameworks").
 
 A row of its own per small channel value or per pending write costs a tuple header, a key
 repeated in a unique index and page slack: about 300 bytes to hold a `branch:to:*` trigger whose

@@ -1,4 +1,5 @@
-"""Reads of the LangGraph checkpointer's storage (docs/design.md §15, docs/api.md §14).
+"""Reads of the LangGraph checkpointer's storage (docs/langgraph.md, "Agent frameworks",
+docs/api.md, "LangGraph checkpointer").
 
 Every read is scoped by workspace; a LangGraph `thread_id` is a thread's `external_id` (never
 its UUID). A checkpoint is answered with the bytes of its channel values as they were sent, the

@@ -1,5 +1,5 @@
-"""What the side-effect ledger says about a LangGraph checkpoint's pending calls (docs/design.md
-§15, "The ledger drives resume").
+"""What the side-effect ledger says about a LangGraph checkpoint's pending calls (docs/langgraph.md,
+"Agent frameworks", the point "The ledger drives resume").
 
 A checkpoint's mirrored messages may end with calls of side-effecting tools that its own list
 does not answer: the call the graph's tool node would run next. The ledger (the side-effect

@@ -1,4 +1,5 @@
-"""The LangGraph checkpointer's writes (docs/design.md §15, docs/api.md §14).
+"""The LangGraph checkpointer's writes (docs/langgraph.md, "Agent frameworks", docs/api.md,
+"LangGraph checkpointer").
 
 What `ctxadmin_client.langgraph.CtxadminSaver` sends is stored as sent: channel values and
 pending writes are bytes that ctxadmin never decodes (a checkpoint row carries its small values
@@ -162,7 +163,7 @@ class MessagesIn:
     channel: str
     version: str
     entries: Sequence[MessageIn]
-    # Tools whose calls are side effects (docs/design.md §7.1), as the saver was told.
+    # Tools whose calls are side effects (docs/repairs.md, "Side effects"), as the saver was told.
     side_effect_tools: frozenset[str] = frozenset()
     base_version: str | None = None
     base_count: int = 0
@@ -192,7 +193,7 @@ class InterruptIn:
 def _interrupts_request(
     thread: Thread, interrupts: Sequence[InterruptIn], checkpoint_ns: str, checkpoint_id: str
 ) -> None:
-    """Open an approval request per interrupt (docs/design.md §7.3), once each: its
+    """Open an approval request per interrupt (docs/repairs.md, "Approvals"), once each: its
     client_event_id names the interrupt, so a repeated put_writes appends nothing. Its
     arguments name the checkpoint the interrupt's task ran from, whose deletion closes it, and
     the call that task was about to run when there is one (`interrupt_call`).
@@ -241,8 +242,8 @@ def _interrupt_approvals_close(
 ) -> int:
     """Close the thread's pending interrupt approvals whose checkpoint is in `gone` (None:
     every one, all its checkpoints gone): nothing can resume them any more, so no reviewer
-    should wait on them (docs/design.md §15). Returns how many were closed. Runs under the
-    thread's lock."""
+    should wait on them (docs/langgraph.md, "Agent frameworks"). Returns how many were closed. Runs
+    under the thread's lock."""
     pending = ApprovalRequest.objects.filter(
         thread=thread, action=INTERRUPT_ACTION, status=ApprovalStatus.PENDING
     ).order_by("request_event__seq")
@@ -788,11 +789,11 @@ def langgraph_repair_put(
     *, thread: Thread, chosen: LanggraphCheckpoint, reason: str, actor: Any
 ) -> LanggraphCheckpoint:
     """Make the state of `chosen` the namespace's head again, as a new LangGraph checkpoint (a
-    rollback's repair, docs/design.md §15): the same channel versions (their rows and bytes are
-    shared, never copied; the small values `chosen` carries, the new row carries), a new id
-    sorting after every existing one, the previous head as its parent, metadata as LangGraph's
-    `update_state` writes it, and under `ctxadmin_repair` the side effects after the chosen
-    checkpoint's cursor (tool, arguments, status, idempotency key), which the saver shows the
+    rollback's repair, docs/langgraph.md, "Agent frameworks"): the same channel versions (their rows
+    and bytes are shared, never copied; the small values `chosen` carries, the new row carries), a
+    new id sorting after every existing one, the previous head as its parent, metadata as
+    LangGraph's `update_state` writes it, and under `ctxadmin_repair` the side effects after the
+    chosen checkpoint's cursor (tool, arguments, status, idempotency key), which the saver shows the
     agent so that it does not repeat them.
 
     Runs inside the caller's transaction, which holds the thread's lock (select_for_update).

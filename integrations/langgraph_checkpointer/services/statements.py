@@ -3,9 +3,9 @@
 Each put and each write of messages locks its thread, reads the message index and the rows it
 extends (the base version, the parent's checkpoint, the checkpoint a write follows); the ORM
 compiled those querysets (select_for_update, select_related, ordering) again on every request,
-and that compilation cost more CPU than the database's own work (docs/benchmarks.md, "LangGraph
-storage"). Here they are built once per process and sent through a psycopg cursor that binds
-and prepares on the server, as the event append's own statements are
+and that compilation cost more CPU than the database's own work (docs/benchmarks.md,
+"LangGraph storage — `bench/storage.py`"). Here they are built once per process and sent through a
+psycopg cursor that binds and prepares on the server, as the event append's own statements are
 (threads.services.events); reads one request makes together are one statement (a UNION ALL of
 tagged parts), one round trip. SQLite (tests, in-process, no round trips) runs the ORM's
 queries: the answers are the same.

@@ -1,5 +1,5 @@
-"""Reading recorded agent traces and converting them to ctxadmin events (docs/api.md §10.1);
-integrations.trace_imports.services stores them.
+"""Reading recorded agent traces and converting them to ctxadmin events (docs/api.md,
+"Import formats"); integrations.trace_imports.services stores them.
 
 One thread per conversation; a conversation's `id` becomes the thread's external_id. Each
 format's module converts a conversation to event bodies; `conversation_events` adds what every
@@ -200,9 +200,10 @@ def conversation_events(
     _mark_side_effects(events, external_id, side_effect_tools)
     thread_settings: dict[str, Any] = {"title": _title(events)}
     if conversation.tools:
-        # Tool definitions are part of every request's fixed input (I in docs/design.md §4).
-        # integrations.trace_imports.services stores them as the thread's tools too; counted the
-        # same way (each definition's canonical JSON, docs/design.md §4.4), the two agree.
+        # Tool definitions are part of every request's fixed input (I in docs/pipeline.md,
+        # "Budget and triggers"). integrations.trace_imports.services stores them as the thread's
+        # tools too; counted the same way (each definition's canonical JSON, docs/pipeline.md,
+        # "Tool definitions and repeated content"), the two agree.
         tools = conversation.tools if isinstance(conversation.tools, list) else [conversation.tools]
         thread_settings["fixed_tokens"] = sum(tool_token_counts(tools, tokens.DEFAULT_ENCODING))
     return PreparedConversation(

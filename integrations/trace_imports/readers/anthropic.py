@@ -1,5 +1,5 @@
-"""Anthropic Messages (docs/api.md §10.1): top-level `system`; `messages` alternate user and
-assistant, each a string or a list of blocks. The assistant calls tools with
+"""Anthropic Messages (docs/api.md, "Import formats"): top-level `system`; `messages` alternate user
+and assistant, each a string or a list of blocks. The assistant calls tools with
 `{"type": "tool_use", "id", "name", "input": {...}}`; the user answers with
 `{"type": "tool_result", "tool_use_id", "content", "is_error"?}` blocks inside a user message.
 

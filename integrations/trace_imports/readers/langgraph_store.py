@@ -5,8 +5,8 @@ itself resumes from) and decodes its `messages` channel from `checkpoint_blobs`,
 pending writes saved for the unfinished step after it: messages written by tasks that already
 finished (e.g. one of two parallel tool calls) and the `interrupt()`s the thread waits on.
 It does so without importing langgraph and without building any object: msgpack extension
-payloads (`[module, name, kwargs, ...]`, docs/api.md §10.1) become plain dicts with a `__type__`
-key, so nothing in the store can run code here. Pickled and encrypted blobs are reported,
+payloads (`[module, name, kwargs, ...]`, docs/api.md, "Import formats") become plain dicts with a
+`__type__` key, so nothing in the store can run code here. Pickled and encrypted blobs are reported,
 never decoded. The connection is read-only: importing never changes the agent's store.
 Decoding needs `ormsgpack` (the same library LangGraph writes with).
 

@@ -1,4 +1,5 @@
-"""OpenAI Chat Completions `messages[]` (docs/api.md §10.1), tau-bench's `traj` included.
+"""OpenAI Chat Completions `messages[]` (docs/api.md, "Import formats"), tau-bench's `traj`
+included.
 
 An assistant turn carries `tool_calls[{id, function: {name, arguments: "<JSON string>"}}]`;
 a result is `{"role": "tool", "tool_call_id", "content"}`. The legacy `function_call` /

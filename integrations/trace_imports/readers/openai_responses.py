@@ -1,4 +1,4 @@
-"""OpenAI Responses / Conversations items (docs/api.md §10.1).
+"""OpenAI Responses / Conversations items (docs/api.md, "Import formats").
 
 `input` is a string or a list of items: `message` (content parts input_text/output_text),
 `function_call` (`call_id`, `name`, `arguments` as a JSON string), `function_call_output`

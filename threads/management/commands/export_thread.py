@@ -4,10 +4,12 @@ Line 1 is a header object:
     {"ctxadmin_export": 1, "thread": "<uuid>", "external_id", "workspace", "last_seq",
      "chain_head", "algorithm": "sha256" | "hmac-sha256", "chain_key_id",
      "genesis": {"input": "ctxadmin/v1/<uuid>", "hash": "<h_0>"},
-     "published_head": the thread's last signed heads line (docs/design.md §6.6) | null}
-Every further line is one event in seq order: exactly the object the chain covers (docs/api.md §7.6:
-`seq`, `kind`, `created_at`, `client_event_id`, `metadata` and the kind's own fields) plus its
-`hash`. To re-verify (SHA-256; with a chain key, HMAC-SHA256 keyed by it):
+     "published_head": the thread's last signed heads line (docs/repairs.md,
+     "Published chain heads") | null}
+Every further line is one event in seq order: exactly the object the chain covers (docs/api.md,
+"Canonical forms and checksums": `seq`, `kind`, `created_at`, `client_event_id`, `metadata` and the
+kind's own fields) plus its `hash`. To re-verify (SHA-256; with a chain key, HMAC-SHA256 keyed by
+it):
 
     h = sha256(b"ctxadmin/v1/" + thread.encode()).hexdigest()
     for event in events:

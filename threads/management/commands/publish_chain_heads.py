@@ -1,5 +1,6 @@
 """`publish_chain_heads`: append a signed head for every thread whose head moved
-(docs/design.md §6.6); what the `ctxadmin.publish_chain_heads` beat task does on schedule."""
+(docs/repairs.md, "Published chain heads"); what the `ctxadmin.publish_chain_heads` beat task does
+on schedule."""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 
 Each one is re-verified and committed by compare-and-swap when the head is still the one it
 was built on and every check passes, discarded when the head moved, rejected when a check
-fails (docs/design.md §5.6). The same sweep runs every minute as the `ctxadmin.recover_prepared`
-task.
+fails (docs/pipeline.md, "Recovery"). The same sweep runs every minute as the
+`ctxadmin.recover_prepared` task.
 """
 
 from __future__ import annotations

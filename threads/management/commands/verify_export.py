@@ -7,10 +7,10 @@ a final hash that is not the header's chain_head). Without the chain key, a file
 with a consistent forged chain (and header) passes: compare its chain_head with the one the
 server reports, or verify with --key when the server uses HMAC.
 
-A header's `published_head` (the thread's last signed head, docs/design.md §6.6) is checked
-too: the file's chain must reach its seq with its hash, so an export of a log cut back or
-recomputed in the database fails even without the chain key; with `--heads-key heads.pub`
-its Ed25519 signature must verify (and the header must carry one).
+A header's `published_head` (the thread's last signed head, docs/repairs.md,
+"Published chain heads") is checked too: the file's chain must reach its seq with its hash, so an
+export of a log cut back or recomputed in the database fails even without the chain key; with
+`--heads-key heads.pub` its Ed25519 signature must verify (and the header must carry one).
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ from ctxadmin_client._http import Call, Operation, Sleep
 from ctxadmin_client.errors import ApprovalTimeout, NotFoundError
 
 API = "api/v1"
-MAX_BATCH = 1000  # the server's limit per request (docs/api.md §3)
+# The server's limit per request (docs/api.md, "Events — `/api/v1/threads/{id}/events/`").
+MAX_BATCH = 1000
 EVENTS_PAGE = 1000  # the server's largest page of GET .../events/
 BUDGET_NAMES = ("window", "reserved_output", "reasoning_reserve", "safety_margin", "fixed_tokens")
 
@@ -107,7 +108,7 @@ def ledger_entry(
 ) -> Operation[tuple[dict[str, Any] | None, dict[str, Any] | None]]:
     """The ledger's record of a key in the thread (None when there is none) and, when the
     record has a result, that result's event: what an exactly-once guard needs to decide
-    (docs/clients.md, "Exactly once")."""
+    (docs/clients.md, "Exactly once: side effects and the ledger")."""
     records = yield side_effects(thread_id, idempotency_key)
     record = next((r for r in records if r.get("idempotency_key") == idempotency_key), None)
     if record is None or not record.get("result_seq"):
@@ -134,8 +135,8 @@ TASK_DONE = ("SUCCESS", "FAILURE")
 
 
 def wait_for_task(task_id: str, timeout: float, poll_interval: float) -> Operation[dict[str, Any]]:
-    """Poll GET /api/v1/tasks/{id}/ until the task's state is SUCCESS or FAILURE (docs/api.md
-    §6); TimeoutError when `timeout` seconds pass first."""
+    """Poll GET /api/v1/tasks/{id}/ until the task's state is SUCCESS or FAILURE (docs/api.md,
+    "Tasks — `GET /api/v1/tasks/{task_id}/`"); TimeoutError when `timeout` seconds pass first."""
     deadline = time.monotonic() + timeout
     while True:
         record = yield task(task_id)

@@ -1,5 +1,5 @@
-"""Exactly once for `CtxadminSaver`: the side-effect ledger drives resume (docs/design.md §15,
-docs/clients.md "Exactly once with LangGraph").
+"""Exactly once for `CtxadminSaver`: the side-effect ledger drives resume (docs/langgraph.md,
+"Agent frameworks", docs/clients.md, "Exactly once with LangGraph").
 
 A checkpoint read answers, beside the state, the ledger's word on the calls of side-effecting
 tools that the state's last AI message leaves unanswered (`ledger`). When the graph would

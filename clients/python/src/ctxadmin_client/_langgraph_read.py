@@ -101,7 +101,8 @@ class CheckpointReads:
                 self._heads[str(answer["thread_id"])] = head
         with self._lock:
             stored_add(self._stored, str(answer["thread_id"]), str(answer["checkpoint_id"]))
-        # Exactly once: a call the ledger already holds is not run again (docs/design.md §15).
+        # Exactly once: a call the ledger already holds is not run again (docs/langgraph.md,
+        # "Agent frameworks").
         return ledger_apply(found, answer, self.serde, note_position)
 
     def _page(

@@ -10,9 +10,10 @@
 
 The session is the thread whose `external_id` is `session_id`, created on first use with the
 given thread settings. `add_items` appends each item as an event; `get_items` answers the
-thread's working context (docs/api.md §4): the stable summary as one leading item, then the
-items after it, trimmed by the server to the thread's budget. The log stays append-only:
-`pop_item` appends a `retraction`, `clear_session` a `reset` (docs/api.md §3).
+thread's working context (docs/api.md, "Working context — `GET /api/v1/threads/{id}/context/`"): the
+stable summary as one leading item, then the items after it, trimmed by the server to the thread's
+budget. The log stays append-only: `pop_item` appends a `retraction`, `clear_session` a `reset`
+(docs/api.md, "Events — `/api/v1/threads/{id}/events/`").
 
 Items and events (`item_to_event`, `event_to_item`): a message is a `message` event, a
 `function_call` a `tool_call` (its JSON-string `arguments` parsed into an object), a
@@ -92,7 +93,8 @@ def _is_parts(content: Any) -> bool:
 
 
 def _id_text(value: Any) -> bool:
-    """What the server accepts as a tool call id or a tool name (docs/api.md §3)."""
+    """What the server accepts as a tool call id or a tool name (docs/api.md,
+    "Events — `/api/v1/threads/{id}/events/`")."""
     return isinstance(value, str) and bool(value.strip()) and len(value) <= 200
 
 
@@ -103,10 +105,10 @@ def _without(item: Mapping[str, Any], *names: str) -> dict[str, Any]:
 def item_to_event(
     item: Mapping[str, Any], *, side_effect_tools: Collection[str] = ()
 ) -> dict[str, Any]:
-    """The event (docs/api.md §3) that stores one Agents SDK input item; `event_to_item` of
-    the stored event gives the item back, equal to what came in. A `function_call` of a tool
-    in `side_effect_tools` is a side-effecting call (`side_effect: true`), its idempotency key
-    the arguments' own `idempotency_key`, else the call id."""
+    """The event (docs/api.md, "Events — `/api/v1/threads/{id}/events/`") that stores one Agents SDK
+    input item; `event_to_item` of the stored event gives the item back, equal to what came in. A
+    `function_call` of a tool in `side_effect_tools` is a side-effecting call (`side_effect: true`),
+    its idempotency key the arguments' own `idempotency_key`, else the call id."""
     kind = item.get("type")
     if kind in (None, "message") and item.get("role") in ROLES and _is_parts(item.get("content")):
         event: dict[str, Any] = {
@@ -215,10 +217,12 @@ class CtxadminSession:
         side_effect_tools: names of the tools whose calls have a side effect in the world:
             their `function_call` items are stored as side-effecting calls (`side_effect:
             true`, idempotency key = the arguments' `idempotency_key`, else the call id), and
-            `exactly_once` guards them (docs/clients.md, "Exactly once").
+            `exactly_once` guards them (docs/clients.md,
+            "Exactly once: side effects and the ledger").
         **budget: thread settings used when the thread is created (`context_window`,
             `reserved_output`, `reasoning_reserve`, `safety_margin`, `fixed_tokens`,
-            `encoding`, ...; docs/api.md §2.1). An existing thread keeps its own.
+            `encoding`, ...; docs/api.md, "Create — `POST /api/v1/threads/` (agents)"). An existing
+            thread keeps its own.
 
     `last_context` is the working-context answer the last `get_items` or `pop_item` read
     (`budget`, `summary`, `trimmed_units`, `needs_fold`, ...); `integrity` its chain verdict
@@ -329,11 +333,12 @@ class CtxadminSession:
 
     async def _unanswered(self, context: Mapping[str, Any]) -> dict[int, dict[str, Any] | None]:
         """What stands after each call of the context that has neither a result nor a
-        resolution (`unanswered_calls`, docs/api.md §4), by the call's seq: None for a
-        read-only call (left out of the model's input), the function_call_output of the
-        recorded outcome for a side-effecting call whose key the ledger settled (a retry of an
-        effect that happened). A side-effecting call the ledger does not know the outcome of
-        raises `SideEffectPending`: the agent is held at it until a person resolves it."""
+        resolution (`unanswered_calls`, docs/api.md,
+        "Working context — `GET /api/v1/threads/{id}/context/`"), by the call's seq: None for a
+        read-only call (left out of the model's input), the function_call_output of the recorded
+        outcome for a side-effecting call whose key the ledger settled (a retry of an effect that
+        happened). A side-effecting call the ledger does not know the outcome of raises
+        `SideEffectPending`: the agent is held at it until a person resolves it."""
         standing: dict[int, dict[str, Any] | None] = {}
         for call in context.get("unanswered_calls") or ():
             if call["tool_call_id"] in self._stored_calls:
@@ -401,7 +406,8 @@ class CtxadminSession:
 
     def exactly_once(self, tool: FunctionTool) -> FunctionTool:
         """The tool, guarded so that a call of it runs at most once per idempotency key, as
-        ctxadmin's side-effect ledger decides (docs/clients.md, "Exactly once"):
+        ctxadmin's side-effect ledger decides (docs/clients.md,
+        "Exactly once: side effects and the ledger"):
 
             refund = session.exactly_once(refund_tool)  # a FunctionTool (@function_tool)
             agent = Agent(name="support", tools=[refund, lookup], ...)

@@ -157,10 +157,11 @@ class AsyncThread:
         )
 
     async def set_tools(self, tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        """Replace the thread's tool definitions (`PUT .../tools/`, docs/api.md §2.4) with
-        `tools`, dicts in OpenAI Chat Completions, OpenAI Responses or Anthropic shape. Returns
-        the stored set: `tools` (each `name`, `token_count`, `definition`), `count`,
-        `token_total`, `encoding` and `changed` (false when the set was this one already)."""
+        """Replace the thread's tool definitions (`PUT .../tools/`, docs/api.md,
+        "Tool definitions — `PUT` and `GET /api/v1/threads/{id}/tools/`") with `tools`, dicts in
+        OpenAI Chat Completions, OpenAI Responses or Anthropic shape. Returns the stored set:
+        `tools` (each `name`, `token_count`, `definition`), `count`, `token_total`, `encoding` and
+        `changed` (false when the set was this one already)."""
         return await self._client._call(_api.set_tools(self.id, list(tools)))
 
     async def tools(self) -> dict[str, Any]:

@@ -119,8 +119,8 @@ class Thread:
         return self.data
 
     def append(self, *events: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """Append events (dicts as in docs/api.md §3); returns one answer per event
-        (`seq`, `hash`, `token_count`, `replayed`, ...).
+        """Append events (dicts as in docs/api.md, "Events — `/api/v1/threads/{id}/events/`");
+        returns one answer per event (`seq`, `hash`, `token_count`, `replayed`, ...).
 
         Every event without a `client_event_id` gets one (set on the dict you passed), so a
         retry, the client's own or yours with the same dicts, replays instead of duplicating.
@@ -195,10 +195,11 @@ class Thread:
         )
 
     def set_tools(self, tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        """Replace the thread's tool definitions (`PUT .../tools/`, docs/api.md §2.4) with
-        `tools`, dicts in OpenAI Chat Completions, OpenAI Responses or Anthropic shape. Returns
-        the stored set: `tools` (each `name`, `token_count`, `definition`), `count`,
-        `token_total`, `encoding` and `changed` (false when the set was this one already)."""
+        """Replace the thread's tool definitions (`PUT .../tools/`, docs/api.md,
+        "Tool definitions — `PUT` and `GET /api/v1/threads/{id}/tools/`") with `tools`, dicts in
+        OpenAI Chat Completions, OpenAI Responses or Anthropic shape. Returns the stored set:
+        `tools` (each `name`, `token_count`, `definition`), `count`, `token_total`, `encoding` and
+        `changed` (false when the set was this one already)."""
         return self._client._call(_api.set_tools(self.id, list(tools)))
 
     def tools(self) -> dict[str, Any]:
@@ -218,8 +219,8 @@ class Thread:
         return self._client._call(_api.integrity(self.id))
 
     def side_effects(self, status: str | None = None) -> list[dict[str, Any]]:
-        """The thread's side-effect records (`GET /api/v1/side-effects/?thread=`, docs/api.md
-        §8.1): `idempotency_key`, `status`, `call_seq`, `result_seq`, `resolutions`,
+        """The thread's side-effect records (`GET /api/v1/side-effects/?thread=`, docs/api.md,
+        "Side effects"): `idempotency_key`, `status`, `call_seq`, `result_seq`, `resolutions`,
         `second_results`, ..., optionally only those with `status`."""
         records = self._client._call(_api.side_effects(self.id))
         return [r for r in records if status is None or r.get("status") == status]
@@ -240,8 +241,8 @@ class Thread:
         idempotency_key: str | None = None,
     ) -> Outcome:
         """Run a side-effecting call at most once, as the ledger decides (docs/clients.md,
-        "Exactly once"). The key is `idempotency_key`, else the arguments' own
-        `idempotency_key`, else `tool_call_id`.
+        "Exactly once: side effects and the ledger"). The key is `idempotency_key`, else the
+        arguments' own `idempotency_key`, else `tool_call_id`.
 
         - The ledger holds an outcome for the key: `run` is not called; the answer carries
           the recorded result (or the resolution and its evidence), `executed` False. A new

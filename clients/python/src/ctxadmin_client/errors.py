@@ -1,8 +1,8 @@
 """Typed errors: every error answer of the server becomes a `CtxadminError`.
 
 The server answers errors as `{"error": {"code", "message", "fields"}}` with a fitting status
-(docs/api.md §1.3). `error_from_response` parses that shape; a body that is not that shape (a
-proxy's HTML page, an empty 502) still becomes a `CtxadminError`, with the code `http_<status>`.
+(docs/api.md, "Error shape"). `error_from_response` parses that shape; a body that is not that shape
+(a proxy's HTML page, an empty 502) still becomes a `CtxadminError`, with the code `http_<status>`.
 """
 
 from __future__ import annotations
@@ -189,8 +189,8 @@ class SideEffectPending(_LedgerStop):
     """A side-effecting call the agent is about to run (or resume into) whose outcome the
     ledger does not know yet: its side effect is `running` (no result: the run that made it
     died, or is still in it) or `unknown` (a timeout). Running it again could do it twice, so
-    the agent is held at that call until a person resolves it (docs/clients.md, "Exactly
-    once"); the resolution then becomes the call's result.
+    the agent is held at that call until a person resolves it (docs/clients.md,
+    "Exactly once: side effects and the ledger"); the resolution then becomes the call's result.
 
     Not a `CtxadminError`: the server answered; the ledger says "wait".
 

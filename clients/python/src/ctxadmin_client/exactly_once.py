@@ -1,5 +1,5 @@
 """Exactly once: the side-effect ledger decides whether a side-effecting call runs
-(docs/clients.md, "Exactly once").
+(docs/clients.md, "Exactly once: side effects and the ledger").
 
 Shared by the plain client (`Thread.run_once`, `AsyncThread.run_once`) and the Agents SDK
 session (`CtxadminSession.exactly_once`). Before a side-effecting tool runs, the ledger is
@@ -69,7 +69,8 @@ def idempotency_key_for(call_id: str, arguments: Any) -> str:
 def call_event(
     call_id: str, tool_name: str, arguments: Mapping[str, Any], key: str
 ) -> dict[str, Any]:
-    """The side-effecting `tool_call` event of a call (docs/api.md §3)."""
+    """The side-effecting `tool_call` event of a call (docs/api.md,
+    "Events — `/api/v1/threads/{id}/events/`")."""
     return {
         "kind": "tool_call",
         "tool_call_id": call_id,

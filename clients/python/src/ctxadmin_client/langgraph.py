@@ -64,7 +64,7 @@ class CtxadminSaver(CheckpointReads, CheckpointWrites, BaseCheckpointSaver[str])
             events say so (with the tool call id as idempotency key), so a rollback lists them,
             and the side-effect ledger drives resume: a call it holds is never run again
             (`get_tuple` hands back its recorded result, or raises `SideEffectPending` while
-            its outcome is unknown; docs/clients.md "Exactly once with LangGraph").
+            its outcome is unknown; docs/clients.md, "Exactly once with LangGraph").
         allow_broken_chain: read a checkpoint whose messages reach past a break in the thread's
             hash chain (an event changed after it was written, as the last integrity check
             found) instead of raising `ChainBrokenError`. Off by default: an agent never
