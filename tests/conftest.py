@@ -44,6 +44,29 @@ def no_api_rate_limit(settings: Any) -> None:
     settings.CTXADMIN_API_RATE = ""
 
 
+PRODUCTION_METRICS_TOKEN = "metrics-token-for-production-tests"
+
+
+@pytest.fixture
+def production(settings: Any) -> Any:
+    """The settings a deployment runs on (docs/operations.md): what DJANGO_DEBUG=0 turns on in
+    ctxadmin/settings.py's `if not DEBUG:` block (HTTPS redirect, TLS ended at a proxy that sets
+    X-Forwarded-Proto, secure cookies, HSTS), a metrics token, and one trusted proxy in front.
+    The test settings import with DEBUG on, so that block never ran: this sets what it sets.
+    A test about a missing token or an untrusted proxy changes that one setting."""
+    settings.DEBUG = False
+    settings.SECURE_SSL_REDIRECT = True
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    settings.SESSION_COOKIE_SECURE = True
+    settings.CSRF_COOKIE_SECURE = True
+    settings.SECURE_HSTS_SECONDS = 31536000
+    settings.SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    settings.SECURE_HSTS_PRELOAD = True
+    settings.CTXADMIN_METRICS_TOKEN = PRODUCTION_METRICS_TOKEN
+    settings.CTXADMIN_TRUSTED_PROXIES = 1
+    return settings
+
+
 @pytest.fixture
 def workspace_and_key(db: Any) -> tuple[Any, str]:
     return factories.make_workspace("acme")

@@ -26,10 +26,16 @@ UNTRUSTED = "ctxadmin_untrusted_forwarded_requests"
 
 
 @pytest.fixture
-def production(settings: Any) -> Any:
-    settings.DEBUG = False
-    settings.CTXADMIN_METRICS_TOKEN = ""
-    return settings
+def production(production: Any) -> Any:
+    """The shared production settings (tests/conftest.py), as this module's cases start: no
+    metrics token and no trusted proxy (both defaults), each test setting what it is about; and
+    DJANGO_SECURE_SSL_REDIRECT=0 (the proxy redirects), since these requests are plain HTTP, as
+    a scraper on this machine reads gunicorn. With the redirect on, see
+    tests/runtime/test_hardening_production.py."""
+    production.CTXADMIN_METRICS_TOKEN = ""
+    production.CTXADMIN_TRUSTED_PROXIES = 0
+    production.SECURE_SSL_REDIRECT = False
+    return production
 
 
 def _login(username: str, password: str, **extra: Any) -> Any:
