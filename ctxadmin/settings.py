@@ -180,6 +180,9 @@ CSRF_FAILURE_VIEW = "threads.api.errors.csrf_failure"  # JSON under /api/, the p
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
+# A scraper on this machine reads /metrics from gunicorn over plain HTTP: it is never sent to
+# https:// (without a token, /metrics answers only unforwarded loopback requests anyway).
+SECURE_REDIRECT_EXEMPT = [r"^metrics/?$"]
 if not DEBUG:
     SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

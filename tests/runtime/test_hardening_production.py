@@ -125,13 +125,16 @@ def untrusted_total() -> float:
 
 
 def test_plain_http_is_redirected_to_https_and_proxied_requests_are_not(workspace: Any) -> None:
-    """Pages, the API and /metrics alike: a request that did not come through the proxy's TLS
-    is sent to https://; the proxy's requests are answered, with HSTS and secure cookies."""
+    """Pages and the API alike: a request that did not come through the proxy's TLS is sent
+    to https://, but /metrics, which a scraper on this machine reads from gunicorn directly; the
+    proxy's requests are answered, with HSTS and secure cookies."""
     plain = Client(REMOTE_ADDR="127.0.0.1")
-    for path in (LOGIN, "/api/v1/threads/", "/metrics"):
+    for path in (LOGIN, "/api/v1/threads/"):
         answer = plain.get(path)
         assert answer.status_code == 301, (path, answer.status_code)
         assert answer["Location"] == f"https://testserver{path}"
+    scraped = plain.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+    assert scraped.status_code == 200 and b"ctxadmin_" in scraped.content
 
     browser = Client(**through_proxy())
     page = browser.get(LOGIN)
@@ -233,11 +236,9 @@ def test_without_a_token_metrics_refuses_whatever_came_through_the_proxy(
 
 
 def test_without_a_token_a_direct_loopback_scrape_is_answered(production: Any) -> None:
-    """A scraper on this machine reads gunicorn directly over HTTP, which the HTTPS redirect
-    sends to https:// (the first test): the tokenless read needs DJANGO_SECURE_SSL_REDIRECT=0,
-    the documented setting when the proxy redirects itself."""
+    """A scraper on this machine reads gunicorn directly over HTTP, HTTPS redirect on: no
+    token needed from loopback, refused from anywhere else or through the proxy."""
     production.CTXADMIN_METRICS_TOKEN = ""
-    production.SECURE_SSL_REDIRECT = False
     answer = Client().get("/metrics", REMOTE_ADDR="127.0.0.1")
     assert answer.status_code == 200
     assert b"ctxadmin_events_appended" in answer.content
