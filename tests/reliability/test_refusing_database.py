@@ -199,7 +199,7 @@ def test_a_worker_fold_retries_until_the_database_takes_writes(
     thread = f.make_thread(workspace, "refusing-fold")
     for n in range(3):
         f.append(thread, f.user(f"question {n}"), f.assistant(f"answer {n}"))
-    sender = Celery(broker=redis_url)
+    sender = Celery(broker=redis_url, set_as_current=False)
     trigger = {"kind": "manual", "reason": "refusing database"}
     # The run row is written while the database still takes writes; the task is sent once it
     # refuses them.

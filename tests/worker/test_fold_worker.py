@@ -106,7 +106,8 @@ def pausing_worker(redis_url: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
             "process": process,
             "queue": queue,
             "log": log_path,
-            "sender": Celery(broker=redis_url),
+            # Not the current app: the product's own tasks keep being sent by ctxadmin's app.
+            "sender": Celery(broker=redis_url, set_as_current=False),
         }
     finally:
         if process.poll() is None:

@@ -138,6 +138,14 @@ def _waiting_on_locks(other: psycopg.Connection) -> int:
     return int(row[0]) if row else 0
 
 
+def _sessions(other: psycopg.Connection) -> list[Any]:
+    """What every other session of the test database is doing (for a failure's message)."""
+    return other.execute(
+        "SELECT pid, state, wait_event_type, wait_event, left(query, 120) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    ).fetchall()
+
+
 def _fold_while_importing(
     thread: Thread, first: Any, second: Any, admin_client_ws: APIClient
 ) -> None:
@@ -147,7 +155,10 @@ def _fold_while_importing(
         run = folding.fold_request(
             thread=Thread.objects.get(pk=thread.pk), trigger={"kind": "manual"}
         )
-        done = wait_for_task(run.pk, timeout=120)
+        try:
+            done = wait_for_task(run.pk, timeout=120)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the database's sessions: {_sessions(other)}") from None
         assert done.state == TaskState.SUCCESS, done.result
         assert done.result is not None and done.result["folded"] is True, done.result
         # The fold was done while one worker process, and one only, was held by an import.
