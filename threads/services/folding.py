@@ -37,7 +37,6 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from threads.keys.chain import thread_genesis, thread_key
 from threads.domain import chain, tokens
 from threads.domain.budget import Budget, fold_target, thread_budget
 from threads.domain.errors import Conflict
@@ -46,7 +45,10 @@ from threads.domain.markers import retraction_targets
 from threads.domain.summary_fit import fit_summary
 from threads.domain.summary_render import render_summary
 from threads.domain.units import last_closed_boundary, split_units
-from threads.domain.verify import Check, Verification, cited_seqs, verify_candidate
+from threads.domain.verify import verify_candidate
+from threads.domain.verify_citations import cited_seqs
+from threads.domain.verify_report import Check, Verification
+from threads.keys.chain import thread_genesis, thread_key
 from threads.models import (
     SummaryPhase,
     SummaryVersion,
