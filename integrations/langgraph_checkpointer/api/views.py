@@ -30,20 +30,20 @@ from integrations.langgraph_checkpointer.selectors.checkpoints import (
     langgraph_tuples,
 )
 from integrations.langgraph_checkpointer.selectors.ledger import langgraph_ledger
-from integrations.langgraph_checkpointer.services.saver import (
-    PRUNE_STRATEGIES,
-    InterruptIn,
-    MessageIn,
-    MessagesIn,
+from integrations.langgraph_checkpointer.services.checkpoint_put import (
     ValueIn,
-    WriteIn,
     langgraph_checkpoint_put,
+)
+from integrations.langgraph_checkpointer.services.interrupts import InterruptIn
+from integrations.langgraph_checkpointer.services.message_mirror import MessageIn, MessagesIn
+from integrations.langgraph_checkpointer.services.threads import (
+    PRUNE_STRATEGIES,
     langgraph_runs_delete,
     langgraph_thread_copy,
     langgraph_thread_delete,
     langgraph_threads_prune,
-    langgraph_writes_put,
 )
+from integrations.langgraph_checkpointer.services.writes import WriteIn, langgraph_writes_put
 from threads.api.auth import agent_read_mark, require_agent
 from threads.api.parsers import JSONBodyError, NumberNotRepresentable, strict_json_loads
 from threads.api.renderers import LargeJSONRenderer
