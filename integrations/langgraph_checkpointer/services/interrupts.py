@@ -17,7 +17,7 @@ from integrations.langgraph_checkpointer.domain.messages import (
     interrupt_call,
 )
 from integrations.langgraph_checkpointer.models import LanggraphCheckpoint, LanggraphWrite
-from integrations.langgraph_checkpointer.selectors.checkpoints import langgraph_pending_tool_calls
+from integrations.langgraph_checkpointer.selectors.messages import langgraph_pending_tool_calls
 from threads.domain.errors import IdempotencyConflict
 from threads.domain.events import normalize_event
 from threads.models import ApprovalRequest, ApprovalStatus, Thread

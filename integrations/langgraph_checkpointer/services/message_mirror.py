@@ -15,7 +15,7 @@ from django.conf import settings
 
 from integrations.langgraph_checkpointer.domain.messages import message_digest, message_event_bodies
 from integrations.langgraph_checkpointer.models import LanggraphChannelVersion, LanggraphMessage
-from integrations.langgraph_checkpointer.selectors.checkpoints import (
+from integrations.langgraph_checkpointer.selectors.messages import (
     langgraph_messages_count_until,
     langgraph_version_message_count,
     langgraph_version_message_seqs,

@@ -24,11 +24,13 @@ from integrations.langgraph_checkpointer.models import (
     LanggraphWrite,
 )
 from integrations.langgraph_checkpointer.selectors.checkpoints import (
+    langgraph_thread_get,
+    langgraph_threads_get,
+)
+from integrations.langgraph_checkpointer.selectors.messages import (
     langgraph_message_index,
     langgraph_messages_at,
     langgraph_side_effect_tools,
-    langgraph_thread_get,
-    langgraph_threads_get,
 )
 from integrations.langgraph_checkpointer.services.checkpoint_put import _checkpoint_save, _lock
 from integrations.langgraph_checkpointer.services.interrupts import (
