@@ -13,8 +13,8 @@ from django.core.management import call_command
 from django.db import transaction
 
 from tests import factories as f
-from threads.keys.chain import ChainKeyUnknown, chain_key, current_chain_key_id
 from threads.domain import chain
+from threads.keys.chain import ChainKeyUnknown, chain_key, current_chain_key_id
 from threads.models import Checkpoint, Event, SummaryVersion, Thread
 from threads.selectors.integrity import (
     checkpoint_body,
@@ -22,7 +22,7 @@ from threads.selectors.integrity import (
     stored_events,
     summary_checksum,
 )
-from threads.services.folding import checkpoint_record
+from threads.services.checkpoints import checkpoint_record
 from threads.services.fork import thread_fork
 from threads.services.integrity import integrity_check
 

@@ -34,7 +34,7 @@ from integrations.trace_imports.services import import_cancel
 from tests import factories as f
 from tests.runtime.conftest import real_worker, wait_for_task  # noqa: F401 (a fixture)
 from threads.models import TaskState, Thread
-from threads.services import folding
+from threads.services import fold_requests
 
 pytestmark = [
     pytest.mark.postgres,
@@ -140,7 +140,7 @@ def _fold_while_importing(
     waiting_id = second if str(running_id) == str(first) else first
 
     with _row_held(running_id):
-        run = folding.fold_request(
+        run = fold_requests.fold_request(
             thread=Thread.objects.get(pk=thread.pk), trigger={"kind": "manual"}
         )
         done = wait_for_task(run.pk, timeout=120)
