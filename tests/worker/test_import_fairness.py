@@ -30,7 +30,7 @@ from django.middleware.csrf import _get_new_csrf_string
 from rest_framework.test import APIClient
 
 from integrations.trace_imports.models import ImportState, TraceImport
-from integrations.trace_imports.services import import_cancel
+from integrations.trace_imports.services.uploads import import_cancel
 from tests import factories as f
 from tests.runtime.conftest import real_worker, wait_for_task  # noqa: F401 (a fixture)
 from threads.models import TaskState, Thread
