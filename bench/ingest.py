@@ -360,8 +360,8 @@ class Bench:
     def bare_verify(self, thread: Any) -> tuple[float, float]:
         """A minimal independent verifier: read, canonical JSON, SHA-256 chain. Also returns
         the hashing part alone (rows already in memory)."""
-        from threads.keys.chain import chain_key
         from threads.domain.chain import genesis_hash
+        from threads.keys.chain import chain_key
 
         if chain_key():
             raise SystemExit("the bare loop is plain SHA-256: unset CTXADMIN_CHAIN_KEY")

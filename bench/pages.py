@@ -244,9 +244,9 @@ def build_threads(workspace: Any, count: int) -> None:
     summary on every 10th, a rejected candidate on every 60th."""
     from django.db import transaction
 
-    from threads.keys.chain import chain_key
     from threads.domain import chain
     from threads.domain.events import normalize_event
+    from threads.keys.chain import chain_key
     from threads.models import Thread
     from threads.services.events import event_append_batch
 

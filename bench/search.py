@@ -14,9 +14,9 @@ until the database holds `--events` events: every word that holds a digit (reser
 user ids, flight numbers, amounts in text) gets a suffix naming the copy, so ids stay rare while
 ordinary words keep their frequency. The copies go in with the bulk path (COPY on PostgreSQL,
 executemany on SQLite) with the search index dropped, and the index is then built over
-everything with the migration's own SQL (`threads/database/search_index.py`: CREATE INDEX; FTS5 backfill
-and triggers), as `0013_event_search` does for existing data; PostgreSQL is then VACUUM
-ANALYZEd. Copied events keep their template's hash: their chains do not verify, which search
+everything with the migration's own SQL (`threads/database/search_index.py`: CREATE INDEX;
+FTS5 backfill and triggers), as `0013_event_search` does for existing data; PostgreSQL is then
+VACUUM ANALYZEd. Copied events keep their template's hash: their chains do not verify, which search
 does not read.
 
 Search. Query words are drawn from the corpus by how many events hold them: five bands of

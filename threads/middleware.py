@@ -50,7 +50,11 @@ from threads.api.errors import (
     plain_text_error,
 )
 from threads.client_address import forwarded_untrusted_note
-from threads.database.unavailable import RETRY_AFTER, database_unavailable, database_unavailable_reset
+from threads.database.unavailable import (
+    RETRY_AFTER,
+    database_unavailable,
+    database_unavailable_reset,
+)
 
 # Bytes of a request's target (path and query string). gunicorn refuses a request line over
 # its `limit_request_line` (ctxadmin/gunicorn_conf.py sets 8190, its largest) with an HTML 414

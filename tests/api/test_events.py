@@ -11,8 +11,8 @@ from django.test.utils import CaptureQueriesContext
 
 from tests import factories
 from tests.api.conftest import log_state, post_json
-from threads.keys.chain import chain_key
 from threads.domain import chain
+from threads.keys.chain import chain_key
 from threads.models import ApprovalRequest, Event, SideEffect, SideEffectStatus
 
 pytestmark = pytest.mark.django_db

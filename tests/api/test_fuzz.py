@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import factories
-from threads.keys.chain import chain_key
 from threads.domain import chain
+from threads.keys.chain import chain_key
 from threads.models import Event
 from threads.selectors import event_dicts
 

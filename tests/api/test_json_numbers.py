@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from threads.keys.chain import chain_key
 from threads.domain import chain
 from threads.domain.canonical import stable_numbers
+from threads.keys.chain import chain_key
 from threads.selectors.events import event_dicts
 
 # Each beside what it is stored as: the same JSON number.

@@ -305,7 +305,8 @@ class SideEffectMachine(RuleBasedStateMachine):
 
     @invariant()
     def the_thread_counts_its_unknown_side_effects(self) -> None:
-        """The count the side-effect triggers keep (threads/database/unknown_counts.py) is the records'."""
+        """The count the side-effect triggers keep (threads/database/unknown_counts.py) is the
+        records'."""
         counted = Thread.objects.values_list("unknown_side_effects", flat=True).get(
             pk=self.thread.pk
         )

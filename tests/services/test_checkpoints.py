@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from tests import factories as f
-from threads.keys.chain import chain_key
 from threads.domain import chain
 from threads.domain.errors import Conflict, InvalidEvent, NotFound, PermissionDenied
+from threads.keys.chain import chain_key
 from threads.models import (
     ApprovalRequest,
     AuditEntry,

@@ -22,7 +22,11 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from threads.database.unavailable import RETRY_AFTER, database_unavailable, database_unavailable_reset
+from threads.database.unavailable import (
+    RETRY_AFTER,
+    database_unavailable,
+    database_unavailable_reset,
+)
 from threads.domain.errors import DomainError
 
 DATABASE_UNAVAILABLE_MESSAGE = (

@@ -26,10 +26,10 @@ from django.db.models import (
 )
 from django.db.models.functions import RowNumber
 
-from threads.keys.chain import ChainKeyUnknown, thread_genesis, thread_key
 from threads.domain import chain
 from threads.domain.chain import ChainVerdict
 from threads.domain.ledger import DUPLICATE_OF
+from threads.keys.chain import ChainKeyUnknown, thread_genesis, thread_key
 from threads.models import (
     TOOL_CALL_INDEXED,
     Checkpoint,

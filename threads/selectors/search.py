@@ -1,5 +1,5 @@
-"""Message search over the index of threads/database/search_index.py (docs/design.md §17): one selector
-for the API and the dashboard.
+"""Message search over the index of threads/database/search_index.py (docs/design.md §17): one
+selector for the API and the dashboard.
 
 A hit is an event whose search text holds every term of the query: its whitespace-separated
 parts, each a word or a phrase of words (`lookup_order`), whole words, any case; on PostgreSQL
@@ -20,6 +20,7 @@ from typing import Any, cast
 from django.db import connections, router
 from psycopg.pq import TransactionStatus
 
+from threads.database.search_index import MARK_END, MARK_START, PG_CONFIG, PG_LESS_THAN, PG_VECTOR
 from threads.domain.search import (
     SnippetPart,
     fts5_query,
@@ -29,7 +30,6 @@ from threads.domain.search import (
     snippet_parts,
 )
 from threads.models import Event
-from threads.database.search_index import MARK_END, MARK_START, PG_CONFIG, PG_LESS_THAN, PG_VECTOR
 
 MAX_HITS = 100
 # ts_headline: 15..35 words around the best match.

@@ -267,8 +267,8 @@ def threads_in(
         threads = threads.filter(status=status)
     # Annotated names go through Q so the type checker does not look them up as fields.
     if unknown is not None:
-        # The count the side-effect triggers keep (threads/database/unknown_counts.py): a partial index
-        # holds the threads above 0, in the list's order.
+        # The count the side-effect triggers keep (threads/database/unknown_counts.py): a partial
+        # index holds the threads above 0, in the list's order.
         threads = threads.filter(
             Q(unknown_side_effects__gt=0) if unknown else Q(unknown_side_effects=0)
         )

@@ -22,9 +22,9 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone
 
-from threads.keys.chain import ChainKeyUnknown, chain_key, thread_genesis
 from threads.domain.canonical import canonical_json, format_time
 from threads.domain.heads import PublishedHead, head_sign, public_key_id
+from threads.keys.chain import ChainKeyUnknown, chain_key, thread_genesis
 from threads.keys.heads import PUBLIC_KEY_NAME, heads_dir, heads_signing_key, public_key_pem
 from threads.selectors.integrity import chain_walk, thread_heads
 from threads.selectors.published_heads import published_heads

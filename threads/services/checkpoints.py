@@ -18,10 +18,10 @@ from typing import Any
 from django.db import connections, router, transaction
 
 from threads.access import require_role
-from threads.keys.chain import thread_genesis, thread_key
 from threads.domain import chain
 from threads.domain.errors import Conflict, NotFound
 from threads.domain.ledger import OpenWork
+from threads.keys.chain import thread_genesis, thread_key
 from threads.models import (
     ApprovalRequest,
     Checkpoint,
@@ -373,7 +373,8 @@ def restored_version_save(
 ) -> SummaryVersion:
     """Save a committed version whose content is the checkpoint's summary, covering up to the
     checkpoint's cursor (a rollback's new head, a fork's first version). A checkpoint that
-    holds no summary (an integration's state checkpoint) names the `source` and the `covered_until` instead."""
+    holds no summary (an integration's state checkpoint) names the `source` and the
+    `covered_until` instead."""
     source = source or checkpoint.summary_version
     assert source is not None
     version = SummaryVersion(

@@ -10,10 +10,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from threads.access import require_role
-from threads.keys.chain import current_chain_key_id, thread_genesis
 from threads.domain.errors import Conflict
 from threads.domain.events import NewEvent
 from threads.domain.ledger import call_status_after
+from threads.keys.chain import current_chain_key_id, thread_genesis
 from threads.models import (
     ApprovalRequest,
     ApprovalStatus,

@@ -13,9 +13,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from threads.keys.chain import ChainKeyUnknown, thread_genesis, thread_key
 from threads.domain.chain import ChainVerdict
 from threads.domain.heads import heads_check
+from threads.keys.chain import ChainKeyUnknown, thread_genesis, thread_key
 from threads.models import Checkpoint, TaskRun, Thread
 from threads.selectors.integrity import (
     Progress,

@@ -7,9 +7,9 @@ from typing import Any
 
 from django.db import IntegrityError, models, transaction
 
-from threads.keys.chain import current_chain_key_id, thread_genesis
 from threads.domain.errors import InvalidEvent
 from threads.domain.external_ids import external_id_problem
+from threads.keys.chain import current_chain_key_id, thread_genesis
 from threads.models import Thread, Workspace
 from threads.services.audit import audit_record
 from threads.summarizers import summarizer_unavailable

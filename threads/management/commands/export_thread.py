@@ -30,8 +30,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from threads.keys.chain import ChainKeyUnknown, thread_genesis, thread_key
 from threads.domain.canonical import canonical_json
+from threads.keys.chain import ChainKeyUnknown, thread_genesis, thread_key
 from threads.models import Thread
 from threads.selectors.published_heads import thread_last_published_head
 from threads.services.integrity import stored_events

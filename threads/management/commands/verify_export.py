@@ -22,9 +22,9 @@ from typing import Any, NoReturn
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from threads.keys.chain import LEGACY_KEY_ID, chain_keys
 from threads.domain import chain
 from threads.domain.heads import head_parse, public_key_id
+from threads.keys.chain import LEGACY_KEY_ID, chain_keys
 from threads.keys.heads import public_key_load
 
 
