@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import transaction
 
 from integrations.trace_imports.readers import read_conversations
-from integrations.trace_imports.services import conversations_import
+from integrations.trace_imports.services.conversations import conversations_import
 from sample_data.scenarios import scenarios
 from threads.domain.errors import IdempotencyConflict
 from threads.domain.events import normalize_event

@@ -28,7 +28,9 @@ from threads.database.unavailable import (
 from threads.models import SummaryVersion, Thread
 from threads.selectors import thread_integrity, threads_due_full_verify
 from threads.services.chain_heads import chain_heads_publish, publication_summary
-from threads.services.folding import fold_run, recover_prepared, thread_pinned
+from threads.services.fold_recovery import recover_prepared
+from threads.services.fold_requests import thread_pinned
+from threads.services.folding import fold_run
 from threads.services.integrity import integrity_check
 from threads.services.metrics import context_log_prune
 from threads.services.side_effects import side_effect_status_check

@@ -15,7 +15,7 @@ from typing import Any
 from integrations.langgraph_checkpointer.domain.messages import INTERRUPT_ACTION, REPAIR_KEY
 from integrations.langgraph_checkpointer.models import LanggraphCheckpoint
 from integrations.langgraph_checkpointer.selectors.checkpoints import langgraph_head_for_checkpoint
-from integrations.langgraph_checkpointer.services.saver import langgraph_repair_put
+from integrations.langgraph_checkpointer.services.repair import langgraph_repair_put
 from integrations.langgraph_checkpointer.views import graph_panel
 from threads.models import Checkpoint, Thread
 from threads.selectors.approval_context import ApprovalKind, approval_kinds

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from integrations.langgraph_checkpointer.selectors.checkpoints import langgraph_graph_position
+from integrations.langgraph_checkpointer.selectors.graph_position import langgraph_graph_position
 from threads import selectors
 from threads.models import Thread
 

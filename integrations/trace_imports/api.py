@@ -27,7 +27,11 @@ from integrations.trace_imports.selectors import (
     trace_import_get_for_member,
     trace_import_get_for_workspace,
 )
-from integrations.trace_imports.services import UPLOAD_FORM_OVERHEAD, import_cancel, import_start
+from integrations.trace_imports.services.uploads import (
+    UPLOAD_FORM_OVERHEAD,
+    import_cancel,
+    import_start,
+)
 from threads.api.auth import agent_of
 from threads.api.serializers import ErrorSerializer
 from threads.domain.errors import PayloadTooLarge, PermissionDenied

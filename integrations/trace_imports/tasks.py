@@ -6,7 +6,7 @@ from typing import Any
 
 from celery import shared_task
 
-from integrations.trace_imports.services import IMPORT_TRACE, import_run
+from integrations.trace_imports.services.uploads import IMPORT_TRACE, import_run
 from threads.services.tasks import task_run_progress
 from threads.tasks import tracked
 
@@ -23,8 +23,8 @@ from threads.tasks import tracked
 )
 @tracked
 def import_trace_task(task_id: str | None, import_id: str) -> dict[str, Any]:
-    """Import an uploaded file of conversations (integrations.trace_imports.services.import_run);
-    the
+    """Import an uploaded file of conversations
+    (integrations.trace_imports.services.uploads.import_run); the
     task run's progress counts conversations. Routed to the `imports` queue
     (CELERY_TASK_ROUTES), so it never holds a worker that folds.
 

@@ -31,7 +31,7 @@ from integrations.trace_imports.selectors import (
     trace_import_get_for_member,
     trace_imports_for_member,
 )
-from integrations.trace_imports.services import (
+from integrations.trace_imports.services.uploads import (
     FINISHED,
     UPLOAD_FORM_OVERHEAD,
     import_cancel,

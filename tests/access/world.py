@@ -15,9 +15,9 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from integrations.langgraph_checkpointer.models import LanggraphCheckpoint
-from integrations.langgraph_checkpointer.services.saver import langgraph_checkpoint_put
+from integrations.langgraph_checkpointer.services.checkpoint_put import langgraph_checkpoint_put
 from integrations.trace_imports.models import TraceImport
-from integrations.trace_imports.services import import_start
+from integrations.trace_imports.services.uploads import import_start
 from tests import factories as f
 from tests.views.conftest import build_story
 from threads.models import (

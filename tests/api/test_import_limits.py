@@ -20,8 +20,8 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from ctxadmin.celery import app as celery_app
-from integrations.trace_imports import services as import_service
 from integrations.trace_imports.models import ImportState, TraceImport
+from integrations.trace_imports.services import uploads
 from tests import factories
 from threads.models import AuditEntry, Event, Thread
 
@@ -188,9 +188,9 @@ def test_the_answer_shows_progress_while_the_import_runs(
     django_capture_on_commit_callbacks: Any,
 ) -> None:
     allow_agents(workspace)
-    monkeypatch.setattr(import_service, "REPORT_INTERVAL", 0)
+    monkeypatch.setattr(uploads, "REPORT_INTERVAL", 0)
     seen: list[tuple[str, dict[str, int], int]] = []
-    real = import_service.conversations_import
+    real = uploads.conversations_import
 
     def watched(**kwargs: Any) -> Any:
         import_id = str(TraceImport.objects.get().pk)
@@ -202,7 +202,7 @@ def test_the_answer_shows_progress_while_the_import_runs(
 
         return real(**{**kwargs, "progress": progress})
 
-    monkeypatch.setattr(import_service, "conversations_import", watched)
+    monkeypatch.setattr(uploads, "conversations_import", watched)
     upload(agent, chats(3, messages=2), django_capture_on_commit_callbacks)
     assert seen == [
         ("running", {"total": 3, "done": 1}, 2),
@@ -219,7 +219,7 @@ def test_an_admin_cancels_a_running_import_between_conversations(
     django_capture_on_commit_callbacks: Any,
 ) -> None:
     allow_agents(workspace)
-    real = import_service.conversations_import
+    real = uploads.conversations_import
     token = csrf(admin_client_ws)
 
     def cancelled_after_two(**kwargs: Any) -> Any:
@@ -237,7 +237,7 @@ def test_an_admin_cancels_a_running_import_between_conversations(
 
         return real(**{**kwargs, "progress": progress})
 
-    monkeypatch.setattr(import_service, "conversations_import", cancelled_after_two)
+    monkeypatch.setattr(uploads, "conversations_import", cancelled_after_two)
     answer = upload(agent, chats(5), django_capture_on_commit_callbacks)
     report = agent.get(f"{URL}{answer.json()['import_id']}/").json()
     assert report["state"] == "cancelled"
@@ -267,7 +267,7 @@ def test_a_pending_import_cancelled_never_runs(
     cancelled = admin_client_ws.post(f"{URL}{import_id}/cancel/", **csrf(admin_client_ws))
     assert cancelled.status_code == 200 and cancelled.json()["state"] == "cancelled"
     # The worker takes the task later: it imports nothing.
-    ran = import_service.import_run(import_id=import_id)
+    ran = uploads.import_run(import_id=import_id)
     assert ran["state"] == ImportState.CANCELLED and "before it started" in ran["error"]
     assert not Thread.objects.exists()
 

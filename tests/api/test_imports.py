@@ -26,7 +26,7 @@ from rest_framework.test import APIClient
 from ctxadmin.celery import app as celery_app
 from integrations.trace_imports import api as imports
 from integrations.trace_imports.models import TraceImport
-from integrations.trace_imports.services import UPLOAD_FORM_OVERHEAD
+from integrations.trace_imports.services.uploads import UPLOAD_FORM_OVERHEAD
 from tests import factories
 from tests.runtime.conftest import real_worker, wait_for_task  # noqa: F401 (a fixture)
 from threads.api import tasks

@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 from ctxadmin.celery import app as celery_app
 from tests import factories as f
 from threads.models import AuditEntry, SummaryPhase, TaskRun, Thread
-from threads.services import folding
+from threads.services import fold_preparation
 
 pytestmark = pytest.mark.django_db
 
@@ -116,7 +116,9 @@ def test_people_fold_with_csrf(
 
 def test_prepared_and_rejected_versions_are_listed(agent: APIClient, thread: Thread) -> None:
     _conversation(thread)
-    prepared = folding.fold_prepare(thread_id=thread.pk, trigger={"kind": "manual", "reason": "t"})
+    prepared = fold_preparation.fold_prepare(
+        thread_id=thread.pk, trigger={"kind": "manual", "reason": "t"}
+    )
     assert prepared is not None
     listed = agent.get(f"/api/v1/threads/{thread.pk}/summaries/").json()
     assert listed[0]["phase"] == SummaryPhase.PREPARED

@@ -18,11 +18,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ctxadmin.settings")
 django.setup()
 
 from ctxadmin.celery import app  # noqa: E402
-from integrations.trace_imports import services as imports  # noqa: E402
+from integrations.trace_imports.services import conversations  # noqa: E402
 from threads.services import events  # noqa: E402
 
 PACE = float(os.environ.get("CTXADMIN_TEST_IMPORT_PACE", "0.02"))
-_conversation_import = imports.conversation_import
+_conversation_import = conversations.conversation_import
 
 
 def paced_conversation_import(**kwargs: Any) -> Any:
@@ -31,7 +31,7 @@ def paced_conversation_import(**kwargs: Any) -> Any:
     return result
 
 
-imports.conversation_import = paced_conversation_import  # type: ignore[assignment]
+conversations.conversation_import = paced_conversation_import  # type: ignore[assignment]
 events.after_append_hooks = []
 
 if __name__ == "__main__":

@@ -124,7 +124,7 @@ def test_verify_chains_names_a_flipped_row_and_marks_checkpoints(workspace: Work
     bad = _filled(workspace, "bad")
     from django.db import transaction
 
-    from threads.services.folding import checkpoint_record
+    from threads.services.checkpoints import checkpoint_record
 
     with transaction.atomic():
         late = checkpoint_record(

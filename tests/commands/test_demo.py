@@ -27,7 +27,7 @@ from threads.models import (
     Thread,
 )
 from threads.selectors import active_constraints
-from threads.services.folding import summary_verify
+from threads.services.fold_verification import summary_verify
 
 SCENARIOS = ("order-10086", "refund-4471", "email-board-q3", "review-pr-482")
 

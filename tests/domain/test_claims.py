@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from tests.domain.eventlog import Log
-from threads.domain.verify import Ledger, build_ledger, claim_problems
+from threads.domain.verify_claims import claim_problems
+from threads.domain.verify_ledger import Ledger, build_ledger
 
 
 def ledger() -> Ledger:

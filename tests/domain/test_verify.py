@@ -14,7 +14,8 @@ from tests.domain.strategies import logs
 from threads.domain import fold as fold_module
 from threads.domain.fold import fold_structured
 from threads.domain.units import last_closed_boundary, split_units
-from threads.domain.verify import CHECK_NAMES, cited_seqs, verify_candidate
+from threads.domain.verify import CHECK_NAMES, verify_candidate
+from threads.domain.verify_citations import cited_seqs
 
 
 def scenario() -> tuple[Log, dict[str, Any], int]:

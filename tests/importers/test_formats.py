@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from integrations.trace_imports.readers import read_conversations
-from integrations.trace_imports.services import conversations_import, trace_import
+from integrations.trace_imports.services.conversations import conversations_import, trace_import
 from tests import factories as f
 from threads.models import Event, SideEffect, Thread, Workspace
 

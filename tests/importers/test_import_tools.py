@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from integrations.trace_imports.services import conversations_import
+from integrations.trace_imports.services.conversations import conversations_import
 from threads.models import AuditEntry, ThreadTool, Workspace
 
 pytestmark = pytest.mark.django_db

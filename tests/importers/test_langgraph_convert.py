@@ -16,7 +16,7 @@ from integrations.langgraph_checkpointer.domain.messages import (
     message_form,
 )
 from integrations.trace_imports.readers.langgraph_store import blob_decoder
-from integrations.trace_imports.services import conversations_import
+from integrations.trace_imports.services.conversations import conversations_import
 from threads.models import Event, Workspace
 
 pytestmark = pytest.mark.django_db

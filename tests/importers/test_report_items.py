@@ -8,7 +8,10 @@ from typing import Any
 
 import pytest
 
-from integrations.trace_imports.services import ConversationReport, conversations_import
+from integrations.trace_imports.services.conversations import (
+    ConversationReport,
+    conversations_import,
+)
 from threads.models import Event, Workspace
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_fold_triggers")]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from integrations.trace_imports.readers import DEFAULT_SIDE_EFFECT_TOOLS, read_conversations
-from integrations.trace_imports.services import conversations_import
+from integrations.trace_imports.services.conversations import conversations_import
 from threads.models import Event, SideEffect, Workspace
 
 pytestmark = pytest.mark.django_db

@@ -28,7 +28,7 @@ from langgraph.checkpoint.postgres import PostgresSaver
 
 from integrations.langgraph_checkpointer.domain.messages import MESSAGES_CHANNEL
 from integrations.trace_imports.readers.langgraph_store import blob_decoder
-from integrations.trace_imports.services import conversations_import
+from integrations.trace_imports.services.conversations import conversations_import
 from tests.importers.test_langgraph_postgres import store_dsn
 from tests.langgraph.conftest import Server
 from tests.langgraph.graphs import ToolFakeChatModel, get_weather, tool_loop_graph

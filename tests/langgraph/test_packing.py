@@ -27,12 +27,11 @@ from integrations.langgraph_checkpointer.selectors.checkpoints import (
     langgraph_checkpoint_get,
     langgraph_tuple,
 )
-from integrations.langgraph_checkpointer.services.saver import (
+from integrations.langgraph_checkpointer.services.checkpoint_put import (
     ValueIn,
-    WriteIn,
     langgraph_checkpoint_put,
-    langgraph_writes_put,
 )
+from integrations.langgraph_checkpointer.services.writes import WriteIn, langgraph_writes_put
 from tests import factories
 from threads.models import Thread
 

@@ -14,7 +14,7 @@ from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from integrations.langgraph_checkpointer.selectors.checkpoints import langgraph_graph_position
+from integrations.langgraph_checkpointer.selectors.graph_position import langgraph_graph_position
 from tests import factories as f
 from tests.langgraph.conftest import Server
 from tests.langgraph.graphs import add, approval_graph, get_weather, scripted_model, tool_loop_graph

@@ -11,7 +11,7 @@ from django.db.models import query
 from django.test.utils import CaptureQueriesContext
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, message_to_dict
 
-from integrations.langgraph_checkpointer.domain.messages import message_digest
+from integrations.langgraph_checkpointer.domain.messages import INTERRUPT_ACTION, message_digest
 from integrations.langgraph_checkpointer.models import (
     LanggraphChannelVersion,
     LanggraphCheckpoint,
@@ -23,19 +23,22 @@ from integrations.langgraph_checkpointer.selectors.checkpoints import (
     langgraph_tuple,
     langgraph_tuples,
 )
-from integrations.langgraph_checkpointer.services.saver import (
-    INTERRUPT_ACTION,
-    InterruptIn,
+from integrations.langgraph_checkpointer.services.checkpoint_put import (
+    ValueIn,
+    langgraph_checkpoint_put,
+    langgraph_checkpoint_put_locked,
+)
+from integrations.langgraph_checkpointer.services.interrupts import InterruptIn
+from integrations.langgraph_checkpointer.services.message_mirror import (
     MessageIn,
     MessagesBaseUnknown,
     MessagesIn,
     MessagesMissing,
     MessagesNotMirrored,
+)
+from integrations.langgraph_checkpointer.services.writes import (
     MessagesUnordered,
-    ValueIn,
     WriteIn,
-    langgraph_checkpoint_put,
-    langgraph_checkpoint_put_locked,
     langgraph_writes_put,
 )
 from tests import factories

@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from tests import factories as f
 from threads.models import ContextRequestLog, Event, SummaryPhase, SummaryVersion, Thread
-from threads.services import folding
+from threads.services import fold_preparation, fold_recovery, folding
 from threads.services.integrity import integrity_check
 from threads.services.metrics import CONTEXT_SECONDS
 
@@ -67,24 +67,24 @@ def test_each_counter_holds_the_exact_expected_value(
     timed_before = _timed()
     # A fold that commits.
     _unit(thread, 1)
-    first = folding.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
+    first = fold_preparation.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
     assert first is not None
     assert folding.summary_decide(version=first) == folding.Outcome.COMMITTED
     # Two folds racing on one head: one commits, the other loses the compare-and-swap.
     _unit(thread, 2)
-    loser = folding.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
-    winner = folding.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
+    loser = fold_preparation.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
+    winner = fold_preparation.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
     assert loser is not None and winner is not None
     assert folding.summary_decide(version=winner) == folding.Outcome.COMMITTED
     assert folding.summary_decide(version=loser) == folding.Outcome.DISCARDED
     # A prepared candidate whose worker died, committed by recovery.
     _unit(thread, 3)
-    orphan = folding.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
+    orphan = fold_preparation.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
     assert orphan is not None
-    assert [v.pk for v in folding.recover_prepared(older_than=timedelta(0))] == [orphan.pk]
+    assert [v.pk for v in fold_recovery.recover_prepared(older_than=timedelta(0))] == [orphan.pk]
     # A candidate changed after it was prepared: rejected by its checksum.
     _unit(thread, 4)
-    changed = folding.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
+    changed = fold_preparation.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
     assert changed is not None
     SummaryVersion.objects.filter(pk=changed.pk).update(
         content={**changed.content, "narrative": "edited behind the pipeline's back"}
@@ -216,7 +216,7 @@ def test_a_scrape_takes_a_fixed_number_of_queries(
     for n in range(3):
         thread = f.make_thread(workspace, external_id=f"t-{n}")
         _unit(thread, n)
-        version = folding.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
+        version = fold_preparation.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
         assert version is not None
         folding.summary_decide(version=version)
     with django_assert_num_queries(7):

@@ -24,7 +24,7 @@ from threads.models import (
     SummaryVersion,
     Thread,
 )
-from threads.services import folding
+from threads.services import fold_preparation, folding
 from threads.services.side_effects import side_effect_resolve
 from threads.views import operations
 
@@ -78,7 +78,7 @@ def _unit(thread: Thread, n: int) -> None:
 
 
 def _fold(thread: Thread, *, created: datetime, decided: datetime, decide: bool = True) -> Any:
-    version = folding.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
+    version = fold_preparation.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
     assert version is not None
     if decide:
         folding.summary_decide(version=version)
@@ -101,7 +101,7 @@ def seed(workspace: Any, thread: Thread, operator: Any) -> None:
     folding.summary_decide(version=loser)
     SummaryVersion.objects.filter(pk=loser.pk).update(decided_at=at(21, 7))
     _unit(thread, 3)
-    changed = folding.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
+    changed = fold_preparation.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
     assert changed is not None
     SummaryVersion.objects.filter(pk=changed.pk).update(
         content={**changed.content, "narrative": "edited"}, created_at=at(22, 1)

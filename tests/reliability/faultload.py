@@ -28,7 +28,7 @@ from django.db.models import Count
 from tests.client.proxy import DroppingProxy
 from tests.stack import Gunicorn, Redis, Worker, run_manage
 from threads.models import SummaryPhase, SummaryVersion, TaskRun, TaskState, Thread
-from threads.services.folding import ORPHANED
+from threads.services.fold_recovery import ORPHANED
 from threads.services.integrity import integrity_check
 
 EVENTS_PER_UNIT = 4

@@ -35,7 +35,7 @@ from tests import factories as f
 from threads import tasks
 from threads.models import AuditEntry, Checkpoint, SummaryPhase, SummaryVersion, TaskRun, Thread
 from threads.selectors import event_dicts
-from threads.services import enqueue, folding
+from threads.services import enqueue, fold_preparation, fold_requests, folding
 from threads.services.integrity import integrity_check, summary_checksum
 from threads.services.tasks import task_run_start
 from threads.summarizers import get_summarizer
@@ -188,9 +188,9 @@ def _crash_after(target: Any, name: str) -> Callable[[pytest.MonkeyPatch], None]
 # "Fold with a summariser backend", "Store as prepared", "Verify" and "Commit atomically", at its
 # edge: the name says what had happened.
 CRASHES = {
-    "reading the head": _crash(folding, "_head"),
-    "reading the events": _crash(folding, "event_dicts_for_fold"),
-    "folded, not yet stored": _crash(folding, "render_summary"),
+    "reading the head": _crash(fold_preparation, "_head"),
+    "reading the events": _crash(fold_preparation, "event_dicts_for_fold"),
+    "folded, not yet stored": _crash(fold_preparation, "render_summary"),
     "prepared, not yet verified": _crash(folding, "summary_verify"),
     "verified, not yet committed": _crash(folding, "summary_commit"),
     "inside the commit, after the head moved": _crash(folding, "checkpoint_record"),
@@ -247,9 +247,9 @@ def test_a_fold_whose_message_was_lost_is_requested_again_by_recover(
         _unit(thread, n)
     with monkeypatch.context() as patch:
         patch.setattr(enqueue, "task_send", lambda *args, **kwargs: None)  # never arrives
-        lost = folding.fold_request(thread=thread, trigger=MANUAL)
+        lost = fold_requests.fold_request(thread=thread, trigger=MANUAL)
     # While it is fresh, asking again answers the same run: one fold in flight per thread.
-    assert folding.fold_request(thread=thread, trigger=MANUAL).pk == lost.pk
+    assert fold_requests.fold_request(thread=thread, trigger=MANUAL).pk == lost.pk
     stale = timezone.now() - settings.CTXADMIN_PREPARED_TIMEOUT - timedelta(seconds=1)
     Thread.objects.filter(pk=thread.pk).update(fold_requested_at=stale)
 

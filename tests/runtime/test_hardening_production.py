@@ -29,8 +29,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from rest_framework.test import APIClient
 
 from integrations.langgraph_checkpointer.models import LanggraphCheckpoint
-from integrations.trace_imports import services as import_service
 from integrations.trace_imports.models import ImportState, TraceImport
+from integrations.trace_imports.services import uploads as import_service
 from tests import factories as f
 from tests.conftest import PRODUCTION_METRICS_TOKEN as TOKEN
 from threads.middleware import MAX_REQUEST_TARGET

@@ -10,7 +10,7 @@ from tests import factories as f
 from tests.scenarios import seeds
 from threads.models import Checkpoint, SideEffect, SummaryPhase, SummaryVersion, Thread
 from threads.selectors import working_context
-from threads.services import folding
+from threads.services import fold_preparation, folding
 from threads.services.integrity import summary_checksum
 from threads.services.side_effects import side_effect_resolve
 
@@ -145,7 +145,7 @@ def test_model_guess_does_not_override_a_confirmed_fact(thread: Thread) -> None:
 
 def test_a_candidate_where_the_guess_wins_is_rejected(thread: Thread) -> None:
     seqs = seeds.model_guess(thread)
-    prepared = folding.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
+    prepared = fold_preparation.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
     assert prepared is not None
     # A summariser that let the model's guess win (an llm backend could): same checksum
     # discipline, so only the content checks can catch it.

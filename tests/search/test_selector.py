@@ -13,7 +13,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from integrations.trace_imports.readers import read_conversations
-from integrations.trace_imports.services import conversations_import
+from integrations.trace_imports.services.conversations import conversations_import
 from tests import factories as f
 from tests.services.test_checkpoints import fold
 from threads.domain.errors import NoOpenToolCall

@@ -23,7 +23,7 @@ from threads.selectors.integrity import (
     stored_events,
     summary_checksum,
 )
-from threads.services.folding import checkpoint_record
+from threads.services.checkpoints import checkpoint_record
 from threads.services.fork import thread_fork
 from threads.services.integrity import integrity_check
 

@@ -56,7 +56,7 @@ def test_the_append_lock_reads_the_thread_as_the_orm_does(thread: Any) -> None:
 
     from threads.domain.events import NewEvent
     from threads.models import Thread
-    from threads.services.events import _thread_lock_for_workspace
+    from threads.services.event_lock import _thread_lock_for_workspace
 
     f.append(thread, f.user("hello"))
     expected = Thread.objects.get(pk=thread.pk)

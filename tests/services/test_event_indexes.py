@@ -20,7 +20,7 @@ from threads.models import Event, SideEffect, Thread
 from threads.selectors.events import closing_events_for_calls
 from threads.selectors.metrics import unknown_side_effect_spans
 from threads.selectors.queues import side_effect_rows
-from threads.services.events import _open_calls
+from threads.services.event_lookups import _open_calls
 from threads.services.side_effects import side_effect_resolve
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ import pytest
 
 from tests import factories as f
 from threads.models import Checkpoint, Event, SummaryPhase, SummaryVersion, Thread
-from threads.services import folding
+from threads.services import checkpoints, fold_preparation, fold_recovery, folding
 from threads.services.integrity import checkpoint_checksum, summary_checksum
 
 pytestmark = pytest.mark.django_db
@@ -97,7 +97,7 @@ def test_events_appended_between_prepare_and_commit_stay_after_the_boundary(
     thread: Thread,
 ) -> None:
     _unit(thread, 1)
-    prepared = folding.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
+    prepared = fold_preparation.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
     assert prepared is not None and prepared.phase == SummaryPhase.PREPARED
     _unit(thread, 2)  # arrives while the fold is in flight
     assert folding.summary_decide(version=prepared) == folding.Outcome.COMMITTED
@@ -116,8 +116,8 @@ def test_events_appended_between_prepare_and_commit_stay_after_the_boundary(
 
 def test_racing_folds_one_commit_the_other_discarded(thread: Thread) -> None:
     _unit(thread, 1)
-    first = folding.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
-    second = folding.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
+    first = fold_preparation.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
+    second = fold_preparation.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
     assert first is not None and second is not None
     assert second.version == first.version + 1  # every row its own number
     assert folding.summary_decide(version=second) == folding.Outcome.COMMITTED
@@ -132,7 +132,7 @@ def test_racing_folds_one_commit_the_other_discarded(thread: Thread) -> None:
 
 def test_lost_race_rebuilds_once_on_the_new_head(thread: Thread) -> None:
     _unit(thread, 1)
-    stale = folding.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
+    stale = fold_preparation.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
     assert stale is not None
     _unit(thread, 2)
     winner = folding.fold_run(thread_id=thread.pk, trigger=MANUAL)
@@ -148,7 +148,7 @@ def test_tampered_event_fails_verification_and_head_stays(thread: Thread) -> Non
     base = folding.fold_run(thread_id=thread.pk, trigger=MANUAL)
     assert base is not None
     _unit(thread, 2)
-    prepared = folding.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
+    prepared = fold_preparation.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
     assert prepared is not None
     f.tamper(Event.objects.get(thread=thread, seq=6), arguments={"n": 99})
     assert folding.summary_decide(version=prepared) == folding.Outcome.REJECTED
@@ -161,7 +161,7 @@ def test_tampered_event_fails_verification_and_head_stays(thread: Thread) -> Non
 
 def test_changed_candidate_fails_its_checksum(thread: Thread) -> None:
     _unit(thread, 1)
-    prepared = folding.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
+    prepared = fold_preparation.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
     assert prepared is not None
     content = {**prepared.content, "narrative": "edited behind the pipeline's back"}
     SummaryVersion.objects.filter(pk=prepared.pk).update(content=content)
@@ -172,10 +172,10 @@ def test_changed_candidate_fails_its_checksum(thread: Thread) -> None:
 
 def test_recover_commits_a_stale_candidate_still_on_its_head(thread: Thread) -> None:
     _unit(thread, 1)
-    prepared = folding.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
+    prepared = fold_preparation.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
     assert prepared is not None
-    assert folding.recover_prepared(older_than=timedelta(minutes=5)) == []  # still young
-    decided = folding.recover_prepared(older_than=timedelta(0))
+    assert fold_recovery.recover_prepared(older_than=timedelta(minutes=5)) == []  # still young
+    decided = fold_recovery.recover_prepared(older_than=timedelta(0))
     assert [v.pk for v in decided] == [prepared.pk]
     prepared.refresh_from_db()
     assert prepared.phase == SummaryPhase.COMMITTED
@@ -184,10 +184,10 @@ def test_recover_commits_a_stale_candidate_still_on_its_head(thread: Thread) -> 
 
 def test_recover_discards_a_stale_candidate_whose_head_moved(thread: Thread) -> None:
     _unit(thread, 1)
-    orphan = folding.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
+    orphan = fold_preparation.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
     winner = folding.fold_run(thread_id=thread.pk, trigger=MANUAL)
     assert orphan is not None and winner is not None
-    folding.recover_prepared(older_than=timedelta(0))
+    fold_recovery.recover_prepared(older_than=timedelta(0))
     orphan.refresh_from_db()
     assert orphan.phase == SummaryPhase.DISCARDED
     assert _head(thread) == (winner.version, 4)
@@ -195,7 +195,7 @@ def test_recover_discards_a_stale_candidate_whose_head_moved(thread: Thread) -> 
 
 def test_redelivered_task_finishes_its_own_candidate(thread: Thread) -> None:
     _unit(thread, 1)
-    prepared = folding.fold_prepare(thread_id=thread.pk, trigger=MANUAL, task_id="t-1")
+    prepared = fold_preparation.fold_prepare(thread_id=thread.pk, trigger=MANUAL, task_id="t-1")
     assert prepared is not None
     again = folding.fold_run(thread_id=thread.pk, trigger=MANUAL, task_id="t-1")
     assert again is not None and again.pk == prepared.pk
@@ -219,14 +219,14 @@ def test_pending_at_the_cursor(thread: Thread) -> None:
         ("side_effect", "unknown"),
         ("approval", None),
     ]
-    assert folding.pending_at(thread=thread, cursor=2)[0]["status"] == "running"
+    assert checkpoints.pending_at(thread=thread, cursor=2)[0]["status"] == "running"
 
 
 def test_versions_only_increase(thread: Thread) -> None:
     numbers = []
     for n in range(3):
         _unit(thread, n)
-        a = folding.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
+        a = fold_preparation.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
         assert a is not None
         numbers.append(a.version)
         folding.summary_decide(version=a)
@@ -277,10 +277,10 @@ def test_pending_from_the_last_checkpoint_equals_a_replay_from_the_start(
     folding.fold_run(thread_id=thread.pk, trigger=MANUAL)
     thread.refresh_from_db()
     for cursor in range(thread.last_seq + 1):
-        assert folding.pending_at(thread=thread, cursor=cursor) == folding.pending_at(
+        assert checkpoints.pending_at(thread=thread, cursor=cursor) == checkpoints.pending_at(
             thread=thread, cursor=cursor, from_checkpoint=False
         ), cursor
-    final = folding.pending_at(thread=thread, cursor=thread.last_seq)
+    final = checkpoints.pending_at(thread=thread, cursor=thread.last_seq)
     assert [
         (p["kind"], p.get("tool_call_id") or p.get("action"), p.get("status")) for p in final
     ] == [
@@ -295,7 +295,7 @@ def test_a_long_backlog_folds_in_capped_steps(
 ) -> None:
     from ctxadmin.celery import app
 
-    monkeypatch.setattr(folding, "FOLD_MAX_EVENTS", 8)
+    monkeypatch.setattr(fold_preparation, "FOLD_MAX_EVENTS", 8)
     for n in range(5):
         _unit(thread, n)
     eager = app.conf.task_always_eager

@@ -13,7 +13,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from integrations.trace_imports.models import ImportState, TraceImport
-from integrations.trace_imports.services import BATCH_SIZE, import_run, import_start
+from integrations.trace_imports.services.conversations import BATCH_SIZE
+from integrations.trace_imports.services.uploads import import_run, import_start
 from threads.models import AuditEntry, Event, Thread, Workspace
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_fold_triggers")]

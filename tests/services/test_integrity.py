@@ -10,7 +10,7 @@ from django.db import transaction
 from tests import factories as f
 from threads.models import Checkpoint, Event, Thread
 from threads.selectors import last_safe_checkpoint
-from threads.services.folding import checkpoint_record
+from threads.services.checkpoints import checkpoint_record
 from threads.services.integrity import (
     checkpoint_checksum,
     checkpoint_is_safe,

@@ -12,7 +12,7 @@ from django.utils import timezone
 from ctxadmin.celery import app as celery_app
 from tests import factories as f
 from threads.models import SideEffect, SummaryPhase, SummaryVersion, TaskRun, TaskState, Thread
-from threads.services import folding
+from threads.services import fold_preparation, fold_recovery, fold_requests, folding
 from threads.services.side_effects import side_effect_resolve
 
 pytestmark = pytest.mark.django_db
@@ -69,7 +69,7 @@ def test_a_candidate_prepared_before_a_pin_is_never_committed(
     thread: Thread, no_fold_triggers: None
 ) -> None:
     refund_that_timed_out(thread)
-    candidate = folding.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
+    candidate = fold_preparation.fold_prepare(thread_id=thread.pk, trigger=MANUAL)
     assert candidate is not None
     pin(thread)
     assert folding.summary_decide(version=candidate) == folding.Outcome.DISCARDED
@@ -82,10 +82,10 @@ def test_a_candidate_prepared_before_a_pin_is_never_committed(
 def test_a_pinned_thread_prepares_nothing(thread: Thread, no_fold_triggers: None) -> None:
     refund_that_timed_out(thread)
     pin(thread)
-    assert folding.fold_prepare(thread_id=thread.pk, trigger=MANUAL) is None
+    assert fold_preparation.fold_prepare(thread_id=thread.pk, trigger=MANUAL) is None
     assert not SummaryVersion.objects.filter(thread=thread).exists()
-    with pytest.raises(folding.ThreadPinned):
-        folding.fold_request(thread=thread, trigger=MANUAL)
+    with pytest.raises(fold_requests.ThreadPinned):
+        fold_requests.fold_request(thread=thread, trigger=MANUAL)
     assert not TaskRun.objects.filter(thread=thread, kind="fold").exists()
 
 
@@ -94,12 +94,12 @@ def test_recovery_ends_a_pinned_thread_s_dead_fold_instead_of_asking_again(
 ) -> None:
     refund_that_timed_out(thread)
     with django_capture_on_commit_callbacks(execute=False):
-        run = folding.fold_request(thread=thread, trigger=MANUAL)  # its message is lost
+        run = fold_requests.fold_request(thread=thread, trigger=MANUAL)  # its message is lost
     pin(thread)
     stale = timezone.now() - settings.CTXADMIN_PREPARED_TIMEOUT - timedelta(seconds=5)
     Thread.objects.filter(pk=thread.pk).update(fold_requested_at=stale)
     TaskRun.objects.filter(pk=run.pk).update(created_at=stale)
-    folding.recover_prepared(older_than=settings.CTXADMIN_PREPARED_TIMEOUT)
+    fold_recovery.recover_prepared(older_than=settings.CTXADMIN_PREPARED_TIMEOUT)
     thread.refresh_from_db()
     assert thread.fold_task_id == "" and thread.head_version == 0
     runs = TaskRun.objects.filter(thread=thread, kind="fold")
@@ -114,7 +114,7 @@ def test_a_fold_queued_before_the_pin_ends_without_a_version(
 ) -> None:
     refund_that_timed_out(thread)
     with django_capture_on_commit_callbacks(execute=False) as queued:
-        run = folding.fold_request(thread=thread, trigger=MANUAL)
+        run = fold_requests.fold_request(thread=thread, trigger=MANUAL)
     pin(thread)
     before = celery_app.conf.task_always_eager
     celery_app.conf.task_always_eager = True

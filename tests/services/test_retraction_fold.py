@@ -18,7 +18,7 @@ from threads.models import (
     Thread,
 )
 from threads.selectors import working_context
-from threads.services import folding, triggers
+from threads.services import fold_verification, folding, triggers
 
 pytestmark = pytest.mark.django_db
 
@@ -74,7 +74,7 @@ def test_the_fold_it_triggers_rebuilds_the_summary_without_the_retracted_text(
     assert "4111" not in head.rendered and "4111" not in str(head.content)
     assert [r["text"] for r in head.content["requests"]] == ["ship order 7"]
     # Verifying it again (as recovery would) gives the same verdict.
-    assert folding.summary_verify(version=head).ok
+    assert fold_verification.summary_verify(version=head).ok
     answer = working_context(thread=thread, overrides={})
     assert answer["summary"]["version"] == head.version
     assert "4111" not in answer["summary"]["rendered"] and answer["events"] == []

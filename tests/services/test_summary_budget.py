@@ -16,7 +16,7 @@ from threads.domain.budget import thread_budget
 from threads.domain.summary_render import render_summary
 from threads.domain.tokens import count_text
 from threads.models import SummaryPhase, SummaryVersion, Thread
-from threads.services import folding, triggers
+from threads.services import fold_preparation, fold_verification, folding, triggers
 
 pytestmark = pytest.mark.django_db
 
@@ -51,7 +51,7 @@ def test_long_requests_never_make_the_context_unreadable(
     # at every append.
     assert 2 <= committed.count() <= 15, committed.count()
     assert not versions.filter(phase=SummaryPhase.REJECTED).exists()
-    limit = folding.summary_limit(thread_budget(thread), thread.low_watermark)
+    limit = fold_preparation.summary_limit(thread_budget(thread), thread.low_watermark)
     for version in committed:
         assert version.tokens <= limit < available
         assert count_text(render_summary(version.content), thread.encoding) == version.tokens
@@ -68,10 +68,10 @@ def test_a_summary_over_the_budget_fails_verification(workspace: Any) -> None:
     assert checks["fits_budget"]["ok"] is True
     Thread.objects.filter(pk=thread.pk).update(context_window=2600)  # 100 tokens available
     version.rendered = "word " * 400
-    verdict = folding.summary_verify(version=SummaryVersion.objects.get(pk=version.pk))
+    verdict = fold_verification.summary_verify(version=SummaryVersion.objects.get(pk=version.pk))
     assert verdict.ok  # the stored rendering still fits
     version.thread.refresh_from_db()
-    over = folding.summary_verify(version=version)
+    over = fold_verification.summary_verify(version=version)
     check = next(c for c in over.checks if c.name == "fits_budget")
     assert not over.ok and not check.ok
     assert "more than the 100" in check.detail
@@ -91,7 +91,7 @@ def test_a_summary_that_must_stay_big_does_not_fold_at_every_append(
     assert version is not None
     thread.refresh_from_db()
     budget = thread_budget(thread)
-    assert version.tokens > folding.summary_limit(budget, thread.low_watermark)
+    assert version.tokens > fold_preparation.summary_limit(budget, thread.low_watermark)
     assert len(version.content["constraints"]) == 12
     room = (thread.high_watermark - thread.low_watermark) * budget.available
     high = thread.high_watermark * budget.available

@@ -12,7 +12,7 @@ from django.utils import timezone
 from tests import factories as f
 from threads.domain.events import normalize_event
 from threads.models import SummaryPhase, SummaryVersion, TaskRun, Thread
-from threads.services import folding, triggers
+from threads.services import fold_preparation, fold_requests, folding, triggers
 from threads.services.event_rows import HOOK_CALL_SIDE_EFFECT
 from threads.services.events import event_append_batch
 
@@ -162,8 +162,8 @@ def test_appends_fold_through_the_hook(
 
 def test_one_fold_in_flight_per_thread(thread: Thread) -> None:
     trigger = {"kind": "manual", "reason": "t"}
-    first = folding.fold_request(thread=thread, trigger=trigger)
-    second = folding.fold_request(thread=thread, trigger=trigger)
+    first = fold_requests.fold_request(thread=thread, trigger=trigger)
+    second = fold_requests.fold_request(thread=thread, trigger=trigger)
     assert second.pk == first.pk
     assert TaskRun.objects.filter(thread=thread, kind="fold").count() == 1
     thread.refresh_from_db()
@@ -172,11 +172,11 @@ def test_one_fold_in_flight_per_thread(thread: Thread) -> None:
 
 def test_stale_in_flight_fold_is_replaced(thread: Thread, settings: Any) -> None:
     trigger = {"kind": "manual", "reason": "t"}
-    first = folding.fold_request(thread=thread, trigger=trigger)
+    first = fold_requests.fold_request(thread=thread, trigger=trigger)
     Thread.objects.filter(pk=thread.pk).update(
         fold_requested_at=timezone.now() - settings.CTXADMIN_PREPARED_TIMEOUT - timedelta(seconds=1)
     )
-    second = folding.fold_request(thread=thread, trigger=trigger)
+    second = fold_requests.fold_request(thread=thread, trigger=trigger)
     assert second.pk != first.pk
     thread.refresh_from_db()
     assert thread.fold_task_id == second.pk
@@ -187,7 +187,7 @@ def test_enqueue_happens_only_after_commit(
 ) -> None:
     f.append(thread, f.user("hi"), f.assistant("hello"))
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        run = folding.fold_request(thread=thread, trigger={"kind": "manual", "reason": "t"})
+        run = fold_requests.fold_request(thread=thread, trigger={"kind": "manual", "reason": "t"})
     # Nothing ran inside the transaction: the task is only a pending run and a callback.
     assert len(callbacks) == 1
     assert TaskRun.objects.get(pk=run.pk).state == "PENDING"
@@ -217,7 +217,9 @@ def test_a_trigger_raised_during_a_fold_is_answered_after_it(
     thread: Thread, eager: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
     f.append(thread, f.user("hi"), f.assistant("hello"))
-    prepared = folding.fold_prepare(thread_id=thread.pk, trigger={"kind": "manual", "reason": "t"})
+    prepared = fold_preparation.fold_prepare(
+        thread_id=thread.pk, trigger={"kind": "manual", "reason": "t"}
+    )
     assert prepared is not None
     # While that fold is in flight a side effect completes; its trigger finds the fold busy.
     f.append(thread, f.user("ship it"), f.call("s", "ship", {}, "ship-1"), f.result("s"))

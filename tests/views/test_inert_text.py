@@ -14,7 +14,7 @@ import pytest
 from django.test import Client
 
 from integrations.trace_imports.models import TraceImport
-from integrations.trace_imports.services import import_start
+from integrations.trace_imports.services.uploads import import_start
 from tests import factories as f
 from tests.views.conftest import MANUAL
 from threads.models import Checkpoint, SideEffect, SummaryVersion, Thread

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 NOTICE = "This page came through a proxy that ctxadmin does not trust"
 
 
-def _page(workspace: Workspace, **headers: str) -> str:
+def _page(workspace: Workspace, **headers: Any) -> str:
     client = Client()
     client.force_login(f.make_person(workspace, "olga", "operator"))
     answer = client.get("/operations/", **headers)

@@ -13,7 +13,7 @@ from django.utils import timezone
 from tests import factories as f
 from tests.views.test_actions import first_checkpoint
 from threads.models import AuditEntry, SummaryPhase, SummaryVersion, Thread
-from threads.services import folding
+from threads.services import fold_preparation, folding
 
 pytestmark = pytest.mark.django_db
 
@@ -154,7 +154,7 @@ def test_an_admin_pauses_folds_from_the_header_and_others_cannot(
 def reject_a_candidate(story: Thread) -> SummaryVersion:
     """A candidate altered after it was prepared: verification refuses it by its checksum."""
     f.append(story, f.assistant("Asking for approval."))
-    candidate = folding.fold_prepare(thread_id=story.pk, trigger={"kind": "manual"})
+    candidate = fold_preparation.fold_prepare(thread_id=story.pk, trigger={"kind": "manual"})
     assert candidate is not None
     SummaryVersion.objects.filter(pk=candidate.pk).update(
         content={**candidate.content, "narrative": "edited after it was prepared"}

@@ -28,7 +28,7 @@ from django.db import connection
 from tests import factories as f
 from tests.scenarios import seeds
 from threads.models import SummaryPhase, SummaryVersion, TaskRun, Thread
-from threads.services import folding
+from threads.services import fold_recovery, folding
 from threads.services.tasks import task_run_start
 
 pytestmark = [
@@ -156,7 +156,7 @@ def test_recover_commits_the_candidate_of_a_killed_worker(
     assert run.result is not None
     assert run.result["recovered"] is True and run.result["outcome"] == "committed"
     # A second sweep finds nothing left to decide.
-    assert folding.recover_prepared(older_than=timedelta(0)) == []
+    assert fold_recovery.recover_prepared(older_than=timedelta(0)) == []
 
 
 def test_recover_discards_the_candidate_when_the_head_moved(

@@ -27,11 +27,11 @@ from django.middleware.csrf import _get_new_csrf_string
 from rest_framework.test import APIClient
 
 from integrations.trace_imports.models import ImportState, TraceImport
-from integrations.trace_imports.services import import_cancel
+from integrations.trace_imports.services.uploads import import_cancel
 from tests import factories as f
 from tests.runtime.conftest import real_worker, wait_for_task  # noqa: F401 (a fixture)
 from threads.models import TaskState, Thread
-from threads.services import folding
+from threads.services import fold_requests
 
 pytestmark = [
     pytest.mark.postgres,
@@ -152,7 +152,7 @@ def _fold_while_importing(
     with _rows_held(first, second) as other:
         # The imports worker has taken one of them and waits on its row.
         _until("an import's worker to wait on its row", lambda: _waiting_on_locks(other) >= 1)
-        run = folding.fold_request(
+        run = fold_requests.fold_request(
             thread=Thread.objects.get(pk=thread.pk), trigger={"kind": "manual"}
         )
         try:

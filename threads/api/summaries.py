@@ -21,7 +21,7 @@ from threads.api.auth import is_agent, thread_for_request
 from threads.api.serializers import StrictCharField, StrictInputSerializer, optional_body
 from threads.models import Role, SummaryPhase, SummaryVersion
 from threads.selectors import summary_version_get, summary_versions_full
-from threads.services.folding import fold_request
+from threads.services.fold_requests import fold_request
 
 
 class SummaryOutputSerializer(serializers.ModelSerializer):

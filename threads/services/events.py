@@ -2,45 +2,39 @@
 
 Numbering and chaining happen under the thread's lock: `select_for_update()` on the thread row on
 PostgreSQL; on SQLite every transaction is BEGIN IMMEDIATE, which serialises writers.
+
+The lock's statement is event_lock's; what a batch is checked against under the lock (the
+calls its results bind to, what its retractions may name), event_lookups'.
 """
 
 from __future__ import annotations
 
-import functools
-import time
-import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, cast
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from django.db import connections, router, transaction
-from django.db.models import Count, OuterRef, QuerySet, Subquery
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from threads.domain import chain
 from threads.domain.canonical import format_time, join_canonical
-from threads.domain.errors import (
-    IdempotencyConflict,
-    InvalidEvent,
-    InvalidRetraction,
-    NoOpenToolCall,
-    NotFound,
-)
+from threads.domain.errors import IdempotencyConflict, InvalidEvent, NoOpenToolCall
 from threads.domain.events import NewEvent, stored_members
 from threads.domain.ledger import DUPLICATE_OF
-from threads.domain.markers import RETRACTABLE_KINDS, RETRACTION
+from threads.domain.markers import RETRACTION
 from threads.keys.chain import thread_key
-from threads.models import (
-    TOOL_CALL_INDEXED,
-    TOOL_CALL_INDEXED_SQL,
-    Event,
-    EventKind,
-    Thread,
-    Workspace,
+from threads.models import Event, Thread, Workspace
+from threads.selectors.statements import rows_read
+from threads.services.event_lock import (
+    _may_have_replays,
+    _thread_lock_for_workspace,
+    _with_replay_count,
 )
-from threads.selectors.events import retractions_by_target
-from threads.selectors.statements import log_queries, rows_read, server_cursor
+from threads.services.event_lookups import (
+    _batch_lookups,
+    _check_retraction,
+    _open_calls,
+    _retraction_lookups,
+)
 from threads.services.event_rows import (
     NewRow,
     insert_events_and_head,
@@ -82,153 +76,6 @@ class Appended:
             assert self.row is not None
             self._event = self.row.model()
         return self._event
-
-
-@dataclass
-class _Calls:
-    """The calls a batch's results may bind to, read under the thread's lock: per tool_call_id
-    the seqs of calls with no result yet (newest last), which calls have a side effect, and per
-    id the latest call that has one with its first result's seq (what a second result for the
-    call is bound to and flagged with, docs/event-log.md, "Idempotency and binding")."""
-
-    open: dict[str, list[int]] = field(default_factory=dict)
-    side_effects: set[int] = field(default_factory=set)
-    answered: dict[str, tuple[int, int]] = field(default_factory=dict)
-
-
-def _open_calls(thread: Thread, tool_call_ids: set[str]) -> _Calls:
-    """The calls of `tool_call_ids` (_Calls)."""
-    if not tool_call_ids:
-        return _Calls()
-    connection = connections[router.db_for_write(Event)]
-    # Only the key columns and the result's call_seq: tool results can be large and are not
-    # needed here.
-    rows: Any
-    if connection.vendor == "postgresql":
-        rows = _open_call_rows_postgres(connection, thread, sorted(tool_call_ids))
-    else:
-        rows = (
-            Event.objects.filter(
-                thread=thread,
-                tool_call_id__in=tool_call_ids,
-                kind__in=(EventKind.TOOL_CALL, EventKind.TOOL_RESULT),
-            )
-            .filter(TOOL_CALL_INDEXED)
-            .values_list("kind", "seq", "tool_call_id", "data__call_seq", "data__side_effect")
-            .order_by()
-        )
-    # Sorted here, not by the statement: asked for its order, SQLite without table statistics
-    # (and PostgreSQL on a small thread) walks the thread's (thread, seq) index instead of
-    # probing the ids.
-    rows = sorted(rows, key=lambda row: row[1])
-    found = _Calls()
-    answered: dict[int, int] = {}  # call seq -> its first result's seq
-    by_seq: dict[int, str] = {}
-    for kind, seq, tool_call_id, call_seq, side_effect in rows:
-        if kind == EventKind.TOOL_CALL:
-            by_seq[seq] = tool_call_id
-            if side_effect is True:
-                found.side_effects.add(seq)
-        else:
-            answered.setdefault(call_seq, seq)
-    for seq, call_id in by_seq.items():
-        if seq not in answered:
-            found.open.setdefault(call_id, []).append(seq)
-        else:
-            found.answered[call_id] = (seq, answered[seq])
-    return found
-
-
-def _open_call_rows_postgres(
-    connection: Any, thread: Thread, tool_call_ids: list[str]
-) -> list[tuple[str, int, str, int | None, bool]]:
-    """_open_calls' rows on PostgreSQL, as one prepared statement with the ids as one array:
-    a tool result's append runs it, and compiling the ORM's query with its two JSON key
-    transforms cost more CPU than the rest of a one-event append's reads."""
-    table = connection.ops.quote_name(Event._meta.db_table)
-    sql = (
-        "SELECT kind, seq, tool_call_id, (data->>'call_seq')::bigint, "
-        f"COALESCE(data->'side_effect' = 'true'::jsonb, false) FROM {table} "
-        "WHERE thread_id = %s AND tool_call_id = ANY(%s::text[]) AND kind = ANY(%s::text[]) "
-        f"AND {TOOL_CALL_INDEXED_SQL}"
-    )
-    kinds = [EventKind.TOOL_CALL.value, EventKind.TOOL_RESULT.value]
-    # _open_calls sorts them
-    return cast(Any, rows_read(connection, sql, (thread.pk, tool_call_ids, kinds)))
-
-
-@dataclass
-class _Retractions:
-    """What a batch's retractions are checked against, read under the thread's lock: the kind
-    of each event they name, each such tool call's result and each such result's call (a
-    pair is one item, docs/api.md, "Append — `POST` (agents)"), and the retraction already naming an
-    event (target -> its seq). The batch's own events join them as they are numbered."""
-
-    kinds: dict[int, str] = field(default_factory=dict)
-    partners: dict[int, int] = field(default_factory=dict)
-    by_target: dict[int, int] = field(default_factory=dict)
-
-    def retracted_by(self, target: int) -> tuple[int, int | None] | None:
-        """The retraction that took `target` out, and the partner it named if not `target`."""
-        if target in self.by_target:
-            return self.by_target[target], None
-        partner = self.partners.get(target)
-        if partner is not None and partner in self.by_target:
-            return self.by_target[partner], partner
-        return None
-
-    def pair(self, call_seq: int, result_seq: int) -> None:
-        self.partners[call_seq], self.partners[result_seq] = result_seq, call_seq
-
-
-def _retraction_lookups(thread: Thread, new_events: Sequence[NewEvent]) -> _Retractions:
-    """The retractions' lookups (_Retractions). Retractions come after their target, so only
-    events after the lowest target are read: a short range of the (thread, seq) index when
-    agents pop recent items."""
-    targets = {new.data["retracts"] for new in new_events if new.kind == RETRACTION}
-    if not targets:
-        return _Retractions()
-    looked = _Retractions()
-    calls: dict[str, int] = {}
-    for seq, kind, tool_call_id, call_seq in Event.objects.filter(
-        thread=thread, seq__in=targets
-    ).values_list("seq", "kind", "tool_call_id", "data__call_seq"):
-        looked.kinds[seq] = kind
-        if kind == "tool_result" and isinstance(call_seq, int):
-            looked.pair(call_seq, seq)
-        elif kind == "tool_call":
-            calls[tool_call_id] = seq
-    if calls:
-        for seq, call_seq in Event.objects.filter(
-            thread=thread, kind="tool_result", tool_call_id__in=calls, seq__gt=min(calls.values())
-        ).values_list("seq", "data__call_seq"):
-            if call_seq in targets:
-                looked.pair(call_seq, seq)
-    looked.by_target = retractions_by_target(thread=thread, targets=targets | set(looked.partners))
-    return looked
-
-
-def _check_retraction(target: int, seq: int, retractions: _Retractions, where: str) -> None:
-    """A retraction at `seq` may name only an earlier agent-visible item not yet retracted,
-    either side of a tool call's pair counting as the pair (docs/api.md,
-    "Append — `POST` (agents)")."""
-    kind = retractions.kinds.get(target)
-    retracted = retractions.retracted_by(target)
-    if target >= seq:
-        why = f"must name an earlier event (below {seq})"
-    elif kind is None:
-        why = f"no event #{target} in this thread"
-    elif kind not in RETRACTABLE_KINDS:
-        why = f"#{target} is a {kind} event; only {', '.join(RETRACTABLE_KINDS)} may be retracted"
-    elif retracted is not None:
-        by, partner = retracted
-        side = "tool_result" if kind == "tool_call" else "tool_call"
-        other = "" if partner is None else f" with its {side} #{partner}"
-        why = f"#{target} is already retracted{other} by #{by}"
-    else:
-        return
-    prefix = "" if where == "event" else f"{where}: "
-    raise InvalidRetraction(f"{prefix}retracts {why}", fields={"retracts": why})
 
 
 def event_append_batch(
@@ -300,131 +147,6 @@ def thread_events_append(
     return locked, appended
 
 
-def _with_replay_count(
-    threads: QuerySet[Thread], new_events: Sequence[NewEvent]
-) -> QuerySet[Thread]:
-    """Count, in the lock's own query, the events that already carry one of the batch's
-    client_event_ids: new events (the common case) then cost no query of their own.
-
-    On PostgreSQL the subqueries read the snapshot taken when the statement began, before it
-    waited for the lock, so the count may miss events another writer committed meanwhile.
-    `log_seq` (the last seq in that same snapshot) tells: the count is trusted only when it
-    equals the locked row's last_seq, i.e. nothing was appended in between.
-    """
-    client_ids = {e.client_event_id for e in new_events if e.client_event_id is not None}
-    if not client_ids:
-        return threads
-    matches = (
-        Event.objects.filter(thread=OuterRef("pk"), client_event_id__in=client_ids)
-        .order_by()
-        .values("thread")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-    log_seq = Event.objects.filter(thread=OuterRef("pk")).order_by("-seq").values("seq")[:1]
-    return threads.annotate(
-        replays=Coalesce(Subquery(matches), 0), log_seq=Coalesce(Subquery(log_seq), 0)
-    )
-
-
-def _may_have_replays(thread: Thread) -> bool:
-    """False only when the lock's query counted no replay in an up-to-date snapshot."""
-    return not (
-        getattr(thread, "replays", None) == 0
-        and getattr(thread, "log_seq", None) == thread.last_seq
-    )
-
-
-def _thread_lock_for_workspace(
-    workspace: Workspace, thread_id: str, new_events: Sequence[NewEvent]
-) -> Thread:
-    """The workspace's thread by UUID or external_id, locked (FOR UPDATE on PostgreSQL; on
-    SQLite the IMMEDIATE transaction already holds the write lock), with the replay counts of
-    _with_replay_count. Written as SQL: this runs on every append, and compiling the same
-    ORM query with its two subqueries costs more CPU than the rest of a one-event append.
-    """
-    connection = connections[router.db_for_write(Thread)]
-    thread_table, event_table, columns, names = _lock_sql_parts(connection.alias)
-    client_ids = sorted({e.client_event_id for e in new_events if e.client_event_id is not None})
-    postgres = connection.vendor == "postgresql"
-    fields = Thread._meta.concrete_fields
-    params: list[Any] = []
-    if client_ids:
-        if postgres:
-            # The ids as one array parameter (a 500-id IN list costs milliseconds to parse and
-            # plan on every batch), each probed in the (thread, client_event_id) index by a
-            # correlated subquery: a join may be planned as a scan of all the thread's ids,
-            # whose cost grows with the log.
-            replays = (
-                f"SELECT COUNT(*) FROM unnest(%s::text[]) AS c(id) WHERE (SELECT 1 FROM "
-                f"{event_table} e WHERE e.thread_id = t.id AND e.client_event_id = c.id) "
-                "IS NOT NULL"
-            )
-            params.append(client_ids)
-        else:
-            replays = (
-                f"SELECT COUNT(*) FROM {event_table} e WHERE e.thread_id = t.id AND "
-                f"e.client_event_id IN ({', '.join(['%s'] * len(client_ids))})"
-            )
-            params += client_ids
-        columns += (
-            f", ({replays}) AS replays, COALESCE((SELECT MAX(e.seq) FROM {event_table} e "
-            "WHERE e.thread_id = t.id), 0) AS log_seq"
-        )
-    try:
-        uid: uuid.UUID | None = uuid.UUID(thread_id)
-    except ValueError:
-        uid = None
-    where = "t.workspace_id = %s AND "
-    params.append(workspace.pk)
-    if uid is None:
-        where += "t.external_id = %s"
-        params.append(thread_id)
-    else:
-        where += "(t.id = %s OR t.external_id = %s)"
-        pk_field: Any = Thread._meta.pk
-        params += [uid if postgres else pk_field.get_db_prep_value(uid, connection), thread_id]
-    lock = " FOR UPDATE OF t" if connection.features.has_select_for_update_of else ""
-    sql = f"SELECT {columns} FROM {thread_table} t WHERE {where}{lock}"
-    if postgres:
-        # psycopg gives every column of the thread its Python type (uuid, timestamptz, ...),
-        # so rows become models with no converter, as Django's own reads would make them.
-        # In a pipeline: the transaction's BEGIN goes in the same round trip as the query.
-        with server_cursor(connection) as pg, pg.connection.pipeline():
-            pg.execute(sql, params)
-            rows = pg.fetchall()
-        log_queries(connection, time.monotonic(), sql)
-        found = []
-        for row in rows:
-            thread = Thread.from_db(connection.alias, names, row[: len(fields)])
-            if client_ids:
-                thread.replays, thread.log_seq = row[len(fields) :]  # type: ignore[attr-defined]
-            found.append(thread)
-    else:
-        found = list(Thread.objects.raw(sql, params))
-    if not found:
-        raise NotFound("thread not found")
-    # The UUID wins over an external_id that happens to spell another thread's UUID.
-    found.sort(key=lambda t: t.pk != uid)
-    return found[0]
-
-
-@functools.cache
-def _lock_sql_parts(alias: str) -> tuple[str, str, str, list[str]]:
-    """The thread and event tables, the thread's column list and its fields' attnames, quoted
-    for the connection `alias`: built once per process, not on every append (quoting 30
-    columns cost a tenth of a one-event append's CPU)."""
-    quote = connections[alias].ops.quote_name
-    fields = Thread._meta.concrete_fields
-    columns = ", ".join(f"t.{quote(cast(str, f.column))}" for f in fields)
-    return (
-        quote(Thread._meta.db_table),
-        quote(Event._meta.db_table),
-        columns,
-        [f.attname for f in fields],
-    )
-
-
 def announce_after_commit(thread: Any, events: list[Event | dict[str, Any]]) -> None:
     """Run the append hooks (the fold triggers) for `events` once the caller's transaction
     commits: the agents' appends, and the events ctxadmin writes itself (a resolution or a
@@ -443,29 +165,6 @@ def _schedule_hooks(thread: Thread, appended: list[Appended]) -> None:
     new = [a.row.hook_view() if a.row is not None else a.event for a in appended if a.created]
     if new:
         announce_after_commit(thread, new)
-
-
-def _batch_lookups(new_events: Sequence[NewEvent], existing: Mapping[Any, Event]) -> set[str]:
-    """tool_call_ids whose open calls must be read from the log: those of results that no
-    earlier new call in the same batch answers. Replays are skipped, as the append skips them."""
-    open_here: dict[str, int] = {}
-    seen: set[str] = set()
-    lookups: set[str] = set()
-    for new in new_events:
-        client_id = new.client_event_id
-        if client_id is not None:
-            if client_id in existing or client_id in seen:
-                continue
-            seen.add(client_id)
-        call_id: str = new.data.get("tool_call_id", "")
-        if new.kind == "tool_call":
-            open_here[call_id] = open_here.get(call_id, 0) + 1
-        elif new.kind == "tool_result":
-            if open_here.get(call_id):
-                open_here[call_id] -= 1
-            else:
-                lookups.add(call_id)
-    return lookups
 
 
 def _append_locked(

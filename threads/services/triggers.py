@@ -5,7 +5,7 @@ commits.
   budget;
 - structural: a side-effecting call got its answer (its unit can close), an approval was
   decided, a correction was annotated, an event the head summary covers was retracted (the
-  next fold rebuilds the content without it: threads.services.folding.rebuild_start);
+  next fold rebuilds the content without it: threads.services.fold_preparation.rebuild_start);
 - risk: a side-effecting result timed out, or a tool reported a value for a key that
   contradicts another tool value (in the batch or in the head summary).
 
@@ -33,16 +33,11 @@ from threads.domain.tokens import MESSAGE_OVERHEAD_TOKENS
 from threads.domain.units import last_closed_boundary, split_units
 from threads.models import Event, EventKind, SummaryVersion, Thread
 from threads.services import events as event_service
-from threads.services import folding
+from threads.services import fold_preparation, folding
 from threads.services.event_rows import HOOK_CALL_SIDE_EFFECT
-from threads.services.folding import (
-    FoldResult,
-    Outcome,
-    ThreadPinned,
-    event_dicts_for_fold,
-    fold_in_flight,
-    fold_request,
-)
+from threads.services.fold_preparation import event_dicts_for_fold
+from threads.services.fold_requests import ThreadPinned, fold_in_flight, fold_request
+from threads.services.folding import FoldResult, Outcome
 
 logger = logging.getLogger(__name__)
 
@@ -205,7 +200,7 @@ def capacity_trigger(*, thread: Thread) -> tuple[str, str] | None:
     if not needs_fold(history=history, budget=budget, high=thread.high_watermark):
         return None
     summary = head_summary_tokens(thread)
-    if summary > folding.summary_limit(budget, thread.low_watermark):
+    if summary > fold_preparation.summary_limit(budget, thread.low_watermark):
         # A summary that had to stay above low × available (what it must keep: constraints,
         # tool state, …) would otherwise be folded again at every append, gaining nothing:
         # the events after it fill the room between the watermarks first.
@@ -305,7 +300,7 @@ def after_fold(thread_id: Any, trigger: dict[str, Any], result: FoldResult) -> N
             .first()
             or 0,
         )
-    if thread.last_seq - base_covered > folding.FOLD_MAX_EVENTS:
+    if thread.last_seq - base_covered > fold_preparation.FOLD_MAX_EVENTS:
         reason = str(trigger.get("reason", "")).split(" (continued")[0]
         _request(
             thread,

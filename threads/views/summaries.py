@@ -18,7 +18,7 @@ from threads.domain.errors import DomainError
 from threads.domain.fold import SECTION_TITLES
 from threads.domain.summary_render import entry_text
 from threads.models import Role, SummaryPhase
-from threads.services.folding import fold_request
+from threads.services.fold_requests import fold_request
 from threads.views.common import (
     HtmxHttpRequest,
     found,

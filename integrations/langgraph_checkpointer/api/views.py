@@ -9,11 +9,9 @@ back byte-identical: nothing here decodes them.
 from __future__ import annotations
 
 import base64
-import binascii
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -21,6 +19,18 @@ from rest_framework.views import APIView
 
 from integrations.langgraph_checkpointer.api.bodies import put_body_read, writes_body_read
 from integrations.langgraph_checkpointer.api.fields import checkpoint_id_check
+from integrations.langgraph_checkpointer.api.serializers import (
+    Base64Field,
+    CountOutputSerializer,
+    InterruptSerializer,
+    ListFilterSerializer,
+    MessageEntrySerializer,
+    MessagesSerializer,
+    PageOutputSerializer,
+    TupleOutputSerializer,
+    ValueSerializer,
+    _side_effect_tools,
+)
 from integrations.langgraph_checkpointer.selectors.checkpoints import (
     LanggraphTuple,
     PendingWrite,
@@ -30,27 +40,24 @@ from integrations.langgraph_checkpointer.selectors.checkpoints import (
     langgraph_tuples,
 )
 from integrations.langgraph_checkpointer.selectors.ledger import langgraph_ledger
-from integrations.langgraph_checkpointer.services.saver import (
-    PRUNE_STRATEGIES,
-    InterruptIn,
-    MessageIn,
-    MessagesIn,
+from integrations.langgraph_checkpointer.services.checkpoint_put import (
     ValueIn,
-    WriteIn,
     langgraph_checkpoint_put,
+)
+from integrations.langgraph_checkpointer.services.interrupts import InterruptIn
+from integrations.langgraph_checkpointer.services.message_mirror import MessageIn, MessagesIn
+from integrations.langgraph_checkpointer.services.threads import (
+    PRUNE_STRATEGIES,
     langgraph_runs_delete,
     langgraph_thread_copy,
     langgraph_thread_delete,
     langgraph_threads_prune,
-    langgraph_writes_put,
 )
+from integrations.langgraph_checkpointer.services.writes import WriteIn, langgraph_writes_put
 from threads.api.auth import agent_read_mark, require_agent
-from threads.api.parsers import JSONBodyError, NumberNotRepresentable, strict_json_loads
 from threads.api.renderers import LargeJSONRenderer
 from threads.api.serializers import (
     ErrorSerializer,
-    QueryIntegerField,
-    ReadIntegritySerializer,
     StrictCharField,
     StrictInputSerializer,
     StrictIntegerField,
@@ -59,7 +66,6 @@ from threads.domain.errors import NotFound
 from threads.selectors.integrity import integrity_verdict
 from threads.selectors.run_status import thread_owed_mark
 
-MAX_PAGE = 100
 ERRORS = {
     400: ErrorSerializer,
     401: ErrorSerializer,
@@ -74,126 +80,6 @@ THREAD_ID = OpenApiParameter(
     OpenApiParameter.PATH,
     description="the LangGraph thread_id: the thread's external_id",
 )
-
-
-@extend_schema_field(OpenApiTypes.BYTE)
-class Base64Field(serializers.Field):
-    """Bytes as standard base64 text."""
-
-    def to_internal_value(self, data: Any) -> bytes:
-        if not isinstance(data, str):
-            raise serializers.ValidationError("must be a base64 string")
-        try:
-            return base64.b64decode(data, validate=True)
-        except (binascii.Error, ValueError) as exc:
-            raise serializers.ValidationError("is not valid base64") from exc
-
-    def to_representation(self, value: bytes) -> str:
-        return base64.b64encode(value).decode("ascii")
-
-
-class ValueSerializer(StrictInputSerializer):
-    channel = StrictCharField(max_length=255)
-    version = StrictCharField(max_length=255, help_text="the channel version, as text")
-    type = StrictCharField(max_length=64, help_text="the serializer's type tag")
-    # The stubs type Serializer.data (the rendered answer); here it is the bytes.
-    data = Base64Field()  # type: ignore[assignment]
-
-
-class MessageEntrySerializer(StrictInputSerializer):
-    id = StrictCharField(max_length=180, help_text="the LangChain message id")
-    digest = serializers.RegexField(r"^[0-9a-f]{64}$", help_text="SHA-256 of its JSON form")
-    message = serializers.JSONField(
-        required=False,
-        allow_null=True,
-        help_text="`message_to_dict` form; may be left out when the log holds it already",
-    )
-
-
-def _side_effect_tools() -> serializers.ListField:
-    return serializers.ListField(
-        child=StrictCharField(max_length=200),
-        required=False,
-        default=list,
-        max_length=1000,
-        help_text="tools whose calls are side effects: their tool_call events say so",
-    )
-
-
-class MessagesSerializer(StrictInputSerializer):
-    channel = StrictCharField(max_length=255)
-    version = StrictCharField(max_length=255)
-    entries = MessageEntrySerializer(
-        many=True, help_text="every message in order, or with `base_version` those after it"
-    )
-    side_effect_tools = _side_effect_tools()
-    base_version = StrictCharField(
-        max_length=255,
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text="an earlier version of this channel the server holds: `entries` then lists "
-        "only the messages after its first `base_count`",
-    )
-    base_count = StrictIntegerField(
-        min_value=0, required=False, default=0, help_text="how many messages the base holds"
-    )
-
-
-class WriteOutputSerializer(serializers.Serializer):
-    task_id = StrictCharField()
-    task_path = StrictCharField()
-    idx = serializers.IntegerField()
-    channel = StrictCharField()
-    type = StrictCharField(allow_blank=True, help_text="empty for a write of `messages`")
-    # The stubs type Serializer.data (the rendered answer); here it is the bytes.
-    data = Base64Field()  # type: ignore[assignment]
-    messages = serializers.ListField(
-        child=serializers.DictField(),
-        required=False,
-        help_text="a write of LangChain messages to the mirrored channel: their JSON forms, "
-        "read from the log (then `type` and `data` are empty)",
-    )
-
-
-class ValueOutputSerializer(serializers.Serializer):
-    channel = StrictCharField()
-    type = StrictCharField()
-    # The stubs type Serializer.data (the rendered answer); here it is the bytes.
-    data = Base64Field()  # type: ignore[assignment]
-
-
-class TupleOutputSerializer(serializers.Serializer):
-    """A checkpoint as the saver rebuilds its CheckpointTuple."""
-
-    class Meta:
-        ref_name = "LanggraphTuple"
-
-    thread_id = StrictCharField()
-    checkpoint_ns = StrictCharField(allow_blank=True)
-    checkpoint_id = StrictCharField()
-    parent_checkpoint_id = StrictCharField(allow_null=True)
-    checkpoint = serializers.DictField(help_text="the checkpoint without channel_values")
-    metadata = serializers.DictField()
-    values = ValueOutputSerializer(many=True)
-    messages = serializers.DictField(
-        child=serializers.ListField(child=serializers.DictField()),
-        help_text="channel -> the JSON forms of its messages, read from the log",
-    )
-    writes = WriteOutputSerializer(many=True)
-    cursor = serializers.IntegerField(help_text="the last mirrored seq it stands on")
-    ctxadmin_checkpoint = serializers.IntegerField(help_text="its ctxadmin checkpoint's id")
-    integrity = ReadIntegritySerializer(
-        help_text="the thread's chain verdict; `reaches_break`: this checkpoint's messages "
-        "(its own or its pending writes') reach the first bad seq"
-    )
-    ledger = serializers.DictField(
-        required=False,
-        allow_null=True,
-        help_text="one checkpoint's read only: the side-effect ledger's word on the calls of "
-        "side-effecting tools its messages leave unanswered (`calls`: status, recorded result, "
-        "resolution) and `templates` of the tool node's task; null when there are none",
-    )
 
 
 def _last_seq_read(found: LanggraphTuple) -> int:
@@ -236,49 +122,6 @@ def _write_json(write: PendingWrite, messages: list[dict[str, Any]] | None) -> d
     if messages is not None:
         answer["messages"] = messages
     return answer
-
-
-class ListFilterSerializer(serializers.Serializer):
-    class Meta:
-        ref_name = "LanggraphListFilter"
-
-    checkpoint_ns = StrictCharField(
-        required=False, allow_blank=True, help_text="one namespace; all when absent"
-    )
-    checkpoint_id = StrictCharField(
-        required=False, validators=[checkpoint_id_check], help_text="only this checkpoint"
-    )
-    before = StrictCharField(required=False, help_text="checkpoint_ids below this one")
-    filter = StrictCharField(
-        required=False, help_text="a JSON object: metadata keys and the values they must equal"
-    )
-    limit = QueryIntegerField(min_value=1, max_value=MAX_PAGE, default=MAX_PAGE)
-    page_after = StrictCharField(required=False, help_text="the `next` of the previous page")
-
-    def validate_filter(self, value: str) -> dict[str, Any]:
-        # Parsed as strictly as a body (depth, NaN, NUL...): it is compared with stored JSON.
-        try:
-            parsed = strict_json_loads(value)
-        except (JSONBodyError, NumberNotRepresentable) as exc:
-            raise serializers.ValidationError(f"must be a JSON object: {exc}") from exc
-        if not isinstance(parsed, dict):
-            raise serializers.ValidationError("must be a JSON object")
-        return parsed
-
-    def validate_page_after(self, value: str) -> tuple[str, int]:
-        checkpoint_id, _, pk = value.rpartition(":")
-        # A key the table can hold: ASCII digits ("²".isdigit() too), at most 18 of them.
-        if not checkpoint_id or not (pk.isascii() and pk.isdigit()) or len(pk) > 18:
-            raise serializers.ValidationError("must be the `next` of a previous page")
-        return checkpoint_id, int(pk)
-
-
-class PageOutputSerializer(serializers.Serializer):
-    class Meta:
-        ref_name = "LanggraphPage"
-
-    checkpoints = TupleOutputSerializer(many=True)
-    next = StrictCharField(allow_null=True, help_text="pass as `page_after`; null at the end")
 
 
 def _list(request: Request, external_id: str | None) -> Response:
@@ -451,16 +294,6 @@ class ThreadLanggraphCheckpointApi(APIView):
         return Response(answer)
 
 
-class InterruptSerializer(StrictInputSerializer):
-    class Meta:
-        ref_name = "LanggraphInterruptInput"
-
-    id = StrictCharField(max_length=180, help_text="the interrupt's id")
-    value = serializers.JSONField(
-        allow_null=True, help_text="the interrupt's value as plain JSON (null included)"
-    )
-
-
 def _write_in(write: dict[str, Any]) -> WriteIn:
     if "messages" in write:
         return WriteIn(
@@ -548,13 +381,6 @@ class ThreadLanggraphWritesApi(APIView):
             actor_label=agent.label,
         )
         return Response(status=status.HTTP_204_NO_CONTENT)
-
-
-class CountOutputSerializer(serializers.Serializer):
-    class Meta:
-        ref_name = "LanggraphCount"
-
-    checkpoints = serializers.IntegerField(help_text="how many checkpoints it deleted or copied")
 
 
 class ThreadLanggraphApi(APIView):

@@ -1,7 +1,7 @@
 """LangChain messages as events of the log, and back (docs/langgraph.md, "Agent frameworks").
 
 The one conversion between the two shapes, used by the live checkpointer's mirror
-(integrations.langgraph_checkpointer.services.saver) and by the import of a LangGraph store
+(integrations.langgraph_checkpointer.services.message_mirror) and by the import of a LangGraph store
 (integrations.trace_imports.readers.langgraph_store) alike, with one naming of the events: a
 message's event is named by its LangChain id, a tool call `<that name>/call/<tool_call_id>`. So a
 thread imported from a LangGraph store and then continued live through the saver appends nothing

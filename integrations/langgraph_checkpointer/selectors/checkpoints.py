@@ -16,18 +16,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 
-from integrations.langgraph_checkpointer.domain.graph_position import (
-    INTERRUPT_CHANNEL,
-    TASKS_CHANNEL,
-    GraphPosition,
-    graph_position,
-    triggered_node,
-)
-from integrations.langgraph_checkpointer.domain.messages import (
-    INTERRUPT_ACTION,
-    message_from_event,
-    pending_tool_calls,
-)
+from integrations.langgraph_checkpointer.domain.messages import message_from_event
 from integrations.langgraph_checkpointer.domain.packing import TaskWrites
 from integrations.langgraph_checkpointer.models import (
     LanggraphChannelVersion,
@@ -37,15 +26,7 @@ from integrations.langgraph_checkpointer.models import (
 )
 from integrations.langgraph_checkpointer.selectors import statements
 from threads.domain.external_ids import text_storable
-from threads.models import (
-    ApprovalRequest,
-    ApprovalStatus,
-    Checkpoint,
-    Event,
-    EventKind,
-    Thread,
-    Workspace,
-)
+from threads.models import Checkpoint, Event, Thread, Workspace
 from threads.selectors.statements import postgres_for
 
 # Metadata values compared in SQL before the exact check in Python: strings and integers read
@@ -197,45 +178,6 @@ def langgraph_checkpoints_list(
             if len(found) >= limit:
                 break
     return found
-
-
-def langgraph_version_message_seqs(thread: Thread, version: LanggraphChannelVersion) -> list[int]:
-    """The seqs of the events carrying a mirrored version's messages, in order."""
-    if version.message_seqs is not None:
-        return [int(seq) for seq in version.message_seqs]
-    return list(
-        LanggraphMessage.objects.filter(thread=thread, last_seq__lte=version.messages_until_seq)
-        .order_by("seq")
-        .values_list("seq", flat=True)
-    )
-
-
-def langgraph_version_message_count(thread: Thread, version: LanggraphChannelVersion) -> int | None:
-    """How many messages a mirrored version holds (None for a version of bytes)."""
-    if version.message_count is not None:
-        return version.message_count
-    if version.messages_until_seq is None and version.message_seqs is None:
-        return None
-    return len(langgraph_version_message_seqs(thread, version))
-
-
-def langgraph_version_get(
-    *, thread: Thread, checkpoint_ns: str, channel: str, version: str
-) -> LanggraphChannelVersion | None:
-    return LanggraphChannelVersion.objects.filter(
-        thread=thread, checkpoint_ns=checkpoint_ns, channel=channel, version=version
-    ).first()
-
-
-def langgraph_messages_at(thread: Thread, seqs: list[int]) -> list[dict[str, Any]]:
-    """The JSON forms of the messages carried by the events at `seqs`, in that order."""
-    by_seq = {
-        seq: message_from_event(kind, data, metadata)
-        for seq, kind, data, metadata in Event.objects.filter(
-            thread=thread, seq__in=set(seqs)
-        ).values_list("seq", "kind", "data", "metadata")
-    }
-    return [by_seq[seq] for seq in seqs]
 
 
 def langgraph_tuples(rows: Sequence[LanggraphCheckpoint]) -> list[LanggraphTuple]:
@@ -413,73 +355,6 @@ def langgraph_tuple(row: LanggraphCheckpoint) -> LanggraphTuple:
     return langgraph_tuples([row])[0]
 
 
-# How many of a checkpoint's last messages are read to find the call an interrupt asks about:
-# the last AI message and the tool messages after it, without reading a long thread whole.
-PENDING_CALL_TAIL = 64
-
-
-def langgraph_pending_tool_calls(
-    *, thread: Thread, checkpoint_ns: str, checkpoint_id: str, channel: str
-) -> list[dict[str, Any]]:
-    """The tool calls a task that ran from this checkpoint was about to run: the unanswered
-    calls of the last AI message among the last messages of its mirrored `channel`
-    (`pending_tool_calls`); empty when the checkpoint is not stored or mirrors no messages."""
-    row = langgraph_checkpoint_get(
-        thread=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
-    )
-    version_id = None if row is None else _versions(row).get(channel)
-    if version_id is None:
-        return []
-    version = langgraph_version_get(
-        thread=thread, checkpoint_ns=checkpoint_ns, channel=channel, version=version_id
-    )
-    if version is None or (version.message_seqs is None and version.messages_until_seq is None):
-        return []  # not stored, or stored as bytes: nothing the server can read
-    seqs = langgraph_version_message_seqs(thread, version)[-PENDING_CALL_TAIL:]
-    return pending_tool_calls(langgraph_messages_at(thread, seqs))
-
-
-def langgraph_side_effect_tools(thread: Thread) -> frozenset[str]:
-    """The tools whose calls the thread's log marks as side effects."""
-    return frozenset(
-        str(name)
-        for name in Event.objects.filter(
-            thread=thread, kind=EventKind.TOOL_CALL, data__side_effect=True
-        )
-        .values_list("data__tool_name", flat=True)
-        .distinct()
-        if name
-    )
-
-
-def langgraph_message_index(thread: Thread, message_ids: Iterable[str]) -> list[LanggraphMessage]:
-    """The mirrored messages of the thread with these LangChain ids (every version of each)."""
-    return list(
-        LanggraphMessage.objects.filter(thread=thread, message_id__in=set(message_ids)).order_by(
-            "seq"
-        )
-    )
-
-
-def langgraph_messages_count_until(thread: Thread, seq: int) -> int:
-    """How many mirrored messages end at or before `seq`."""
-    return LanggraphMessage.objects.filter(thread=thread, last_seq__lte=seq).count()
-
-
-def langgraph_messages_after(thread: Thread, seq: int, limit: int = 100) -> list[LanggraphMessage]:
-    """The mirrored messages that end after `seq`, in order (at most `limit`)."""
-    return list(
-        LanggraphMessage.objects.filter(thread=thread, last_seq__gt=seq).order_by("seq")[:limit]
-    )
-
-
-def langgraph_messages_count_between(thread: Thread, after: int, until: int) -> int:
-    """How many mirrored messages end after `after` and at or before `until`."""
-    return LanggraphMessage.objects.filter(
-        thread=thread, last_seq__gt=after, last_seq__lte=until
-    ).count()
-
-
 def langgraph_head_for_checkpoint(checkpoint: Checkpoint) -> LanggraphCheckpoint | None:
     """For a ctxadmin checkpoint that lists a LangGraph checkpoint, the newest LangGraph
     checkpoint of that namespace (after a rollback, the one the repair wrote); else None."""
@@ -489,81 +364,3 @@ def langgraph_head_for_checkpoint(checkpoint: Checkpoint) -> LanggraphCheckpoint
     return langgraph_checkpoint_get(
         thread=checkpoint.thread, checkpoint_ns=linked.checkpoint_ns, checkpoint_id=None
     )
-
-
-@dataclass(frozen=True)
-class LanggraphPosition:
-    """Where a LangGraph thread stands, with the pending approvals its interrupts opened."""
-
-    position: GraphPosition
-    approvals: list[ApprovalRequest]
-
-
-def langgraph_graph_position(*, thread: Thread) -> LanggraphPosition | None:
-    """The position of the thread's latest checkpoint of the root namespace
-    (integrations.langgraph_checkpointer.domain.graph_position), None when it has none (not a
-    LangGraph thread). One query for a thread without checkpoints; at most five otherwise, none
-    growing with the thread."""
-    row = langgraph_checkpoint_get(thread=thread, checkpoint_ns="", checkpoint_id=None)
-    if row is None:
-        return None
-    checkpoint = row.checkpoint
-    parent = None
-    if row.parent_checkpoint_id:
-        parent_row = (
-            LanggraphCheckpoint.objects.filter(
-                thread=thread, checkpoint_ns="", checkpoint_id=row.parent_checkpoint_id
-            )
-            .only("checkpoint_z")
-            .first()
-        )
-        parent = None if parent_row is None else parent_row.checkpoint
-    versions = _versions(row)
-    carried = row.small_values
-    available = {c for c, value in carried.items() if value is not None and value[0] != "empty"}
-    # The trigger channels whose value a version row holds (rare: they are small).
-    in_rows = {
-        channel: version
-        for channel, version in versions.items()
-        if channel in carried
-        and carried[channel] is None
-        and (triggered_node(channel) is not None or channel == TASKS_CHANNEL)
-    }
-    if in_rows:
-        condition = Q(pk__in=[])
-        for channel, version in in_rows.items():
-            condition |= Q(channel=channel, version=version)
-        available.update(
-            channel
-            for channel, type_ in LanggraphChannelVersion.objects.filter(
-                condition, thread=thread, checkpoint_ns=""
-            ).values_list("channel", "type")
-            if type_ != "empty"
-        )
-    writes = _pending_writes(thread, [LanggraphTuple(row=row, external_id=thread.external_id)])
-    interrupts = [
-        w.task_path
-        for w in writes.get(("", row.checkpoint_id), [])
-        if w.channel == INTERRUPT_CHANNEL
-    ]
-    position = graph_position(
-        checkpoint_id=row.checkpoint_id,
-        checkpoint=checkpoint,
-        metadata=row.metadata,
-        parent=parent,
-        available=available,
-        interrupt_task_paths=interrupts,
-    )
-    approvals = []
-    if interrupts:
-        approvals = list(
-            ApprovalRequest.objects.filter(
-                thread=thread,
-                action=INTERRUPT_ACTION,
-                status=ApprovalStatus.PENDING,
-                arguments__checkpoint_id=row.checkpoint_id,
-            )
-            .defer("arguments")
-            .order_by("pk")
-        )
-    return LanggraphPosition(position, approvals)

@@ -29,10 +29,12 @@ from integrations.langgraph_checkpointer.models import (
 )
 from integrations.langgraph_checkpointer.selectors.checkpoints import (
     langgraph_checkpoint_cursor,
+    langgraph_thread_get,
+)
+from integrations.langgraph_checkpointer.selectors.messages import (
     langgraph_message_index,
     langgraph_messages_after,
     langgraph_messages_count_between,
-    langgraph_thread_get,
 )
 from threads.models import Checkpoint, Thread, Workspace
 from threads.selectors.statements import postgres_for, rows_run, table_name
@@ -94,7 +96,7 @@ def thread_locked(workspace: Workspace, external_id: str) -> Thread | None:
 
 def message_index(thread: Thread, message_ids: Iterable[str]) -> list[LanggraphMessage]:
     """The mirrored messages of the thread with these LangChain ids (every version of each),
-    in log order: integrations.langgraph_checkpointer.selectors.checkpoints.langgraph_message_index
+    in log order: integrations.langgraph_checkpointer.selectors.messages.langgraph_message_index
     as one prepared statement."""
     ids = sorted(set(message_ids))
     connection = postgres_for(LanggraphMessage, write=True)
@@ -167,7 +169,7 @@ def message_index_and_cursor(
 
 def messages_count_between(thread: Thread, after: int, until: int) -> int:
     """How many mirrored messages end after `after` and at or before `until`:
-    integrations.langgraph_checkpointer.selectors.checkpoints.langgraph_messages_count_between as
+    integrations.langgraph_checkpointer.selectors.messages.langgraph_messages_count_between as
     one prepared statement."""
     connection = postgres_for(LanggraphMessage, write=True)
     if connection is None:

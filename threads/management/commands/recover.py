@@ -14,7 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from threads.services.folding import recover_prepared
+from threads.services.fold_recovery import recover_prepared
 
 
 class Command(BaseCommand):

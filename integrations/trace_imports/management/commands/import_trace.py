@@ -14,7 +14,10 @@ from integrations.trace_imports.readers import (
     read_conversations,
     side_effect_tools_option,
 )
-from integrations.trace_imports.services import ConversationReport, conversations_import
+from integrations.trace_imports.services.conversations import (
+    ConversationReport,
+    conversations_import,
+)
 from threads.domain.errors import DomainError
 from threads.models import Workspace
 
