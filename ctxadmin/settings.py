@@ -139,10 +139,18 @@ else:
 # A streaming read replica serves the dashboard's GET pages (ctxadmin/db_router.py,
 # docs/scale.md, "Past one machine"); unset, everything reads the primary.
 CTXADMIN_REPLICA_PIN_SECONDS = env.int("CTXADMIN_REPLICA_PIN_SECONDS", default=5)
+# Past this lag (seconds behind the primary) pages read the primary; the replica's lag and
+# reachability are checked at most once per CTXADMIN_REPLICA_CHECK_SECONDS per process.
+CTXADMIN_REPLICA_MAX_LAG_SECONDS = env.float("CTXADMIN_REPLICA_MAX_LAG_SECONDS", default=10.0)
+CTXADMIN_REPLICA_CHECK_SECONDS = env.float("CTXADMIN_REPLICA_CHECK_SECONDS", default=5.0)
 if env.str("CTXADMIN_REPLICA_URL", default=""):
     DATABASES["replica"] = env.db_url("CTXADMIN_REPLICA_URL")
     DATABASES["replica"].setdefault("CONN_MAX_AGE", 60)
     DATABASES["replica"].setdefault("OPTIONS", {}).setdefault("options", "-c jit=off")
+    # A blackholed replica host fails a page's check in seconds, not at the TCP timeout.
+    DATABASES["replica"]["OPTIONS"].setdefault(
+        "connect_timeout", env.int("CTXADMIN_REPLICA_CONNECT_TIMEOUT", default=2)
+    )
     DATABASES["replica"]["CONN_HEALTH_CHECKS"] = True
     DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
     DATABASE_ROUTERS = ["ctxadmin.db_router.ReplicaRouter"]

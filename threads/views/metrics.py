@@ -7,7 +7,8 @@ X-Real-IP header, since behind a proxy on this machine every request arrives fro
 
 Each scrape builds a registry of its own: a collector that reads the database-derived
 families (a fixed number of queries, docs/operations.md) and the process-local families (the
-context latency histogram, the untrusted forwarded requests counter) —
+context latency histogram, the untrusted forwarded requests counter, the pages served from
+the primary because the read replica was unavailable or lagging) —
 this process's, or every process's through MultiProcessCollector when PROMETHEUS_MULTIPROC_DIR
 is set.
 """
@@ -27,6 +28,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from threads.client_address import UNTRUSTED_FORWARDED, is_local
+from threads.database.replica import REPLICA_FALLBACKS
 from threads.models import EventKind
 from threads.selectors import metrics as figures
 from threads.selectors import run_status_counts
@@ -152,6 +154,7 @@ class _ProcessFamilies(Collector):
     def collect(self) -> Iterator[Metric]:
         yield from counted.CONTEXT_SECONDS.collect()
         yield from UNTRUSTED_FORWARDED.collect()
+        yield from REPLICA_FALLBACKS.collect()
 
 
 def metrics_registry() -> CollectorRegistry:
