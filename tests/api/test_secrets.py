@@ -247,3 +247,20 @@ def test_detection_can_be_turned_off(
     assert answer.json()["secrets"] == [{"type": "AWS Access Key", "field": "content"}]
     thread.refresh_from_db()
     assert thread.events_with_secrets == 1
+
+
+def test_a_large_batch_carries_its_flags_in_the_copy(
+    agent: APIClient, thread: Thread, events_url: str
+) -> None:
+    """From COPY_MIN_ROWS events a batch goes in with COPY on PostgreSQL: the flags with it."""
+    bodies = [factories.user(f"line {n}") for n in range(120)]
+    bodies[77] = factories.user(f"the deploy key: {GITHUB_TOKEN}")
+    answer = post_json(agent, events_url, {"events": bodies})
+    assert answer.status_code == 201, answer.content
+    assert [e["seq"] for e in answer.json() if "secrets" in e] == [78]
+    stored = Event.objects.filter(thread=thread, secrets__isnull=False)
+    assert list(stored.values_list("seq", "secrets")) == [
+        (78, [{"type": "GitHub Token", "field": "content"}])
+    ]
+    thread.refresh_from_db()
+    assert thread.events_with_secrets == 1
