@@ -81,7 +81,7 @@ SIDE_EFFECT_TOOLS = {
 }
 EVENT_COLUMNS = (
     "seq, kind, created_at, client_event_id, metadata, data, role, tool_call_id, "
-    "request_digest, token_count, hash"
+    "request_digest, token_count, hash, secrets"
 )
 
 
@@ -282,15 +282,26 @@ class Bench:
 
     INSERT = (
         "INSERT INTO threads_event (thread_id, " + EVENT_COLUMNS + ") "
-        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
     )
 
     def _raw_params(self, thread: Any, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         from psycopg.types.json import Jsonb
 
         # metadata and data (columns 4 and 5) go as jsonb, dumped when the INSERT runs: that
-        # is part of what a client pays. The rest as stored.
-        return [(thread.pk, *row[:4], Jsonb(row[4]), Jsonb(row[5]), *row[6:]) for row in rows]
+        # is part of what a client pays; secrets (the last) too, when the event has some. The
+        # rest as stored.
+        return [
+            (
+                thread.pk,
+                *row[:4],
+                Jsonb(row[4]),
+                Jsonb(row[5]),
+                *row[6:-1],
+                None if row[-1] is None else Jsonb(row[-1]),
+            )
+            for row in rows
+        ]
 
     def batch_round(
         self, events: list[dict[str, Any]], rows: list[tuple[Any, ...]]
@@ -500,6 +511,12 @@ def main() -> None:
         "--server", action="store_true", help="16 agents through gunicorn (bench/ingest_server.py)"
     )
     parser.add_argument(
+        "--secrets",
+        choices=("on", "off"),
+        default="on",
+        help="CTXADMIN_DETECT_SECRETS for the run (bench/ingest_secrets.py compares the two)",
+    )
+    parser.add_argument(
         "--server-single", type=int, default=60, help="events each agent posts one by one"
     )
     parser.add_argument(
@@ -516,6 +533,7 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace, dsn: str, var_dir: str) -> None:
+    os.environ["CTXADMIN_DETECT_SECRETS"] = "1" if args.secrets == "on" else "0"
     setup_django(dsn, var_dir)
     if args.server:
         run_server(args, dsn, var_dir)

@@ -72,7 +72,19 @@ def write_rows(rows: list[tuple[Any, ...]], path: Path) -> list[tuple[Any, ...]]
     """The stored rows (bench/ingest.py EVENT_COLUMNS) as the append writes them, all columns
     but thread_id: the JSON columns as canonical text. Written to `path` for the ceiling;
     returned for the raw side."""
-    out = [(r[0], r[1], r[2], r[3], canonical(r[4]), canonical(r[5]), *r[6:]) for r in rows]
+    out = [
+        (
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            canonical(r[4]),
+            canonical(r[5]),
+            *r[6:-1],
+            None if r[-1] is None else canonical(r[-1]),
+        )
+        for r in rows
+    ]
     path.write_text(json.dumps([[r[0], r[1], r[2].isoformat(), *r[3:]] for r in out]))
     return out
 

@@ -195,6 +195,7 @@ def worker_build(total: int) -> dict[str, Any]:
                         e.request_digest,
                         e.token_count,
                         e.hash,
+                        None if e.secrets is None else canonical_text(e.secrets),
                     )
                 )
             built += len(take)
@@ -328,6 +329,7 @@ def worker_ingest() -> None:
                     e.request_digest,
                     e.token_count,
                     e.hash,
+                    None if e.secrets is None else json.dumps(e.secrets),
                 )
                 for e in stored
             ]

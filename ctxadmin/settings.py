@@ -345,6 +345,9 @@ CTXADMIN_HEADS_SIGNING_KEY = env.str("CTXADMIN_HEADS_SIGNING_KEY", default="")
 CTXADMIN_MAX_EVENT_BYTES = env.int("CTXADMIN_MAX_EVENT_BYTES", default=1024 * 1024)
 CTXADMIN_MAX_BATCH_EVENTS = 1000
 CTXADMIN_MAX_JSON_DEPTH = env.int("CTXADMIN_MAX_JSON_DEPTH", default=64)
+# Scan every appended event's text for secrets (API keys, private keys, passwords in URLs) and
+# flag the events that hold one (docs/event-log.md, "Secrets at ingest"); 0 turns it off.
+CTXADMIN_DETECT_SECRETS = env.bool("CTXADMIN_DETECT_SECRETS", default=True)
 # Every thread's chain is walked from genesis once per this period by the integrity sweep
 # (seconds; default a day): the incremental checks never re-read an event they verified.
 CTXADMIN_FULL_VERIFY_PERIOD = timedelta(

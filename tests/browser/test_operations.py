@@ -31,9 +31,10 @@ def test_operations_page_draws_its_charts(
     seed(workspace, thread, f.make_person(workspace, "olga", "operator"))
     page = _page(browser, {"url": live_server.url}, "operator")
     page.goto(f"{live_server.url}/operations/")
-    assert page.locator("svg.ops-chart").count() == 6
-    # Counts per hour are bars (folds, failed checks), rates and levels lines.
-    assert page.locator("svg.ops-bar").count() == 2 and page.locator("svg.ops-line").count() == 4
+    assert page.locator("svg.ops-chart").count() == 7
+    # Counts per hour are bars (folds, failed checks, events with secrets), rates and levels
+    # lines.
+    assert page.locator("svg.ops-bar").count() == 3 and page.locator("svg.ops-line").count() == 4
     assert page.locator("svg.ops-bar rect").count() >= 4
     assert page.locator("svg.ops-line polyline").count() >= 4
     assert page.locator("svg.ops-chart").first.bounding_box()["width"] > 300

@@ -153,6 +153,9 @@ def test_events_of_other_writers_map_to_the_nearest_item() -> None:
         "kind": "annotation",
         "seq": 4,
         "hash": "h",
+        # The server's flag of a secret in the event's text is its bookkeeping, not what the
+        # writer said (docs/api.md, "Append — `POST` (agents)").
+        "secrets": [{"type": "AWS Access Key", "field": "payload.value"}],
         "type": "fact",
         "authority": "operator",
         "payload": {"key": "k", "value": 1},

@@ -19,7 +19,14 @@ from threads.views.charts import TONES, Series, bar_chart
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_fold_triggers", "clock")]
 
-CHARTS = ("folds-chart", "rejection-chart", "overflow-chart", "p95-chart", "backlog-chart")
+CHARTS = (
+    "folds-chart",
+    "rejection-chart",
+    "overflow-chart",
+    "p95-chart",
+    "secrets-chart",
+    "backlog-chart",
+)
 
 
 @pytest.fixture
@@ -62,6 +69,11 @@ def test_counts_are_bars_and_rates_lines_in_the_badges_colours(
     rejected = re.findall(r'<rect [^>]*fill="(#\w+)"><title>rejected', folds)
     assert rejected == [badge_colour("bad")]
     assert "<rect " not in svg(html, "overflow-chart")
+    secrets = svg(html, "secrets-chart")  # counts: bars, red as the timeline's secret badge
+    assert (
+        re.findall(r'<rect [^>]*fill="(#\w+)"><title>events with secrets', secrets)
+        == [badge_colour("bad")] * 2
+    )
     backlog = svg(html, "backlog-chart")
     unknown = re.search(r"<g><title>unknown side effects</title>(.*?)</g>", backlog, re.S)
     assert unknown is not None

@@ -155,6 +155,17 @@ def seed(workspace: Any, thread: Thread, operator: Any) -> None:
     ApprovalRequest.objects.filter(action="second").update(
         created_at=at(21, 1), status=ApprovalStatus.APPROVED, decided_at=at(22, 1)
     )
+    # Secrets (docs/event-log.md, "Secrets at ingest"): two events holding a key at hour 17,
+    # one at hour 23, one before the range; an event without one at hour 17.
+    key = "AKIAIOSFODNN7EXAMPLE"
+    for when, text in [
+        (at(17, 1), f"my key is {key}"),
+        (at(17, 2), f"again: {key}"),
+        (at(17, 3), "no key here"),
+        (at(23, 4), f"and {key}"),
+        (at(-2), f"long ago {key}"),
+    ]:
+        f.append(thread, {**f.user(text), "created_at": stamp(when)})
 
 
 def column(rows: list[list[str]], index: int) -> dict[int, str]:
@@ -188,9 +199,12 @@ def test_the_data_tables_hold_what_was_seeded(workspace: Any, thread: Thread) ->
     backlog = table(html, "backlog-table")
     assert column(backlog, 1) == {19: "1", 20: "2", 21: "1", 22: "1", 23: "1"}
     assert column(backlog, 2) == {18: "1", 19: "1", 20: "1", 21: "2", 22: "1", 23: "1"}
+    secrets = table(html, "secrets-table")
+    assert column(secrets, 1) == {17: "2", 23: "1"}
+    assert 'id="secrets-total">3<' in html and "AKIAIOSFODNN7EXAMPLE" not in html
     # Each chart is an image with a name and a description.
-    assert html.count('role="img"') == 6
-    assert html.count("<title id=") == 6
+    assert html.count('role="img"') == 7
+    assert html.count("<title id=") == 7
 
 
 def test_a_longer_range_reaches_back(workspace: Any, thread: Thread) -> None:

@@ -108,9 +108,11 @@ def _appended_json(appended: Appended) -> str:
     if appended.chained is None or row is None:
         return canonical_text({**event_dict(appended.event), "replayed": not appended.created})
     # The chained form with the derived fields after it: an answer needs no key order.
+    # `secrets` only when the append found some (docs/event-log.md, "Secrets at ingest").
+    secrets = f',"secrets":{canonical_text(row.secrets)}' if row.secrets else ""
     return (
         f'{appended.chained[:-1]},"token_count":{row.token_count},'
-        f'"hash":{canonical_text(row.hash)},"replayed":false}}'
+        f'"hash":{canonical_text(row.hash)}{secrets},"replayed":false}}'
     )
 
 

@@ -180,6 +180,10 @@ class ThreadOutputSerializer(serializers.Serializer):
         help_text="How many of the thread's side effects are unknown "
         '(docs/api.md, "Read — `GET /api/v1/threads/{id}/`").'
     )
+    events_with_secrets = serializers.IntegerField(
+        help_text="How many of the thread's events hold a secret found at ingest "
+        '(docs/api.md, "Read — `GET /api/v1/threads/{id}/`").'
+    )
     pending_approvals = serializers.SerializerMethodField()
     verification_failed = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField()
@@ -309,6 +313,19 @@ class EventBatchInputSerializer(serializers.Serializer):
     events = EventInputSerializer(many=True, help_text="1 to 1000 events, all or nothing")
 
 
+class SecretFlagSerializer(serializers.Serializer):
+    """A secret found in an event's text at ingest: what kind and where, never the secret."""
+
+    type = serializers.CharField(
+        help_text="the detect-secrets plugin's secret type: AWS Access Key, GitHub Token, "
+        "Private Key, Basic Auth Credentials, ..."
+    )
+    field = serializers.CharField(
+        help_text="where in the event: content, arguments.api_key, result.headers.*, "
+        "content[0].text, metadata.* (* a key that is no plain name or holds the secret)"
+    )
+
+
 class EventOutputSerializer(serializers.Serializer):
     """An event as stored: the common fields, the kind's own fields (as posted, plus `call_seq`
     on a tool_result: the seq of the call it bound to), and what the server derived."""
@@ -321,6 +338,12 @@ class EventOutputSerializer(serializers.Serializer):
     hash = serializers.CharField(help_text="the chain's hash after this event")
     token_count = serializers.IntegerField()
     call_seq = serializers.IntegerField(required=False, help_text="tool_result")
+    secrets = SecretFlagSerializer(
+        many=True,
+        required=False,
+        help_text="present only when the append found secrets in the event's text "
+        '(docs/api.md, "Append — `POST` (agents)"); absent: none found',
+    )
 
 
 class AppendedEventSerializer(EventOutputSerializer):

@@ -93,6 +93,12 @@ class ThreadListCreateApi(APIView):
         )
         status = serializers.ChoiceField(choices=ThreadStatus.choices, required=False)
         has_unknown_side_effects = serializers.BooleanField(required=False, default=None)
+        has_secrets = serializers.BooleanField(
+            required=False,
+            default=None,
+            help_text="true: only threads with an event that holds a secret found at ingest; "
+            "false: only those without",
+        )
         verification = serializers.ChoiceField(
             choices=["failed"],
             required=False,
@@ -156,6 +162,7 @@ class ThreadListCreateApi(APIView):
             q=params.get("q", ""),
             status=params.get("status", ""),
             unknown=params.get("has_unknown_side_effects"),
+            secrets=params.get("has_secrets"),
             failed=params.get("verification") == "failed",
             pending=params.get("pending_approvals"),
             run_status=params.get("run_status", ""),

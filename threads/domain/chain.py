@@ -15,8 +15,9 @@ from typing import Any
 
 from threads.domain.canonical import canonical_json
 
-# Fields the server derives; they are not part of what the chain covers.
-DERIVED_FIELDS = frozenset({"hash", "token_count"})
+# Fields the server derives; they are not part of what the chain covers. `secrets` too: the
+# flags found in an event's text at ingest (docs/event-log.md, "Secrets at ingest").
+DERIVED_FIELDS = frozenset({"hash", "token_count", "secrets"})
 
 
 def _digest(data: bytes, key: bytes | None) -> str:

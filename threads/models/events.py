@@ -33,7 +33,8 @@ class Event(models.Model):
 
     `data` holds the kind's own fields exactly as stored; the chain covers seq, kind, created_at,
     client_event_id, metadata and data. `role`, `tool_call_id` and `request_digest` are derived
-    copies kept for lookups. Nothing updates or deletes a row: database triggers refuse it.
+    copies kept for lookups; `secrets` is derived too, at insert, and outside the chain. Nothing
+    updates or deletes a row: database triggers refuse it.
     """
 
     # No index of its own: the (thread, seq) constraint's leads with the thread.
@@ -52,6 +53,10 @@ class Event(models.Model):
     request_digest = models.CharField(max_length=64, blank=True, default="")
     token_count = models.PositiveIntegerField(default=0)
     hash = models.CharField(max_length=64)
+    # The secrets found in its text at ingest, [{"type", "field"}], never the secret itself
+    # (docs/event-log.md, "Secrets at ingest"); NULL when none was found (or detection was off):
+    # nothing more to store for an event without one. Written in the INSERT, never after.
+    secrets = models.JSONField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -76,6 +81,13 @@ class Event(models.Model):
                 fields=["thread", "seq"],
                 condition=Q(kind="retraction"),
                 name="event_retraction",
+            ),
+            # The flagged events are few: the Operations page counts those of a window without
+            # reading the others (selectors.metrics.secret_event_times).
+            models.Index(
+                fields=["created_at"],
+                condition=Q(secrets__isnull=False),
+                name="event_secrets",
             ),
         ]
 

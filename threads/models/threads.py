@@ -60,6 +60,9 @@ class Thread(models.Model):
     # How many of the thread's side effects are unknown: kept by triggers on the side-effect
     # table (threads/database/unknown_counts.py), for the thread list's filter and count.
     unknown_side_effects = models.PositiveIntegerField(default=0)
+    # How many of the thread's events hold a secret (docs/event-log.md, "Secrets at ingest"):
+    # moved by the append, under the row lock, with the events it counts.
+    events_with_secrets = models.PositiveIntegerField(default=0)
     # Integrity sweep results (derived from the log; recomputable at any time).
     chain_ok = models.BooleanField(default=True)
     first_bad_seq = models.PositiveBigIntegerField(null=True, blank=True)
@@ -127,6 +130,12 @@ class Thread(models.Model):
                 fields=["workspace", "-updated_at", "id"],
                 condition=Q(unknown_side_effects__gt=0),
                 name="thread_list_unknown",
+            ),
+            # And of the threads with an event that holds a secret: the `has_secrets` filter.
+            models.Index(
+                fields=["workspace", "-updated_at", "id"],
+                condition=Q(events_with_secrets__gt=0),
+                name="thread_list_secrets",
             ),
             # The threads waiting for their agent (run status waiting_for_agent or stalled):
             # few, found without reading the others.

@@ -171,15 +171,16 @@ def event_token_buckets(*, thread: Thread, buckets: int = 120) -> tuple[int, lis
     return width, [(int(b), int(t or 0)) for b, t in rows]
 
 
-# The columns of an event's stored form, then what the server derived.
+# The columns of an event's stored form, then what the server derived (`secrets`: the flags
+# of docs/event-log.md, "Secrets at ingest", NULL and left out for most events).
 STORED_COLUMNS = ("seq", "kind", "created_at", "client_event_id", "metadata", "data")
-EVENT_DICT_COLUMNS = (*STORED_COLUMNS, "token_count", "hash")
+EVENT_DICT_COLUMNS = (*STORED_COLUMNS, "token_count", "hash", "secrets")
 DERIVED_COLUMNS = EVENT_DICT_COLUMNS[len(STORED_COLUMNS) :]
 
 
 def stored_event(row: Sequence[Any], derived: Sequence[str]) -> dict[str, Any]:
     """A row of STORED_COLUMNS followed by the `derived` columns, as the event in its stored
-    form plus the derived columns under their names."""
+    form plus the derived columns under their names, those that are NULL left out."""
     seq, kind, created_at, client_event_id, metadata, data, *values = row
     event = stored_form(
         seq=seq,
@@ -189,7 +190,9 @@ def stored_event(row: Sequence[Any], derived: Sequence[str]) -> dict[str, Any]:
         metadata=metadata,
         data=data,
     )
-    event.update(zip(derived, values, strict=True))
+    event.update(
+        (name, value) for name, value in zip(derived, values, strict=True) if value is not None
+    )
     return event
 
 
@@ -202,8 +205,9 @@ def event_range(*, thread_id: Any, after: int = 0, until: int | None = None) -> 
 
 
 def event_dict(event: Event) -> dict[str, Any]:
-    """One event in its stored form (what the chain covers) plus token_count and hash: the
-    form the API answers, the fold reads and the verifier checks."""
+    """One event in its stored form (what the chain covers) plus token_count and hash, and
+    its `secrets` when it has some: the form the API answers, the fold reads and the verifier
+    checks."""
     return stored_event([getattr(event, column) for column in EVENT_DICT_COLUMNS], DERIVED_COLUMNS)
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "fold_figures",
     "fold_rows",
     "metric_totals",
+    "secret_event_times",
     "side_effect_counts",
     "unknown_side_effect_spans",
 ]
@@ -155,6 +156,21 @@ def context_request_rows(*, workspace_ids: Any, since: datetime) -> list[tuple[A
         ContextRequestLog.objects.filter(workspace_id__in=workspace_ids, at__gte=since)
         .order_by("at")
         .values_list("at", "latency_ms", "overflow", "needs_fold")
+    )
+
+
+def secret_event_times(*, workspace_ids: Any, since: datetime) -> list[datetime]:
+    """When each event flagged with a secret since `since` was made (its created_at: the
+    agent's time, or the append's), read off the partial index of flagged events
+    (docs/event-log.md, "Secrets at ingest"). The count only: no flag, no text. One query."""
+    return list(
+        Event.objects.filter(
+            secrets__isnull=False,
+            created_at__gte=since,
+            thread__workspace_id__in=workspace_ids,
+        )
+        .order_by()
+        .values_list("created_at", flat=True)
     )
 
 

@@ -207,6 +207,7 @@ def threads_in(
     content: bool = False,
     status: str = "",
     unknown: bool | None = None,
+    secrets: bool | None = None,
     failed: bool = False,
     pending: bool | None = None,
     over_budget: bool = False,
@@ -221,6 +222,8 @@ def threads_in(
     - status: the thread's status;
     - unknown / pending: has (True) or has not (False) an unknown side effect / a pending
       approval; None does not filter;
+    - secrets: has (True) or has not (False) an event that holds a secret found at ingest
+      (docs/event-log.md, "Secrets at ingest"); None does not filter;
     - failed: verification failed — the latest decided summary version was rejected, or the
       chain is broken;
     - over_budget: history above the high watermark;
@@ -271,6 +274,12 @@ def threads_in(
         # index holds the threads above 0, in the list's order.
         threads = threads.filter(
             Q(unknown_side_effects__gt=0) if unknown else Q(unknown_side_effects=0)
+        )
+    if secrets is not None:
+        # The count the append keeps on the row (docs/event-log.md, "Secrets at ingest"); a
+        # partial index holds the threads above 0, in the list's order.
+        threads = threads.filter(
+            Q(events_with_secrets__gt=0) if secrets else Q(events_with_secrets=0)
         )
     if failed:
         threads = threads.filter(Q(has_rejected=True) | Q(chain_ok=False))

@@ -55,6 +55,8 @@ class NewRow:
     # from binding the result; the fold triggers need not read the call again). None for
     # other kinds.
     call_side_effect: bool | None = None
+    # The secrets found in its text (threads.domain.secrets), None when none was found.
+    secrets: list[dict[str, str]] | None = None
 
     @property
     def role(self) -> str:
@@ -83,6 +85,7 @@ class NewRow:
                 self.request_digest,
                 self.token_count,
                 self.hash,
+                self.secrets,
             ),
         )
         Event.thread.field.set_cached_value(event, self.thread)
@@ -115,6 +118,9 @@ EVENT_COLUMNS = (
     "request_digest",
     "token_count",
     "hash",
+    # Derived at ingest, outside the chain (docs/event-log.md, "Secrets at ingest"): NULL for
+    # most rows.
+    "secrets",
 )
 EVENT_FIELDS = ("id", *EVENT_COLUMNS)
 
@@ -176,7 +182,8 @@ def _event_rows(
 ) -> list[tuple[Any, ...]]:
     """Each new event's EVENT_COLUMNS values as the database takes them. The JSON columns go
     as their canonical text (`texts`: (metadata, data) per event, encoded here when absent),
-    which PostgreSQL parses into jsonb and SQLite stores as it is."""
+    which PostgreSQL parses into jsonb and SQLite stores as it is; `secrets` as NULL when the
+    event has none."""
     thread_id = Event._meta.get_field("thread").get_db_prep_save(thread.pk, connection)
     adapt_time = connection.ops.adapt_datetimefield_value
     if texts is None:
@@ -195,6 +202,7 @@ def _event_rows(
             e.request_digest,
             e.token_count,
             e.hash,
+            canonical_text(e.secrets) if e.secrets else None,
         )
         for e, (metadata, data) in zip(events, texts, strict=True)
     ]
@@ -208,9 +216,9 @@ def insert_events_and_head(
     texts: Sequence[tuple[str, str]] | None = None,
     then: Sequence[Statement] = (),
 ) -> None:
-    """Write the new events, move the thread's head (last_seq, chain_head, token_total, and
-    agent_appended_at, the run status's "running", as `thread` holds them), then run the
-    `then` statements (rows that point at the new events).
+    """Write the new events, move the thread's head (last_seq, chain_head, token_total,
+    events_with_secrets, and agent_appended_at, the run status's "running", as `thread` holds
+    them), then run the `then` statements (rows that point at the new events).
 
     PostgreSQL: the rows (executemany, or COPY for a large batch before it), the head's UPDATE
     and the statements go in one psycopg pipeline, one round trip for the whole batch. SQLite
@@ -230,6 +238,7 @@ def insert_events_and_head(
             "last_seq": thread.last_seq,
             "chain_head": thread.chain_head,
             "token_total": thread.token_total,
+            "events_with_secrets": thread.events_with_secrets,
             "updated_at": now,
             "agent_appended_at": thread.agent_appended_at,
         },

@@ -40,6 +40,7 @@ from threads.services.event_rows import (
     insert_events_and_head,
     side_effect_and_approval_statements,
 )
+from threads.services.event_secrets import event_secret_flags
 from threads.services.event_tokens import TokenCounts, encoding_guess, remember_encoding
 from threads.services.metrics import events_appended_statements
 
@@ -97,6 +98,7 @@ def event_append_batch(
     _schedule_hooks(locked, appended)
     thread.last_seq, thread.chain_head = locked.last_seq, locked.chain_head
     thread.token_total = locked.token_total
+    thread.events_with_secrets = locked.events_with_secrets
     return appended
 
 
@@ -137,9 +139,13 @@ def thread_events_append(
     guess_key = (workspace.pk, thread_id)
     counts = TokenCounts(new_events, encoding_guess(guess_key))
     try:
+        # Scanned before the lock: no other append of the thread waits for it.
+        secrets = event_secret_flags(new_events)
         with transaction.atomic(durable=True):
             locked = _thread_lock_for_workspace(workspace, thread_id, new_events)
-            appended = _append_locked(locked, new_events, counts=counts, batch=batch)
+            appended = _append_locked(
+                locked, new_events, counts=counts, batch=batch, secrets=secrets
+            )
     finally:
         counts.cancel()
     remember_encoding(guess_key, locked.encoding)
@@ -175,11 +181,15 @@ def _append_locked(
     counts: TokenCounts | None = None,
     batch: bool | None = None,
     by_agent: bool = True,
+    secrets: list[list[dict[str, str]]] | None = None,
 ) -> list[Appended]:
     """`counts`: the events' token counts, already being counted (in the right encoding or
     not: a wrong one is cancelled and counted again). `by_agent`: the agent's events, which
-    mark the thread's agent_appended_at (run status); False for those ctxadmin writes."""
+    mark the thread's agent_appended_at (run status); False for those ctxadmin writes.
+    `secrets`: the events' flags (event_secret_flags), scanned here when not given."""
     key = thread_key(thread)
+    if secrets is None:
+        secrets = event_secret_flags(new_events)
     if counts is None or counts.encoding != thread.encoding:
         if counts is not None:
             counts.cancel()
@@ -299,6 +309,10 @@ def _append_locked(
         )
         if new.kind == "tool_result":
             row.call_side_effect = data["call_seq"] in side_effect_calls
+        if secrets is not None and secrets[index]:
+            # Derived, outside the chain (threads.domain.chain.DERIVED_FIELDS); written in the
+            # row's own INSERT (docs/event-log.md, "Secrets at ingest").
+            row.secrets = secrets[index]
         rows.append(row)
         created.append(index)
         out.append(Appended(None, created=True, row=row, chained=chained))
@@ -311,6 +325,8 @@ def _append_locked(
         row.token_count = token_counts[index]
     thread.last_seq, thread.chain_head = seq, head
     thread.token_total += sum(row.token_count for row in rows)
+    with_secrets = sum(row.secrets is not None for row in rows)
+    thread.events_with_secrets += with_secrets
     if by_agent:
         # Under the lock `thread` is the row: the events ctxadmin writes keep its value.
         thread.agent_appended_at = now
@@ -324,6 +340,7 @@ def _append_locked(
             thread,
             (row.kind for row in rows),
             second_results=sum(DUPLICATE_OF in row.data for row in rows),
+            with_secrets=with_secrets,
         ),
     )
     if with_pks:

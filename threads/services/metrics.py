@@ -38,6 +38,7 @@ __all__ = [
     "CONTEXT_REQUESTS",
     "CONTEXT_SECONDS",
     "EVENTS_APPENDED",
+    "EVENTS_WITH_SECRETS",
     "PREPARED_RECOVERED",
     "SECOND_RESULTS",
     "VERIFY_RUNS",
@@ -57,6 +58,8 @@ CONTEXT_OVERFLOWS = "context_overflows"
 CONTEXT_NEEDS_FOLD = "context_needs_fold"
 # Tool results stored for a call that already had one (flagged `duplicate_of`).
 SECOND_RESULTS = "second_tool_results"
+# Events appended with a secret found in their text (docs/event-log.md, "Secrets at ingest").
+EVENTS_WITH_SECRETS = "events_with_secrets"
 
 SHARDS = 16
 
@@ -111,12 +114,13 @@ def metric_add(counts: Iterable[tuple[str, str, int]], *, thread_id: Any = None)
 
 
 def events_appended_statements(
-    thread: Thread, kinds: Iterable[str], *, second_results: int = 0
+    thread: Thread, kinds: Iterable[str], *, second_results: int = 0, with_secrets: int = 0
 ) -> list[Statement]:
-    """Count appended events by kind, and the second results among them, inside the append's
-    transaction (under the thread lock)."""
+    """Count appended events by kind, and the second results and the events with a secret
+    among them, inside the append's transaction (under the thread lock)."""
     counts = [(EVENTS_APPENDED, f"kind={kind}", 1) for kind in kinds]
     counts.append((SECOND_RESULTS, "", second_results))
+    counts.append((EVENTS_WITH_SECRETS, "", with_secrets))
     return metric_statements(counts, thread_id=thread.pk)
 
 

@@ -95,6 +95,12 @@ class DatabaseCollector(Collector):
             total(counted.SECOND_RESULTS),
         )
         yield _counter(
+            "events_with_secrets",
+            "Events appended with a secret found in their text (a plugin's type and the field "
+            "flag the event; the secret is never stored apart).",
+            total(counted.EVENTS_WITH_SECRETS),
+        )
+        yield _counter(
             "cas_conflicts",
             "Commits that lost the compare-and-swap on the thread head (candidate discarded).",
             total(counted.CAS_CONFLICTS),

@@ -48,7 +48,7 @@ def _pct(value: float | None) -> str:
 
 
 def operations_figures(*, workspace_ids: Any, buckets: Buckets) -> dict[str, Any]:
-    """Every series of the page, per bucket: four queries whatever the number of buckets."""
+    """Every series of the page, per bucket: five queries whatever the number of buckets."""
     since = buckets.start
     folds = figures.fold_rows(workspace_ids=workspace_ids, since=since)
     decided = {
@@ -67,6 +67,7 @@ def operations_figures(*, workspace_ids: Any, buckets: Buckets) -> dict[str, Any
         i = buckets.index(row[0])
         if i is not None:
             per_bucket[i].append(row)
+    secrets = counts(buckets, figures.secret_event_times(workspace_ids=workspace_ids, since=since))
     unknown_spans = figures.unknown_side_effect_spans(workspace_ids=workspace_ids, since=since)
     pending_spans = figures.approval_spans(workspace_ids=workspace_ids, since=since)
     unknown = levels(buckets, unknown_spans)
@@ -101,9 +102,10 @@ def operations_figures(*, workspace_ids: Any, buckets: Buckets) -> dict[str, Any
                 "p95_ms": _ms(percentile([r[1] for r in sample], 95)),
                 "unknown": unknown[i],
                 "pending": pending[i],
+                "secrets": secrets[i],
             }
         )
-    return {"rows": rows, "checks": checks, "began": began}
+    return {"rows": rows, "checks": checks, "began": began, "secrets_total": sum(secrets)}
 
 
 def _charts(starts: list[Any], data: dict[str, Any]) -> dict[str, Any]:
@@ -141,6 +143,9 @@ def _charts(starts: list[Any], data: dict[str, Any]) -> dict[str, Any]:
             percent=True,
         ),
         "p95": line_chart(starts=starts, series=[Series("p95", col("p95_ms"))], unit=" ms"),
+        "secrets": bar_chart(
+            starts=starts, series=[Series("events with secrets", col("secrets"), "bad")]
+        ),
         "backlog": line_chart(
             starts=starts,
             series=[
@@ -175,6 +180,7 @@ def operations(request: HtmxHttpRequest) -> HttpResponse:
             "rows": data["rows"],
             "checks": data["checks"],
             "charts": _charts(buckets.starts(), data),
+            "secrets_total": data["secrets_total"],
             "since": buckets.start,
             # Now, not per hour: a run status is a state, derived when read.
             "run_statuses": [

@@ -155,6 +155,8 @@ def present(event: Event) -> dict[str, Any]:
         "approval_seq": event.data.get("approval_seq"),
         "retracts": event.data.get("retracts"),
         "hash": event.hash,
+        # The secrets its append found: type and field, never the secret.
+        "secrets": event.secrets or [],
     }
 
 

@@ -57,6 +57,7 @@ RUN_STATUS_LEVELS = {
 }
 FILTERS = {
     "unknown": "Unknown side effects",
+    "secrets": "Secrets in events",
     "failed": "Failed verification",
     "pending": "Pending approvals",
     "over_budget": "Over high watermark",
@@ -125,6 +126,7 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
         # The dashboard's checkboxes narrow to threads that have the problem, never to those
         # without it.
         unknown=True if active["unknown"] else None,
+        secrets=True if active["secrets"] else None,
         failed=active["failed"],
         pending=True if active["pending"] else None,
         over_budget=active["over_budget"],

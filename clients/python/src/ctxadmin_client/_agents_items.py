@@ -25,7 +25,7 @@ MARKER_KINDS = ("retraction", "reset")
 # Fields of a stored event that are the log's bookkeeping, not what the agent said.
 _STORED_FIELDS = frozenset(
     ("seq", "kind", "created_at", "client_event_id", "metadata", "hash", "token_count")
-    + ("call_seq", "replayed")
+    + ("call_seq", "replayed", "secrets")
 )
 
 
