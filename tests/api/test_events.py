@@ -40,13 +40,16 @@ def test_single_event_answers_its_stored_form(agent, thread, events_url):
     assert answer["token_count"] > 0
     stored = Event.objects.get(thread=thread, seq=1)
     assert answer["hash"] == stored.hash
-    # The hash is the chain link over exactly the answered fields minus the derived ones.
+    # Chain v2: the hash is the chain link over the answered event's seq, kind, time, id and
+    # the salted digest of exactly the answered content (its data and metadata).
     thread.refresh_from_db()
     genesis = chain.genesis_hash(str(thread.id), chain_key())
+    answered = {k: v for k, v in answer.items() if k != "replayed"}
+    assert stored.content_salt is not None
+    digest = chain.event_digest({**answered, "content_salt": stored.content_salt})
+    assert digest == stored.content_digest
     expected = chain.link_hash(
-        genesis,
-        chain.event_canonical({k: v for k, v in answer.items() if k != "replayed"}),
-        chain_key(),
+        genesis, chain.event_v2_canonical({**answered, "content_digest": digest}), chain_key()
     )
     assert answer["hash"] == expected == thread.chain_head
 

@@ -52,9 +52,16 @@ def rehash_from(thread: Thread, seq: int, *, key: bytes | None = None, **changes
     )
     forged = []
     for stored in stored_events(thread_id=thread.pk, after=seq - 1):
-        previous = chain.link_hash(previous, chain.event_canonical(stored), key)
-        forged.append((stored["seq"], previous))
+        if stored.get("content_digest") is None:
+            form = chain.event_canonical(stored)
+        else:  # chain v2: a new digest of the changed content, then the link over it
+            stored["content_digest"] = chain.event_digest(stored)
+            form = chain.event_v2_canonical(stored)
+        previous = chain.link_hash(previous, form, key)
+        forged.append((stored["seq"], previous, stored.get("content_digest")))
     with f.log_unsealed():
-        for number, value in forged:
-            Event.objects.filter(thread=thread, seq=number).update(hash=value)
+        for number, value, digest in forged:
+            Event.objects.filter(thread=thread, seq=number).update(
+                hash=value, content_digest=digest
+            )
         Thread.objects.filter(pk=thread.pk).update(chain_head=previous)

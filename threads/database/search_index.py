@@ -34,6 +34,8 @@ whatever the agent wrote, the only marks in a snippet are the database's:
 
 from __future__ import annotations
 
+from typing import Any
+
 SEARCH_TEXT_LIMIT = 100_000
 MARK_START = "\ue000"
 MARK_END = "\ue001"
@@ -143,3 +145,14 @@ SQLITE_DROP_TRIGGERS = [
 # The index alone (the view stays): what 0016_search_compact replaces.
 SQLITE_DROP_INDEX = [*SQLITE_DROP_TRIGGERS, "DROP TABLE IF EXISTS threads_event_search;"]
 SQLITE_REVERSE = [*SQLITE_DROP_INDEX, "DROP VIEW IF EXISTS threads_event_search_text;"]
+
+
+def fts_purge(connection: Any) -> None:
+    """After a redaction (docs/event-log.md, "Redaction"). PostgreSQL: nothing to do, the
+    expression index follows the row (its old entries go with VACUUM). SQLite: the update
+    trigger has told the external-content FTS5 table to delete the old text, which leaves the
+    old words in the segments already written until they are merged; 'optimize' merges them
+    now, so the index holds no word of the redacted text."""
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute(SQLITE_OPTIMIZE)

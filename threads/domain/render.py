@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from threads.domain.canonical import canonical_text
+from threads.domain.redaction import REDACTED, readable
 
 
 def content_text(content: Any) -> str:
@@ -32,6 +33,9 @@ def render_event(event: dict[str, Any], texts: Mapping[str, str] | None = None) 
             return texts[name]
         return canonical_text(event[name])
 
+    if REDACTED in event:
+        # Read as its placeholder (docs/event-log.md, "Redaction"): nothing of the content.
+        event, texts = readable(event), None
     kind = event["kind"]
     if kind == "message":
         return f"{event['role']}: {content_text(event['content'])}"

@@ -173,6 +173,18 @@ class SecretScanner:
             for found in flags
         ]
 
+    def values(self, fields: Mapping[str, Any]) -> list[str]:
+        """The secret values themselves in an event's fields, each once, in the order found:
+        for a redaction to look for elsewhere (docs/event-log.md, "Redaction"). Never stored,
+        logged or answered."""
+        found: dict[str, None] = {}
+        for _, value in _walk(fields):
+            for probe in self.probes:
+                if probe.may_match(value):
+                    for secret in probe.plugin.analyze_string(value):
+                        found.setdefault(secret, None)
+        return list(found)
+
     def holds_secret(self, text: str) -> bool:
         return any(probe.matches(text) for probe in self.probes)
 
@@ -208,6 +220,11 @@ def secret_scanner() -> SecretScanner:
 def event_secrets(events: Sequence[tuple[Mapping[str, Any], str]]) -> list[list[Flag]]:
     """Each event's flags (see SecretScanner.scan)."""
     return secret_scanner().scan(events)
+
+
+def event_secret_values(fields: Mapping[str, Any]) -> list[str]:
+    """The secret values in an event's fields (SecretScanner.values)."""
+    return secret_scanner().values(fields)
 
 
 # --- reading an event's strings -------------------------------------------------------------

@@ -10,6 +10,7 @@ from threads.models.approvals import ApprovalRequest, ApprovalStatus
 from threads.models.audit import AuditEntry
 from threads.models.events import TOOL_CALL_INDEXED, TOOL_CALL_INDEXED_SQL, Event, EventKind
 from threads.models.operations import ContextRequestLog, MetricCounter
+from threads.models.redactions import Redaction
 from threads.models.side_effects import SideEffect, SideEffectStatus, ToolStatusCheck
 from threads.models.summaries import Checkpoint, SummaryPhase, SummaryVersion
 from threads.models.tasks import TaskRun, TaskState
@@ -28,6 +29,7 @@ __all__ = [
     "Membership",
     "MetricCounter",
     "ROLE_RANK",
+    "Redaction",
     "Role",
     "SideEffect",
     "SideEffectStatus",

@@ -57,6 +57,12 @@ class Event(models.Model):
     # (docs/event-log.md, "Secrets at ingest"); NULL when none was found (or detection was off):
     # nothing more to store for an event without one. Written in the INSERT, never after.
     secrets = models.JSONField(null=True, blank=True)
+    # Chain v2 (docs/event-log.md, "Hash chain and canonical JSON"): a random salt (hex) and
+    # SHA-256(salt ‖ canonical content); the link commits to the digest. NULL digest: a v1
+    # event, stored before salted digests. NULL salt with a digest: redacted
+    # (docs/event-log.md, "Redaction").
+    content_salt = models.CharField(max_length=32, null=True, blank=True)  # noqa: DJ001
+    content_digest = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
 
     class Meta:
         constraints = [

@@ -26,6 +26,9 @@ class Workspace(models.Model):
     # always may): an import is heavy work, so it is opted into (docs/api.md,
     # "Imports — `/api/v1/imports/`").
     agents_may_import = models.BooleanField(default=False)
+    # A redaction asked for by one admin happens only when a second admin approves it through
+    # the approval queue (docs/event-log.md, "Redaction").
+    redaction_needs_second_admin = models.BooleanField(default=False)
 
     def __str__(self) -> str:
         return self.name

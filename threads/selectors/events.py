@@ -211,13 +211,25 @@ def event_dict(event: Event) -> dict[str, Any]:
     return stored_event([getattr(event, column) for column in EVENT_DICT_COLUMNS], DERIVED_COLUMNS)
 
 
+# With chain v2's salt and digest, for a reader that verifies the chain over what it read (the
+# fold's verification): never in an answer.
+CHAIN_DERIVED_COLUMNS = (*DERIVED_COLUMNS, "content_salt", "content_digest")
+
+
 def event_dicts(
-    thread: Thread, *, after: int = 0, until: int | None = None, limit: int | None = None
+    thread: Thread,
+    *,
+    after: int = 0,
+    until: int | None = None,
+    limit: int | None = None,
+    chain_fields: bool = False,
 ) -> list[dict[str, Any]]:
     """Events with seq in (after, until], in seq order, as event_dict builds them, read as
-    plain values (no model instances)."""
+    plain values (no model instances). `chain_fields`: with `content_salt` and
+    `content_digest` where the event has them."""
+    derived = CHAIN_DERIVED_COLUMNS if chain_fields else DERIVED_COLUMNS
     rows = event_range(thread_id=thread.pk, after=after, until=until)
-    values = rows.values_list(*EVENT_DICT_COLUMNS)
+    values = rows.values_list(*STORED_COLUMNS, *derived)
     if limit is not None:
         values = values[:limit]
-    return [stored_event(row, DERIVED_COLUMNS) for row in values.iterator(chunk_size=2000)]
+    return [stored_event(row, derived) for row in values.iterator(chunk_size=2000)]

@@ -40,12 +40,15 @@ from threads.models import (
     Thread,
 )
 from threads.selectors.events import STORED_COLUMNS, event_range, stored_event
+from threads.selectors.redactions import redaction_verdict
 from threads.selectors.threads import member_workspace_ids
 
 CHUNK_SIZE = 2000
 # Progress is reported every this many events: often enough for a bar, rarely enough to be free.
 PROGRESS_EVERY = 5000
-EVENT_COLUMNS = (*STORED_COLUMNS, "hash")
+# The hash, and chain v2's salt and content digest (NULL, and left out, on a v1 event).
+CHAIN_COLUMNS = ("hash", "content_salt", "content_digest")
+EVENT_COLUMNS = (*STORED_COLUMNS, *CHAIN_COLUMNS)
 # Safe-flagged checkpoints read per thread at once when looking for the last safe one: the
 # newest usually passes, and a thread may hold thousands.
 SAFE_CANDIDATES = 50
@@ -56,10 +59,11 @@ Progress = Callable[[int, int], None]
 def stored_events(
     *, thread_id: Any, after: int = 0, until: int | None = None
 ) -> Iterator[dict[str, Any]]:
-    """A thread's events in their stored form plus `hash`, in seq order, streamed in chunks."""
+    """A thread's events in their stored form plus `hash` (and chain v2's `content_salt` and
+    `content_digest` where the event has them), in seq order, streamed in chunks."""
     rows = event_range(thread_id=thread_id, after=after, until=until)
     for row in rows.values_list(*EVENT_COLUMNS).iterator(chunk_size=CHUNK_SIZE):
-        yield stored_event(row, ("hash",))
+        yield stored_event(row, CHAIN_COLUMNS)
 
 
 def _with_progress(
@@ -93,13 +97,38 @@ def chain_walk(
         progress,
         until - start_seq,
     )
-    verdict = chain.verify_chain(events, start_hash=start_hash, start_seq=start_seq, key=key)
+    records = redaction_verdict(thread_id=thread_id, key=key)
+    verdict = chain.verify_chain(
+        events, start_hash=start_hash, start_seq=start_seq, key=key, redactions=records.trusted
+    )
     if verdict.ok and verdict.verified_until < until:
         # Rows at the end were deleted: the walk stopped early without a mismatch.
         missing = verdict.verified_until + 1
-        return ChainVerdict(
-            False, verdict.verified_until, missing, verdict.head, f"seq {missing} is missing"
+        verdict = ChainVerdict(
+            False,
+            verdict.verified_until,
+            missing,
+            verdict.head,
+            f"seq {missing} is missing",
+            verdict.redactions,
         )
+    bad = records.first_bad_seq
+    if (
+        bad is not None
+        and start_seq < bad <= until
+        and (verdict.first_bad_seq is None or bad < verdict.first_bad_seq)
+    ):
+        # A redaction record that does not verify (changed, or forged without the chain key)
+        # names its seq, even where the event itself still holds its content.
+        before = (
+            start_hash
+            if bad - 1 == start_seq
+            else Event.objects.filter(thread_id=thread_id, seq=bad - 1)
+            .values_list("hash", flat=True)
+            .first()
+        )
+        notes = tuple(n for n in verdict.redactions if int(n.split()[3]) < bad)
+        return ChainVerdict(False, bad - 1, bad, before or "", records.detail, notes)
     return verdict
 
 

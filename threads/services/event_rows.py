@@ -57,6 +57,9 @@ class NewRow:
     call_side_effect: bool | None = None
     # The secrets found in its text (threads.domain.secrets), None when none was found.
     secrets: list[dict[str, str]] | None = None
+    # Chain v2 (threads.domain.chain): the salt (hex) and the content digest the link commits to.
+    content_salt: str | None = None
+    content_digest: str | None = None
 
     @property
     def role(self) -> str:
@@ -86,6 +89,8 @@ class NewRow:
                 self.token_count,
                 self.hash,
                 self.secrets,
+                self.content_salt,
+                self.content_digest,
             ),
         )
         Event.thread.field.set_cached_value(event, self.thread)
@@ -121,6 +126,9 @@ EVENT_COLUMNS = (
     # Derived at ingest, outside the chain (docs/event-log.md, "Secrets at ingest"): NULL for
     # most rows.
     "secrets",
+    # Chain v2 (docs/event-log.md, "Hash chain and canonical JSON").
+    "content_salt",
+    "content_digest",
 )
 EVENT_FIELDS = ("id", *EVENT_COLUMNS)
 
@@ -203,6 +211,8 @@ def _event_rows(
             e.token_count,
             e.hash,
             canonical_text(e.secrets) if e.secrets else None,
+            e.content_salt,
+            e.content_digest,
         )
         for e, (metadata, data) in zip(events, texts, strict=True)
     ]

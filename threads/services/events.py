@@ -65,9 +65,9 @@ class Appended:
         self._event = event
         self.created = created  # False when an idempotent replay answered with the original
         self.row = row  # a new event's row; None for a replay
-        # A new event's stored form as canonical JSON text (what the chain hashed: without
-        # token_count and hash), so that the answer is assembled without encoding the event
-        # again; None for a replay.
+        # A new event's stored form as canonical JSON text (without token_count and hash; the
+        # chain of a v2 event hashes its content digest instead), so that the answer is
+        # assembled without encoding the event again; None for a replay.
         self.chained = chained
 
     @property
@@ -280,17 +280,33 @@ def _append_locked(
             if new.kind == "tool_result":
                 retractions.pair(data["call_seq"], seq)
         created_at = new.created_at or now
+        created_text = now_text if new.created_at is None else format_time(created_at)
+        # The stored form as text: what the answer is assembled from.
         chained = join_canonical(
             stored_members(
                 seq=seq,
                 kind=new.kind,
-                created_at=now_text if new.created_at is None else format_time(created_at),
+                created_at=created_text,
                 client_event_id=new.client_event_id,
                 metadata_text=metadata_text,
                 data_texts=data_texts,
             )
         )
-        head = chain.link_hash(head, chained.encode("utf-8"), key)
+        # Chain v2: the link commits to a salted digest of the content, never to the content
+        # (docs/event-log.md, "Hash chain and canonical JSON"), so a redaction leaves it valid.
+        salt = chain.new_salt()
+        digest = chain.content_digest(salt, metadata_text, data_text)
+        head = chain.link_hash(
+            head,
+            chain.v2_canonical(
+                seq=seq,
+                kind=new.kind,
+                created_at=created_text,
+                client_event_id=new.client_event_id,
+                digest=digest,
+            ),
+            key,
+        )
         row = NewRow(
             thread,
             seq,
@@ -307,6 +323,7 @@ def _append_locked(
             metadata_text,
             data_text,
         )
+        row.content_salt, row.content_digest = salt, digest
         if new.kind == "tool_result":
             row.call_side_effect = data["call_seq"] in side_effect_calls
         if secrets is not None and secrets[index]:

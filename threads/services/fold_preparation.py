@@ -178,7 +178,11 @@ def rebuild_start(thread_id: Any, *, covered: int, events: list[dict[str, Any]])
     return reset if max(targets) > reset else covered
 
 
-def event_dicts_for_fold(thread_id: Any, *, after: int, until: int) -> list[dict[str, Any]]:
+def event_dicts_for_fold(
+    thread_id: Any, *, after: int, until: int, chain_fields: bool = False
+) -> list[dict[str, Any]]:
+    """`chain_fields`: with the chain's salt and digest, for the verification, which
+    recomputes the chain over them."""
     if until <= after:
         return []
-    return event_dicts(Thread(pk=thread_id), after=after, until=until)
+    return event_dicts(Thread(pk=thread_id), after=after, until=until, chain_fields=chain_fields)

@@ -16,6 +16,7 @@ from threads.domain.verify_report import Check, Verification
 from threads.keys.chain import thread_genesis, thread_key
 from threads.models import SummaryVersion
 from threads.selectors import event_dict, events_by_seqs
+from threads.selectors.redactions import redaction_verdict
 from threads.services.fold_preparation import _base_version, event_dicts_for_fold
 from threads.services.integrity import summary_checksum
 
@@ -37,14 +38,18 @@ def summary_verify(*, version: SummaryVersion) -> Verification:
     start = min(version.covered_from - 1, covered)
     if start < covered:
         previous = world_state(previous) if start > 0 else None
-    events = event_dicts_for_fold(version.thread_id, after=start, until=version.covered_until)
+    events = event_dicts_for_fold(
+        version.thread_id, after=start, until=version.covered_until, chain_fields=True
+    )
     key_id = version.thread.chain_key_id
     start_hash = base.chain_hash if base is not None else thread_genesis(version.thread_id, key_id)
+    key = thread_key(version.thread)
     verdict = chain.verify_chain(
         [e for e in events if e["seq"] > covered],
         start_hash=start_hash,
         start_seq=covered,
-        key=thread_key(version.thread),
+        key=key,
+        redactions=redaction_verdict(thread_id=version.thread_id, key=key).trusted,
     )
     if verdict.ok and verdict.verified_until == version.covered_until:
         expected = verdict.head
