@@ -326,6 +326,14 @@ class SecretFlagSerializer(serializers.Serializer):
     )
 
 
+class RedactedSerializer(serializers.Serializer):
+    """Who removed an event's content, when and why (docs/api.md, "Redaction")."""
+
+    by = serializers.CharField(help_text="the admin's username")
+    at = serializers.DateTimeField()
+    reason = serializers.CharField()
+
+
 class EventOutputSerializer(serializers.Serializer):
     """An event as stored: the common fields, the kind's own fields (as posted, plus `call_seq`
     on a tool_result: the seq of the call it bound to), and what the server derived."""
@@ -343,6 +351,11 @@ class EventOutputSerializer(serializers.Serializer):
         required=False,
         help_text="present only when the append found secrets in the event's text "
         '(docs/api.md, "Append — `POST` (agents)"); absent: none found',
+    )
+    redacted = RedactedSerializer(
+        required=False,
+        help_text="present only on a redacted event, whose content fields are gone (its "
+        "structural ones stay: role, tool_call_id, call_seq, status, ...)",
     )
 
 

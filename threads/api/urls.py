@@ -86,6 +86,17 @@ urlpatterns += [
     ),
 ]
 
+# Redaction (docs/api.md, "Redaction — `POST .../events/{seq}/redact/`").
+from threads.api import redaction  # noqa: E402
+
+urlpatterns += [
+    path(
+        "threads/<str:id>/events/<int:seq>/redact/",
+        redaction.EventRedactApi.as_view(),
+        name="thread-event-redact",
+    )
+]
+
 # Message search (docs/api.md, "Message search — `GET /api/v1/search/`").
 from threads.api import search  # noqa: E402
 

@@ -12,6 +12,7 @@ from django.db.models import (
 
 from threads.domain.budget import CONTEXT_OVERRIDES, plan_context, thread_budget
 from threads.domain.call_pairs import pair_calls
+from threads.domain.redaction import REDACTED, readable
 from threads.models import (
     Thread,
 )
@@ -101,7 +102,8 @@ def working_context(*, thread: Thread, overrides: dict[str, Any]) -> dict[str, A
     return {
         "summary": None if plan.reset_at is not None else summary,
         "reset_at": plan.reset_at,
-        "events": paired.events,
+        # A redacted event reads as its placeholder (docs/event-log.md, "Redaction").
+        "events": [readable(e) if REDACTED in e else e for e in paired.events],
         "unanswered_calls": paired.unanswered,
         "read_until": read_until,
         "trimmed_units": plan.trimmed_units,
