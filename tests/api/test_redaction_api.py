@@ -4,9 +4,11 @@ another workspace; the working context reads it as a placeholder, pairs still ho
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
@@ -82,3 +84,18 @@ def test_the_schema_describes_the_redaction() -> None:
     assert {"200", "202", "400", "403", "404", "409"} <= set(operation["responses"])
     event = schema["components"]["schemas"]["EventOutput"]["properties"]
     assert "redacted" in event
+
+
+def test_the_integrity_answer_and_verify_chains_report_the_redaction(
+    leaky: Thread, workspace: Any, agent: APIClient
+) -> None:
+    admin = person(workspace, "admin", "ada")
+    assert _redact(admin, leaky, 3, {"reason": "leaked AWS key"}).status_code == 200
+    out = io.StringIO()
+    call_command("verify_chains", "--full", stdout=out)
+    assert f"{leaky.external_id} ({leaky.pk}) redacted at seq 3" in out.getvalue()
+    integrity = agent.get(f"/api/v1/threads/{leaky.pk}/integrity/").json()
+    assert integrity["status"] == "ok"
+    assert [(r["seq"], r["by"], r["reason"]) for r in integrity["redactions"]] == [
+        (3, "ada", "leaked AWS key")
+    ]

@@ -18,20 +18,37 @@ from django.core.management.base import CommandError
 
 from tests import factories as f
 from threads.models import Thread
+from threads.services.redaction import event_redact
 
 pytestmark = pytest.mark.django_db
 
 
+COMMON = ("seq", "kind", "created_at", "client_event_id", "metadata", "hash")
+
+
+def _canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
 def independent_verify(path: Path) -> int:
-    """A re-verifier written from docs/api.md, "Canonical forms and checksums" alone: no ctxadmin
+    """A re-verifier written from docs/api.md, "Canonical forms and checksums" alone (chain v2:
+    the link commits to a salted digest of the content; v1: to the event itself): no ctxadmin
     import. Returns the last seq."""
     header, *events = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
     h = hashlib.sha256(f"ctxadmin/v1/{header['thread']}".encode()).hexdigest()
     for expected_seq, event in enumerate(events, start=1):
         assert event["seq"] == expected_seq
-        body = {k: v for k, v in event.items() if k != "hash"}
-        canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        h = hashlib.sha256(h.encode() + canonical.encode()).hexdigest()
+        if "content_digest" in event:
+            salt = event.pop("content_salt")
+            data = {k: v for k, v in event.items() if k not in COMMON and k != "content_digest"}
+            content = _canonical({"data": data, "metadata": event["metadata"]})
+            digest = hashlib.sha256(bytes.fromhex(salt) + content).hexdigest()
+            assert digest == event["content_digest"], expected_seq
+            names = ("seq", "kind", "created_at", "client_event_id", "content_digest")
+            body = {"v": 2, **{k: event[k] for k in names if k in event}}
+        else:
+            body = {k: v for k, v in event.items() if k != "hash"}
+        h = hashlib.sha256(h.encode() + _canonical(body)).hexdigest()
         assert h == event["hash"], expected_seq
     assert h == header["chain_head"]
     return len(events)
@@ -152,3 +169,37 @@ def test_keyed_export_needs_the_key(thread: Thread, tmp_path: Path, settings: An
     assert out.getvalue().startswith("OK 2 events")
     with pytest.raises(CommandError):
         call_command("verify_export", str(path), "--key", "wrong", stdout=io.StringIO())
+
+
+def test_an_export_carries_a_redaction_and_verify_export_reports_it(
+    exported: Path, thread: Thread, tmp_path: Path
+) -> None:
+    admin = f.make_person(thread.workspace, "ada", "admin")
+    event_redact(thread=thread, seq=1, actor=admin, reason="the customer's address")
+    path = tmp_path / "redacted.jsonl"
+    call_command("export_thread", thread.external_id, str(path), stdout=io.StringIO())
+    text = path.read_text("utf-8")
+    assert "Rue de l" not in text and '"channel"' not in text
+    header, first, *_ = [json.loads(line) for line in text.splitlines()]
+    assert "content_salt" not in first and len(first["content_digest"]) == 64
+    assert first["redacted"]["reason"] == "the customer's address"
+    assert [r["seq"] for r in header["redactions"]] == [1]
+    output, code = _verify(path)
+    assert code == 0 and output.startswith("OK 7 events") and "redacted at seq 1" in output
+
+    def reasoned(lines: list[str]) -> list[str]:
+        event = json.loads(lines[1])
+        event["redacted"]["reason"] = "another reason"
+        return lines[:1] + [json.dumps(event)] + lines[2:]
+
+    def unrecorded(lines: list[str]) -> list[str]:
+        head = json.loads(lines[0])
+        head["redactions"] = []
+        return [json.dumps(head), *lines[1:]]
+
+    original = path.read_text("utf-8")
+    for change in (reasoned, unrecorded):
+        path.write_text(original, "utf-8")
+        _rewrite(path, change)
+        output, code = _verify(path)
+        assert code == 1 and "first bad seq 1:" in output, output

@@ -35,6 +35,13 @@ class CheckpointRefSerializer(serializers.Serializer):
     label = serializers.CharField(allow_blank=True)  # type: ignore[assignment]
 
 
+class RedactionRefSerializer(serializers.Serializer):
+    seq = serializers.IntegerField()
+    by = serializers.CharField()
+    at = serializers.CharField()
+    reason = serializers.CharField()
+
+
 class ThreadVerifyApi(APIView):
     class OutputSerializer(serializers.Serializer):
         task_id = serializers.CharField()
@@ -76,6 +83,11 @@ class ThreadIntegrityApi(APIView):
         )
         last_seq = serializers.IntegerField()
         last_safe_checkpoint = CheckpointRefSerializer(allow_null=True)
+        redactions = RedactionRefSerializer(
+            many=True,
+            help_text="events whose content an admin removed, which the last check verified "
+            "as redacted (not tampered)",
+        )
 
         class Meta:
             ref_name = "ThreadIntegrity"

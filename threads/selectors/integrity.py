@@ -40,7 +40,7 @@ from threads.models import (
     Thread,
 )
 from threads.selectors.events import STORED_COLUMNS, event_range, stored_event
-from threads.selectors.redactions import redaction_verdict
+from threads.selectors.redactions import redaction_verdict, thread_redactions
 from threads.selectors.threads import member_workspace_ids
 
 CHUNK_SIZE = 2000
@@ -431,6 +431,12 @@ def thread_integrity(*, thread: Thread) -> dict[str, Any]:
             "created_at": checkpoint.created_at.isoformat(),
             "label": checkpoint.label,
         },
+        # The redactions the last check walked past: "redacted at seq N", and by whom and why.
+        "redactions": [
+            {"seq": r.seq, "by": r.by_label, "at": r.at.isoformat(), "reason": r.reason}
+            for r in thread_redactions(thread_id=thread.pk)
+            if chain_ok and r.seq <= thread.verified_until
+        ],
     }
 
 

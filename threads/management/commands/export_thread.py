@@ -8,15 +8,24 @@ Line 1 is a header object:
      "Published chain heads") | null}
 Every further line is one event in seq order: exactly the object the chain covers (docs/api.md,
 "Canonical forms and checksums": `seq`, `kind`, `created_at`, `client_event_id`, `metadata` and the
-kind's own fields) plus its `hash`. To re-verify (SHA-256; with a chain key, HMAC-SHA256 keyed by
-it):
+kind's own fields) plus its `hash`, and for an event appended since salted digests (chain v2,
+docs/event-log.md, "Hash chain and canonical JSON") its `content_salt` and `content_digest`. A
+redacted event (docs/event-log.md, "Redaction") is written as it now reads: its placeholder, its
+digest, no salt; the header's `redactions` lists the thread's redaction records with their
+`record_hash` (export version 2). To re-verify (SHA-256; with a chain key, HMAC-SHA256 keyed
+by it):
 
     h = sha256(b"ctxadmin/v1/" + thread.encode()).hexdigest()
     for event in events:
-        body = {k: v for k, v in event.items() if k != "hash"}
-        canonical = json.dumps(body, sort_keys=True, separators=(",", ":"),
-                               ensure_ascii=False).encode()
-        h = sha256(h.encode() + canonical).hexdigest()
+        if "content_digest" in event:        # v2: the link commits to the digest
+            if "content_salt" in event:      # else: redacted, explained by its record
+                body = {"data": <the kind's fields>, "metadata": event["metadata"]}
+                assert sha256(bytes.fromhex(event["content_salt"]) + canonical(body))
+                    .hexdigest() == event["content_digest"]
+            form = {"v": 2, "seq", "kind", "created_at", "client_event_id", "content_digest"}
+        else:                                # v1: the event itself
+            form = {k: v for k, v in event.items() if k != "hash"}
+        h = sha256(h.encode() + canonical(form)).hexdigest()
         assert h == event["hash"], event["seq"]
     assert h == header["chain_head"]
 
@@ -36,9 +45,11 @@ from threads.domain.canonical import canonical_json
 from threads.keys.chain import ChainKeyUnknown, thread_genesis, thread_key
 from threads.models import Thread
 from threads.selectors.published_heads import thread_last_published_head
+from threads.selectors.redactions import record_export, thread_redactions
 from threads.services.integrity import stored_events
 
-EXPORT_VERSION = 1
+# 2: chain v2's salt and digest on events, the redaction records in the header.
+EXPORT_VERSION = 2
 
 
 def export_header(thread: Thread, *, last_seq: int, chain_head: str) -> dict[str, Any]:
@@ -59,6 +70,7 @@ def export_header(thread: Thread, *, last_seq: int, chain_head: str) -> dict[str
         "chain_key_id": thread.chain_key_id,
         "genesis": {"input": genesis_input, "hash": thread_genesis(thread.pk, thread.chain_key_id)},
         "published_head": published.line() if published is not None else None,
+        "redactions": [record_export(r) for r in thread_redactions(thread_id=thread.pk)],
     }
 
 

@@ -1,4 +1,5 @@
-"""`verify_chains [--thread X] [--full]`: recompute hash chains; exit 1 if any breaks."""
+"""`verify_chains [--thread X] [--full]`: recompute hash chains; exit 1 if any breaks. Each
+redaction the walk passes is reported as `redacted at seq N`."""
 
 from __future__ import annotations
 
@@ -50,6 +51,9 @@ class Command(BaseCommand):
             label = f"{thread.workspace.name}/{thread.external_id} ({thread.pk})"
             if verdict.ok:
                 self.stdout.write(f"OK    {label} verified through seq {verdict.verified_until}")
+                # What the walk found redacted (docs/event-log.md, "Redaction").
+                for note in verdict.redactions:
+                    self.stdout.write(f"      {label} {note}")
             else:
                 broken += 1
                 self.stdout.write(

@@ -11,6 +11,10 @@ A header's `published_head` (the thread's last signed head, docs/repairs.md,
 "Published chain heads") is checked too: the file's chain must reach its seq with its hash, so an
 export of a log cut back or recomputed in the database fails even without the chain key; with
 `--heads-key heads.pub` its Ed25519 signature must verify (and the header must carry one).
+
+Redactions (docs/event-log.md, "Redaction"): the header's records are walked as a chain (keyed
+like the event chain); an event without its content is accepted only where a record that
+verifies explains it, and each is reported as `redacted at seq N`.
 """
 
 from __future__ import annotations
@@ -24,8 +28,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from threads.domain import chain
 from threads.domain.heads import head_parse, public_key_id
+from threads.domain.redaction import RecordFields, RecordsVerdict, verify_records
 from threads.keys.chain import LEGACY_KEY_ID, chain_keys
 from threads.keys.heads import public_key_load
+
+RECORD_MEMBERS = tuple(RecordFields.__dataclass_fields__)
 
 
 class Command(BaseCommand):
@@ -81,9 +88,16 @@ class Command(BaseCommand):
             self._check_signature(published, Path(options["heads_key"]), str(thread_uid))
         wanted = published.get("seq") if isinstance(published, dict) else None
         seen: dict[int, str] = {}
+        records = _records(header.get("redactions"), str(thread_uid), key)
         verdict = chain.verify_chain(
-            _noting(_events(events), wanted, seen), start_hash=genesis, key=key
+            _noting(_events(events), wanted, seen),
+            start_hash=genesis,
+            key=key,
+            redactions=records.trusted,
         )
+        bad_record = records.first_bad_seq
+        if bad_record is not None and (verdict.ok or bad_record < (verdict.first_bad_seq or 0)):
+            self._broken(bad_record, records.detail)
         if not verdict.ok:
             self._broken(verdict.first_bad_seq, verdict.detail)
         if isinstance(published, dict) and isinstance(wanted, int):
@@ -108,6 +122,8 @@ class Command(BaseCommand):
             f"OK {verdict.verified_until} events verified; chain head {verdict.head}"
             + ("" if key else " (SHA-256: compare the head with the server's)")
         )
+        for note in verdict.redactions:
+            self.stdout.write(note)
 
     def _check_signature(self, published: Any, key_path: Path, thread_uid: str) -> None:
         if not key_path.exists():
@@ -127,6 +143,24 @@ class Command(BaseCommand):
     def _broken(self, seq: int | None, detail: str) -> NoReturn:
         self.stdout.write(f"BROKEN first bad seq {seq}: {detail}")
         raise CommandError(f"chain broken at seq {seq}", returncode=1)
+
+
+def _records(listed: Any, thread_uid: str, key: bytes | None) -> RecordsVerdict:
+    """The header's redaction records walked as their chain; a malformed one breaks it there."""
+    fields = []
+    for number, item in enumerate(listed if isinstance(listed, list) else [], start=1):
+        try:
+            body = {name: item[name] for name in RECORD_MEMBERS}
+            fields.append((RecordFields(**body), str(item["record_hash"])))
+        except (KeyError, TypeError):
+            seq = item.get("seq") if isinstance(item, dict) else None
+            return RecordsVerdict(
+                {},
+                seq if isinstance(seq, int) else 1,
+                "",
+                f"redaction record {number} is malformed",
+            )
+    return verify_records(fields, thread_uid=thread_uid, key=key)
 
 
 def _lines(path: Path) -> Iterator[tuple[int, Any]]:
