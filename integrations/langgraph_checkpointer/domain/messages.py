@@ -24,6 +24,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from threads.domain.errors import InvalidEvent
+from threads.domain.redaction import REDACTED, placeholder_text
 
 # The action of the approval request an interrupt() opens (docs/repairs.md, "Approvals").
 INTERRUPT_ACTION = "langgraph.interrupt"
@@ -209,10 +210,42 @@ def message_event_bodies(
     return bodies
 
 
-def message_from_event(kind: str, data: dict[str, Any], metadata: dict[str, Any]) -> dict[str, Any]:
-    """The message's JSON form again, from the event that carries it."""
+def message_from_event(
+    kind: str,
+    data: dict[str, Any],
+    metadata: dict[str, Any],
+    *,
+    seq: int = 0,
+    client_event_id: str | None = None,
+) -> dict[str, Any]:
+    """The message's JSON form again, from the event that carries it. A redacted event
+    (docs/event-log.md, "Redaction") has lost its content and the form kept beside it: it
+    reads as a message of its role holding the placeholder, under its id (`client_event_id`)."""
+    if REDACTED in data:
+        return redacted_message(kind, data, seq=seq, client_event_id=client_event_id)
     content = data.get("result") if kind == "tool_result" else data.get("content")
     return message_from_parts(metadata[METADATA_KEY], content)
+
+
+TYPE_OF_ROLE = {"user": "human", "assistant": "ai", "system": "system", "developer": "system"}
+
+
+def redacted_message(
+    kind: str, data: dict[str, Any], *, seq: int, client_event_id: str | None
+) -> dict[str, Any]:
+    """A redacted event's message: its type from its role (a tool message for a result), the
+    placeholder as content, its tool call id kept so that it still answers its call."""
+    kind_of = "tool" if kind == "tool_result" else TYPE_OF_ROLE.get(str(data.get("role")), "ai")
+    form: dict[str, Any] = {
+        "type": kind_of,
+        "content": placeholder_text({**data, "seq": seq}),
+        "id": client_event_id,
+    }
+    if kind_of == "tool":
+        form.update(tool_call_id=data.get("tool_call_id"), status="success")
+    elif kind_of == "ai":
+        form.update(tool_calls=[], invalid_tool_calls=[])
+    return {"type": kind_of, "data": form}
 
 
 def message_from_parts(stored: dict[str, Any], content: Any) -> dict[str, Any]:

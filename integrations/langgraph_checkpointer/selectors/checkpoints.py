@@ -343,10 +343,10 @@ def _forms_at(thread: Thread, seqs: set[int]) -> dict[int, dict[str, Any]]:
     if connection is not None:
         return statements.forms_at(connection, thread, seqs)
     return {
-        seq: message_from_event(kind, data, metadata)
-        for seq, kind, data, metadata in Event.objects.filter(
+        seq: message_from_event(kind, data, metadata, seq=seq, client_event_id=key)
+        for seq, kind, data, metadata, key in Event.objects.filter(
             thread=thread, seq__in=seqs
-        ).values_list("seq", "kind", "data", "metadata")
+        ).values_list("seq", "kind", "data", "metadata", "client_event_id")
     }
 
 

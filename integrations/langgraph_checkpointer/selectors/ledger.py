@@ -153,10 +153,14 @@ def _pending_calls(
         return None
     result_seqs = [e.result_seq for e in effects.values() if e.result_seq is not None]
     results = {
-        seq: (data, metadata, message_from_event(kind, data, metadata))
-        for seq, kind, data, metadata in Event.objects.filter(
+        seq: (
+            data,
+            metadata,
+            message_from_event(kind, data, metadata, seq=seq, client_event_id=key),
+        )
+        for seq, kind, data, metadata, key in Event.objects.filter(
             thread=thread, seq__in=result_seqs, kind=EventKind.TOOL_RESULT
-        ).values_list("seq", "kind", "data", "metadata")
+        ).values_list("seq", "kind", "data", "metadata", "client_event_id")
     }
     resolutions: dict[int, dict[str, Any]] = {}
     for seq, data in (

@@ -51,10 +51,10 @@ def langgraph_version_get(
 def langgraph_messages_at(thread: Thread, seqs: list[int]) -> list[dict[str, Any]]:
     """The JSON forms of the messages carried by the events at `seqs`, in that order."""
     by_seq = {
-        seq: message_from_event(kind, data, metadata)
-        for seq, kind, data, metadata in Event.objects.filter(
+        seq: message_from_event(kind, data, metadata, seq=seq, client_event_id=key)
+        for seq, kind, data, metadata, key in Event.objects.filter(
             thread=thread, seq__in=set(seqs)
-        ).values_list("seq", "kind", "data", "metadata")
+        ).values_list("seq", "kind", "data", "metadata", "client_event_id")
     }
     return [by_seq[seq] for seq in seqs]
 

@@ -15,7 +15,11 @@ import functools
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from integrations.langgraph_checkpointer.domain.messages import METADATA_KEY, message_from_parts
+from integrations.langgraph_checkpointer.domain.messages import (
+    METADATA_KEY,
+    message_from_event,
+    message_from_parts,
+)
 from integrations.langgraph_checkpointer.models import (
     LanggraphChannelVersion,
     LanggraphCheckpoint,
@@ -161,9 +165,20 @@ def forms_at(connection: Any, thread: Thread, seqs: Collection[int]) -> dict[int
         (EventKind.TOOL_RESULT.value, METADATA_KEY, thread.pk, sorted(seqs)),
     )
     forms: dict[int, dict[str, Any]] = {}
+    redacted: list[int] = []
     for seq, content, stored in rows:
-        if stored is None:  # as the ORM's metadata[METADATA_KEY] would
-            raise KeyError(METADATA_KEY)
+        if stored is None:
+            # A redacted event keeps no form (docs/event-log.md, "Redaction"): read it whole
+            # below; anything else fails as the ORM's metadata[METADATA_KEY] would.
+            redacted.append(int(seq))
+            continue
         parsed = None if content is None else json_string_loads(content)
         forms[int(seq)] = message_from_parts(json_loads(stored), parsed)
+    if redacted:
+        for seq, kind, data, metadata, key in (
+            Event.objects.using(connection.alias)
+            .filter(thread=thread, seq__in=redacted)
+            .values_list("seq", "kind", "data", "metadata", "client_event_id")
+        ):
+            forms[seq] = message_from_event(kind, data, metadata, seq=seq, client_event_id=key)
     return forms
