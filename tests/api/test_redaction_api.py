@@ -1,6 +1,6 @@
-"""`POST /api/v1/threads/{id}/events/{seq}/redact/` (docs/api.md, "Redaction"): admins only, the
-event as it now reads everywhere the API answers it, 409 twice, 400 without a reason, 404 for
-another workspace; the working context reads it as a placeholder, pairs still hold."""
+"""`POST /api/v1/threads/{id}/events/{seq}/redact/` (docs/event-log.md, "Redaction"): admins
+only, the event as it now reads everywhere the API answers it, 409 twice, 400 without a reason,
+404 for another workspace; the working context reads it as a placeholder, pairs still hold."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""Redacting an event over the API (docs/api.md, "Redaction — `POST .../events/{seq}/redact/`").
+"""Redacting an event over the API
+(docs/api.md, "Redaction — `POST /api/v1/threads/{id}/events/{seq}/redact/`").
 
 `POST /api/v1/threads/{id}/events/{seq}/redact/` `{"reason"}`: people with the admin role of the
-thread's workspace (session + CSRF); agent keys get 403 (CONTRACT.md "Forgetting": admin). 200
+thread's workspace (session + CSRF); agent keys get 403 (the contract says admin). 200
 with the event as it now reads; 202 with an approval id when the workspace requires a second
 admin. 409 `already_redacted` (or `nothing_to_redact` for a marker), 400 without a reason, 404
 for another workspace's thread or a seq the thread does not have.

@@ -327,7 +327,7 @@ class SecretFlagSerializer(serializers.Serializer):
 
 
 class RedactedSerializer(serializers.Serializer):
-    """Who removed an event's content, when and why (docs/api.md, "Redaction")."""
+    """Who removed an event's content, when and why (docs/event-log.md, "Redaction")."""
 
     by = serializers.CharField(help_text="the admin's username")
     at = serializers.DateTimeField()

@@ -86,7 +86,7 @@ urlpatterns += [
     ),
 ]
 
-# Redaction (docs/api.md, "Redaction — `POST .../events/{seq}/redact/`").
+# Redaction (docs/event-log.md, "Redaction").
 from threads.api import redaction  # noqa: E402
 
 urlpatterns += [

@@ -42,7 +42,8 @@ from threads.services.content_scrub import content_scrub
 from threads.services.event_tokens import event_token_count
 from threads.services.threads import thread_lock
 
-# Who may redact (CONTRACT.md "Forgetting": admin); agents' keys may not.
+# Who may redact: people with the admin role (docs/access.md, "People and access"); agents'
+# keys may not.
 REDACTION_ROLE = Role.ADMIN
 
 
