@@ -20,6 +20,11 @@ urlpatterns = [
     path("threads/<str:id>/", threads.thread_timeline, name="thread-timeline"),
     path("threads/<str:id>/events/<int:seq>/", threads.thread_event, name="thread-event"),
     path(
+        "threads/<str:id>/events/<int:seq>/redact/",
+        thread_settings.event_redact_view,
+        name="event-redact",
+    ),
+    path(
         "threads/<str:id>/events/<int:seq>/body/",
         threads.thread_event_body,
         name="thread-event-body",

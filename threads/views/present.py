@@ -7,6 +7,7 @@ import json
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
+from threads.domain.redaction import REDACTED, UNREDACTABLE_KINDS
 from threads.domain.render import content_text
 from threads.domain.repeats import Repeat
 from threads.models import Event, ThreadTool
@@ -126,6 +127,19 @@ def present(event: Event) -> dict[str, Any]:
     """An event as pages show it. An event read with its body as a prefix
     (threads/selectors/event_bodies.py) shows the same as read whole; in the rare case its
     prefix cannot tell the preview line, it is read whole."""
+    redacted = event.data.get(REDACTED)
+    if redacted is not None:
+        # Nothing of the content is left to show: who removed it, when and why instead
+        # (docs/event-log.md, "Redaction").
+        return {
+            **_facts(event),
+            "headline": headline_and_body(event.kind, event.data)[0],
+            "body": "",
+            "body_size": None,
+            "long": False,
+            "preview": "",
+            "redacted": redacted,
+        }
     headline, body = headline_and_body(event.kind, event.data)
     prefix: BodyPrefix | None = getattr(event, "body_prefix", None)
     size = None
@@ -139,13 +153,20 @@ def present(event: Event) -> dict[str, Any]:
     else:
         long, preview = is_long(body), preview_line(body)
     return {
-        "seq": event.seq,
-        "kind": event.kind,
+        **_facts(event),
         "headline": headline,
         "body": body,
         "body_size": size,
         "long": long,
         "preview": preview,
+    }
+
+
+def _facts(event: Event) -> dict[str, Any]:
+    """What a card shows of an event besides its headline and body."""
+    return {
+        "seq": event.seq,
+        "kind": event.kind,
         "tokens": event.token_count,
         "created_at": event.created_at,
         "role": event.data.get("role", ""),
@@ -157,6 +178,8 @@ def present(event: Event) -> dict[str, Any]:
         "hash": event.hash,
         # The secrets its append found: type and field, never the secret.
         "secrets": event.secrets or [],
+        # Whether an admin may redact it (docs/event-log.md, "Redaction").
+        "redactable": event.kind not in UNREDACTABLE_KINDS and REDACTED not in event.data,
     }
 
 

@@ -1,7 +1,9 @@
 """A thread's repair controls in its page header (docs/repairs.md, "Rollback"): an admin changes the
 summariser and fold settings, pauses the thread's folds, or releases a pause or a rollback's
 pin. Each answers the header's region
-(`thread_base.html#thread_repair`) to htmx, and a 303 to the thread's page otherwise."""
+(`thread_base.html#thread_repair`) to htmx, and a 303 to the thread's page otherwise. And on
+an event's card: an admin redacts the event (docs/event-log.md, "Redaction"), then sees the
+card again with its placeholder."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from threads.domain.budget import MAX_TOKENS
 from threads.domain.errors import DomainError, InvalidEvent
 from threads.models import Role, SummarizerBackend, Thread
 from threads.services.pins import thread_unpin
+from threads.services.redaction import event_redact_request
 from threads.services.thread_update import thread_update
 from threads.views.common import (
     HtmxHttpRequest,
@@ -101,3 +104,25 @@ def thread_pause_view(request: HtmxHttpRequest, id: str) -> HttpResponse:
     except DomainError as exc:
         return problem(request, exc, back)
     return _answer(request, paused)
+
+
+@login_required
+@require_POST
+def event_redact_view(request: HtmxHttpRequest, id: str, seq: int) -> HttpResponse:
+    """The Redact form of an event's card, and the one-click redaction of its secret badge
+    (docs/event-log.md, "Redaction"): a reason and the confirmation are required."""
+    thread = thread_for(request, id)
+    require(request, thread.workspace, Role.ADMIN)
+    back = reverse("thread-timeline", args=[thread.pk]) + f"?seq={seq}"
+    try:
+        if not request.POST.get("confirm"):
+            raise InvalidEvent(
+                "confirm the redaction: the content leaves the database for good",
+                fields={"confirm": "this field is required"},
+            )
+        event_redact_request(
+            thread=thread, seq=seq, actor=request.user, reason=request.POST.get("reason", "")
+        )
+    except DomainError as exc:
+        return problem(request, exc, back)
+    return done(request, back)

@@ -379,7 +379,12 @@ def thread_event(request: HtmxHttpRequest, id: str, seq: int) -> HttpResponse:
         if by is not None:
             item["retracted_by"] = {"seq": by, "href": href(by), "label": f"retracted by #{by}"}
     if request.htmx:
-        return render(request, "threads/_event_card.html", {"thread": thread, "event": item})
+        context = {
+            "thread": thread,
+            "event": item,
+            "can_admin": can(request, thread.workspace_id, Role.ADMIN),
+        }
+        return render(request, "threads/_event_card.html", context)
     # Opened as a page (a bookmark, a link opened in a new tab): the card in the thread's page.
     context = {**thread_tabs(request, thread, "event"), "event": item}
     return render(request, "threads/thread_event.html", context)
