@@ -369,8 +369,10 @@ class Bench:
         return timed(check)
 
     def bare_verify(self, thread: Any) -> tuple[float, float]:
-        """A minimal independent verifier: read, canonical JSON, SHA-256 chain. Also returns
-        the hashing part alone (rows already in memory)."""
+        """A minimal independent verifier: read, canonical JSON, SHA-256 chain (chain v2: each
+        event's salted content digest checked, then the link over its v2 form; a v1 event's
+        link over the event itself). Also returns the hashing part alone (rows already in
+        memory)."""
         from threads.domain.chain import genesis_hash
         from threads.keys.chain import chain_key
 
@@ -381,23 +383,33 @@ class Bench:
 
         def fetch() -> None:
             rows[:] = self.raw.execute(
-                "SELECT seq, kind, created_at, client_event_id, metadata, data, hash "
-                "FROM threads_event WHERE thread_id = %s ORDER BY seq",
+                "SELECT seq, kind, created_at, client_event_id, metadata, data, hash, "
+                "content_salt, content_digest FROM threads_event WHERE thread_id = %s ORDER BY seq",
                 (thread.pk,),
             ).fetchall()
 
         def chain() -> None:
             previous = start
-            for seq, kind, created, client_id, metadata, data, stored in rows:
+            for seq, kind, created, client_id, metadata, data, stored, salt, digest in rows:
                 body = {
                     "seq": seq,
                     "kind": kind,
-                    "metadata": metadata,
                     "created_at": created.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
                 }
                 if client_id is not None:
                     body["client_event_id"] = client_id
-                body.update(data)
+                if digest is not None:
+                    content = json.dumps(
+                        {"data": data, "metadata": metadata},
+                        sort_keys=True,
+                        separators=(",", ":"),
+                        ensure_ascii=False,
+                    ).encode()
+                    assert hashlib.sha256(bytes.fromhex(salt) + content).hexdigest() == digest
+                    body.update(v=2, content_digest=digest)
+                else:
+                    body["metadata"] = metadata
+                    body.update(data)
                 canonical = json.dumps(
                     body, sort_keys=True, separators=(",", ":"), ensure_ascii=False
                 ).encode()

@@ -99,3 +99,32 @@ def test_the_integrity_answer_and_verify_chains_report_the_redaction(
     assert [(r["seq"], r["by"], r["reason"]) for r in integrity["redactions"]] == [
         (3, "ada", "leaked AWS key")
     ]
+
+
+def test_where_a_second_admin_is_required_the_redaction_waits_for_one(
+    leaky: Thread, workspace: Any, agent: APIClient
+) -> None:
+    out = io.StringIO()
+    call_command(
+        "workspace_settings", workspace.name, "--redaction-needs-second-admin", "on", stdout=out
+    )
+    assert "redaction_needs_second_admin on" in out.getvalue()
+    ada = person(workspace, "admin", "ada")
+    asked = _redact(ada, leaky, 3, {"reason": "leaked AWS key"})
+    assert asked.status_code == 202, asked.content
+    approval_id = asked.json()["approval_id"]
+    assert asked.json()["status"] == "pending"
+    assert SECRET in str(agent.get(f"/api/v1/threads/{leaky.pk}/events/").json())
+    again = _redact(ada, leaky, 3, {"reason": "leaked AWS key"})
+    assert again.status_code == 409 and again.json()["error"]["code"] == "redaction_pending"
+    decide = f"/api/v1/approvals/{approval_id}/decide/"
+    body = {"decision": "approve", "reason": "yes"}
+    # Not the admin who asked, and not a reviewer.
+    assert post(ada, decide, body).status_code == 403
+    assert post(person(workspace, "reviewer"), decide, body).status_code == 403
+    assert SECRET in str(agent.get(f"/api/v1/threads/{leaky.pk}/events/").json())
+    grace = person(workspace, "admin", "grace")
+    assert post(grace, decide, body).status_code == 200
+    events = agent.get(f"/api/v1/threads/{leaky.pk}/events/").json()["events"]
+    assert SECRET not in str(events)
+    assert events[2]["redacted"]["by"] == "ada, approved by grace"

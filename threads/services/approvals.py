@@ -20,6 +20,11 @@ from threads.models import ApprovalRequest, ApprovalStatus, Event, EventKind, Ro
 from threads.selectors.approval_context import approval_open_side_effects
 from threads.services.audit import MAX_REASON, audit_record, reason_clean, required_text_clean
 from threads.services.events import announce_after_commit, server_event_append
+from threads.services.redaction import (
+    REDACTION_ACTION,
+    redaction_approval_require,
+    redaction_approved_locked,
+)
 from threads.services.run_status import agent_owed_locked
 from threads.services.threads import thread_lock
 
@@ -80,6 +85,10 @@ def approval_decide(
         )
     thread = approval.thread
     require_role(actor, thread.workspace, Role.REVIEWER)
+    if approval.action == REDACTION_ACTION:
+        # A redaction asked for where a second admin must approve it (docs/event-log.md,
+        # "Redaction").
+        redaction_approval_require(approval=approval, actor=actor, decision=decision)
     acknowledged: list[dict[str, Any]] = []
     with transaction.atomic(durable=True):
         locked = thread_lock(thread)
@@ -117,6 +126,8 @@ def approval_decide(
             )
         label = actor.get_username()
         event = _decision_event(locked, approval, decision, reason, label)
+        if approval.action == REDACTION_ACTION and decision == "approve":
+            redaction_approved_locked(thread=locked, approval=approval, actor=actor)
         audit_record(
             workspace=locked.workspace,
             actor=actor,

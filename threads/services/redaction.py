@@ -19,7 +19,7 @@ from threads.database.guard import redaction_opened
 from threads.database.search_index import fts_purge
 from threads.domain import chain
 from threads.domain.canonical import format_time
-from threads.domain.errors import Conflict, NotFound
+from threads.domain.errors import Conflict, NotFound, PermissionDenied
 from threads.domain.redaction import (
     MAX_REASON,
     REDACTED,
@@ -34,12 +34,21 @@ from threads.domain.redaction import (
 )
 from threads.domain.secrets import event_secret_values
 from threads.keys.chain import thread_genesis, thread_key
-from threads.models import Event, Redaction, Role, Thread
+from threads.models import (
+    ApprovalRequest,
+    ApprovalStatus,
+    Event,
+    EventKind,
+    Redaction,
+    Role,
+    Thread,
+)
 from threads.selectors.events import event_dict
 from threads.selectors.redactions import last_redaction
 from threads.services.audit import audit_record, required_text_clean
 from threads.services.content_scrub import content_scrub
 from threads.services.event_tokens import event_token_count
+from threads.services.events import server_event_append
 from threads.services.threads import thread_lock
 
 # Who may redact: people with the admin role (docs/access.md, "People and access"); agents'
@@ -99,12 +108,11 @@ def event_redact(*, thread: Thread, seq: int, actor: Any, reason: str) -> Redact
         return _redact_locked(locked, row, actor=actor, reason=reason)
 
 
-def _redact_locked(thread: Thread, row: Event, *, actor: Any, reason: str) -> Redaction:
+def _redact_locked(
+    thread: Thread, row: Event, *, actor: Any, reason: str, by: str = ""
+) -> Redaction:
     seq = row.seq
-    if REDACTED in row.data:
-        raise AlreadyRedacted(f"the event at seq {seq} is redacted already")
-    if row.kind in UNREDACTABLE_KINDS:
-        raise NothingToRedact(f"a {row.kind} holds no content to redact")
+    _require_redactable(row)
     key = thread_key(thread)
     previous_hash = (
         thread_genesis(thread.id, thread.chain_key_id)
@@ -115,7 +123,7 @@ def _redact_locked(thread: Thread, row: Event, *, actor: Any, reason: str) -> Re
     stored.pop("secrets", None)
     _require_intact(row, stored, previous_hash, key)
     user: Any = actor if isinstance(actor, AbstractBaseUser) else None
-    by = user.get_username() if user is not None else str(actor or "system")
+    by = by or (user.get_username() if user is not None else str(actor or "system"))
     at = timezone.now()
     data = placeholder_data(row.data, by=by, at=format_time(at), reason=reason)
     found = needles(row.data, row.metadata, _secret_values(row))
@@ -181,6 +189,13 @@ def _redact_locked(thread: Thread, row: Event, *, actor: Any, reason: str) -> Re
     return record
 
 
+def _require_redactable(row: Event) -> None:
+    if REDACTED in row.data:
+        raise AlreadyRedacted(f"the event at seq {row.seq} is redacted already")
+    if row.kind in UNREDACTABLE_KINDS:
+        raise NothingToRedact(f"a {row.kind} holds no content to redact")
+
+
 def _require_intact(row: Event, stored: dict[str, Any], previous_hash: str, key: Any) -> None:
     """A redaction vouches for the event it removes: its content must still be what the chain
     committed to (v2: the digest; v1: the link from the previous hash)."""
@@ -204,8 +219,85 @@ def _secret_values(row: Event) -> list[str]:
     return event_secret_values(fields)
 
 
-def event_redact_request(*, thread: Thread, seq: int, actor: Any, reason: str) -> Any:
-    """The API's and the dashboard's redaction: redacts at once and answers None. (Where the
-    workspace requires a second admin, see docs/event-log.md, "Redaction".)"""
-    event_redact(thread=thread, seq=seq, actor=actor, reason=reason)
-    return None
+# The approval request's action when the workspace requires a second admin.
+REDACTION_ACTION = "ctxadmin.redact"
+
+
+class RedactionPending(Conflict):
+    code = "redaction_pending"
+
+
+class SecondAdminRequired(PermissionDenied):
+    code = "second_admin_required"
+
+
+def event_redact_request(
+    *, thread: Thread, seq: int, actor: Any, reason: str
+) -> ApprovalRequest | None:
+    """The API's and the dashboard's redaction. Redacts at once and answers None; where the
+    workspace requires a second admin (`redaction_needs_second_admin`), asks for it instead
+    and answers the approval request (docs/event-log.md, "Redaction"): an `approval_request`
+    event of action REDACTION_ACTION in the log, decided in the approval queue, where only
+    another admin's approval redacts (redaction_approved_locked)."""
+    if not thread.workspace.redaction_needs_second_admin:
+        event_redact(thread=thread, seq=seq, actor=actor, reason=reason)
+        return None
+    redaction_require_role(actor=actor, thread=thread)
+    reason = redaction_reason_clean(reason)
+    with transaction.atomic():
+        locked = thread_lock(thread)
+        row = Event.objects.filter(thread=locked, seq=seq).first()
+        if row is None:
+            raise NotFound(f"no event at seq {seq}")
+        _require_redactable(row)
+        pending = ApprovalRequest.objects.filter(
+            thread=locked,
+            action=REDACTION_ACTION,
+            status=ApprovalStatus.PENDING,
+            arguments__seq=seq,
+        )
+        if pending.exists():
+            raise RedactionPending(f"a redaction of seq {seq} is waiting for a second admin")
+        by = actor.get_username()
+        request = server_event_append(
+            thread=locked,
+            kind=EventKind.APPROVAL_REQUEST,
+            data={
+                "action": REDACTION_ACTION,
+                "arguments": {"seq": seq, "reason": reason, "requested_by": by},
+            },
+        )
+        approval = ApprovalRequest.objects.get(request_event=request)
+        # Who asked, for the rule that another admin approves: kept beside the request.
+        ApprovalRequest.objects.filter(pk=approval.pk).update(
+            arguments={**approval.arguments, "requested_by_id": actor.pk}
+        )
+        approval.refresh_from_db()
+        audit_record(
+            workspace=locked.workspace,
+            actor=actor,
+            action="event_redaction_requested",
+            target_type="event",
+            target_id=f"{locked.pk}:{seq}",
+            thread=locked,
+            after={"seq": seq, "reason": reason, "approval_id": approval.pk},
+        )
+    return approval
+
+
+def redaction_approval_require(*, approval: ApprovalRequest, actor: Any, decision: str) -> None:
+    """Deciding a redaction's approval needs the admin role; approving it, another admin than
+    the one who asked."""
+    require_role(actor, approval.thread.workspace, REDACTION_ROLE)
+    if decision == "approve" and approval.arguments.get("requested_by_id") == actor.pk:
+        raise SecondAdminRequired("a second admin, not the one who asked, approves a redaction")
+
+
+def redaction_approved_locked(*, thread: Thread, approval: ApprovalRequest, actor: Any) -> None:
+    """Carry out an approved redaction, in the decision's transaction (the thread locked)."""
+    arguments = approval.arguments
+    row = Event.objects.filter(thread=thread, seq=arguments["seq"]).first()
+    if row is None:
+        raise NotFound(f"no event at seq {arguments['seq']}")
+    by = f"{arguments.get('requested_by', '')}, approved by {actor.get_username()}"
+    _redact_locked(thread, row, actor=actor, reason=str(arguments["reason"]), by=by[:200])

@@ -1,5 +1,5 @@
-"""`workspace_settings NAME [--stall-after SECONDS]`: show a workspace's settings, or change
-them (audited)."""
+"""`workspace_settings NAME [--stall-after SECONDS] [--redaction-needs-second-admin on|off]`: show
+a workspace's settings, or change them (audited)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,10 @@ from threads.services.workspaces import workspace_settings_update
 
 
 class Command(BaseCommand):
-    help = "Show a workspace's settings; with --stall-after, change when a thread is stalled."
+    help = (
+        "Show a workspace's settings; with --stall-after, change when a thread is stalled; with "
+        "--redaction-needs-second-admin, whether a redaction waits for a second admin."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name")
@@ -23,18 +26,30 @@ class Command(BaseCommand):
             dest="stall_after",
             help="seconds a thread may wait for its agent before its run status is stalled",
         )
+        parser.add_argument(
+            "--redaction-needs-second-admin",
+            choices=("on", "off"),
+            dest="second_admin",
+            help="on: a redaction waits for another admin's approval in the approval queue",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         workspace = Workspace.objects.filter(name=options["name"]).first()
         if workspace is None:
             raise CommandError(f"no workspace {options['name']!r}")
-        if options["stall_after"] is not None:
+        second_admin = options["second_admin"]
+        if options["stall_after"] is not None or second_admin is not None:
             try:
                 workspace = workspace_settings_update(
                     workspace=workspace,
                     actor_label="manage.py workspace_settings",
                     stall_after_seconds=options["stall_after"],
+                    redaction_needs_second_admin=None
+                    if second_admin is None
+                    else second_admin == "on",
                 )
             except DomainError as exc:
                 raise CommandError(str(exc)) from None
         self.stdout.write(f"stall_after_seconds {workspace.stall_after_seconds}")
+        second = "on" if workspace.redaction_needs_second_admin else "off"
+        self.stdout.write(f"redaction_needs_second_admin {second}")
