@@ -9,8 +9,11 @@ from typing import Any
 from django.db import connection, transaction
 
 from threads.database.guard import log_seal_opened
+from threads.domain import chain
 from threads.domain.events import normalize_event
+from threads.keys.chain import thread_genesis
 from threads.models import Event, Thread, Workspace
+from threads.selectors.integrity import stored_events
 from threads.services.events import event_append_batch
 from threads.services.threads import thread_get_or_create
 from threads.services.workspaces import member_add, workspace_create
@@ -99,3 +102,21 @@ def tamper(event: Event, **data_changes: Any) -> None:
     with log_unsealed():
         changed = row.update(data={**event.data, **data_changes})
     assert changed == 1
+
+
+def as_chain_v1(thread: Thread) -> None:
+    """Rewrite a thread's log as it was stored before salted digests (chain v1, docs/event-log.md,
+    "Hash chain and canonical JSON"): no salt, no digest, each link over the event's stored form,
+    and the thread's head to match. Plain SHA-256: for threads without a chain key."""
+    previous = thread_genesis(thread.id, thread.chain_key_id)
+    rows = []
+    for event in stored_events(thread_id=thread.pk):
+        event.pop("content_salt", None), event.pop("content_digest", None)
+        previous = chain.link_hash(previous, chain.event_canonical(event))
+        rows.append((event["seq"], previous))
+    with log_unsealed():
+        for seq, value in rows:
+            Event.objects.filter(thread=thread, seq=seq).update(
+                hash=value, content_salt=None, content_digest=None
+            )
+        Thread.objects.filter(pk=thread.pk).update(chain_head=previous)

@@ -14,12 +14,9 @@ from django.db import DatabaseError, connection, transaction
 from tests import factories as f
 from tests.services.chain_heads_setup import heads_dir
 from threads.database.guard import redaction_opened
-from threads.domain import chain
 from threads.domain.errors import InvalidEvent, NotFound, PermissionDenied
 from threads.domain.redaction import RecordFields, record_genesis, record_hash, remains_digest
-from threads.keys.chain import thread_genesis
 from threads.models import AuditEntry, Event, Redaction, Thread
-from threads.selectors.integrity import stored_events
 from threads.selectors.search import events_search
 from threads.services.chain_heads import chain_heads_publish
 from threads.services.integrity import integrity_check
@@ -143,28 +140,11 @@ def test_a_redaction_imitated_without_a_record_is_named_by_seq(workspace: Any, a
     assert not verdict.ok and verdict.first_bad_seq == 1
 
 
-def _as_v1(thread: Thread) -> None:
-    """Rewrite the thread as it was stored before salted digests: no salt, no digest, each
-    link over the event's stored form."""
-    previous = thread_genesis(thread.id, thread.chain_key_id)
-    rows = []
-    for event in stored_events(thread_id=thread.pk):
-        event.pop("content_salt"), event.pop("content_digest")
-        previous = chain.link_hash(previous, chain.event_canonical(event))
-        rows.append((event["seq"], previous))
-    with f.log_unsealed():
-        for seq, value in rows:
-            Event.objects.filter(thread=thread, seq=seq).update(
-                hash=value, content_salt=None, content_digest=None
-            )
-        Thread.objects.filter(pk=thread.pk).update(chain_head=previous)
-
-
 def test_a_v1_thread_goes_on_with_v2_events_and_a_rewritten_v1_row_is_named(
     workspace: Any,
 ) -> None:
     thread = _thread(workspace)
-    _as_v1(thread)
+    f.as_chain_v1(thread)
     thread.refresh_from_db()
     f.append(thread, f.user("and now?"))
     newest = Event.objects.get(thread=thread, seq=5)
@@ -177,7 +157,7 @@ def test_a_v1_thread_goes_on_with_v2_events_and_a_rewritten_v1_row_is_named(
 
 def test_a_v1_event_is_redacted_on_its_records_word(workspace: Any, admin: Any) -> None:
     thread = _thread(workspace)
-    _as_v1(thread)
+    f.as_chain_v1(thread)
     f.append(thread, f.user("and now?"))
     event_redact(thread=thread, seq=3, actor=admin, reason="leaked AWS key")
     assert _rows_holding(SECRET) == 0

@@ -12,6 +12,18 @@ from django.db import migrations, models
 from threads.database import guard as dbguard
 
 
+def refuse_to_unapply(apps, schema_editor):
+    """Unapplying would drop the salts and digests that every event chained since is verified
+    with: refused while there is one."""
+    Event = apps.get_model("threads", "Event")
+    chained = Event.objects.filter(content_digest__isnull=False).count()
+    if chained:
+        raise RuntimeError(
+            f"0027_redaction cannot be unapplied: {chained} events are chained through their "
+            "salted content digests (docs/event-log.md, \"Hash chain and canonical JSON\")"
+        )
+
+
 def guard_forwards(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
         # params=None: the SQL holds plpgsql's own % placeholders, not query parameters.
@@ -97,4 +109,6 @@ class Migration(migrations.Migration):
             },
         ),
         migrations.RunPython(guard_forwards, guard_backwards),
+        # Last, so that it runs first when unapplied.
+        migrations.RunPython(migrations.RunPython.noop, refuse_to_unapply),
     ]
