@@ -127,7 +127,7 @@ def _assert_log_intact(thread: Any, before: list[tuple[int, str, str]]) -> None:
     thread.refresh_from_db()
     assert thread.last_seq == len(after)
     verdict = chain.verify_chain(
-        event_dicts(thread),
+        event_dicts(thread, chain_fields=True),
         start_hash=chain.genesis_hash(str(thread.id), chain_key()),
         key=chain_key(),
     )

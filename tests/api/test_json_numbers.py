@@ -59,7 +59,7 @@ def test_the_chain_verifies_with_any_number(
     )
     assert answer.status_code == 201, answer.content
     verdict = chain.verify_chain(
-        event_dicts(thread),
+        event_dicts(thread, chain_fields=True),
         start_hash=chain.genesis_hash(str(thread.id), chain_key()),
         key=chain_key(),
     )
