@@ -16,9 +16,11 @@ from tests.services.chain_heads_setup import heads_dir
 from threads.database.guard import redaction_opened
 from threads.domain.errors import InvalidEvent, NotFound, PermissionDenied
 from threads.domain.redaction import RecordFields, record_genesis, record_hash, remains_digest
-from threads.models import AuditEntry, Event, Redaction, Thread
+from threads.models import AuditEntry, Checkpoint, Event, Redaction, Thread
 from threads.selectors.search import events_search
 from threads.services.chain_heads import chain_heads_publish
+from threads.services.folding import fold_run
+from threads.services.fork import thread_fork
 from threads.services.integrity import integrity_check
 from threads.services.redaction import AlreadyRedacted, NothingToRedact, event_redact
 
@@ -250,3 +252,23 @@ def test_published_heads_keep_verifying_after_redactions(
     verdict = _verify(thread)
     assert verdict.ok, verdict.detail
     assert verdict.redactions == tuple(f"redacted at seq {n}" for n in (1, 3, 5))
+
+
+def test_a_fork_copies_redacted_events_as_they_read_and_verifies(
+    workspace: Any, admin: Any
+) -> None:
+    thread = _thread(workspace)
+    f.append(
+        thread,
+        {"kind": "approval_request", "action": f"use {SECRET}", "arguments": {"key": SECRET}},
+    )
+    for seq in (3, 5):
+        event_redact(thread=thread, seq=seq, actor=admin, reason="leaked")
+    version = fold_run(thread_id=thread.pk, trigger={"kind": "manual", "reason": "test"})
+    assert version is not None and version.covered_until == 5
+    checkpoint = Checkpoint.objects.get(thread=thread, summary_version=version)
+    fork = thread_fork(thread=thread, checkpoint=checkpoint, external_id="forked", actor=admin)
+    assert _rows_holding(SECRET) == 0
+    copied = Event.objects.get(thread=fork, seq=3)
+    assert copied.data["redacted"]["reason"] == "leaked" and copied.content_salt is not None
+    assert _verify(fork).ok

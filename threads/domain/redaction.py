@@ -114,7 +114,9 @@ def _strings(value: Any) -> Iterable[str]:
 def placeholder_text(event: Mapping[str, Any]) -> str:
     """How a redacted event reads to a model: nothing of the content, only the reason."""
     marker = event.get(REDACTED) or {}
-    return f"[redacted at seq {event['seq']}: {marker.get('reason', '')}]"
+    seq = event.get("seq")
+    where = f" at seq {seq}" if seq is not None else ""  # an append's count reads no seq
+    return f"[redacted{where}: {marker.get('reason', '')}]"
 
 
 def readable(event: Mapping[str, Any]) -> dict[str, Any]:

@@ -337,9 +337,11 @@ def side_effect_and_approval_statements(
             approvals.append(
                 ApprovalRequest(
                     thread=thread,
-                    action=event.data["action"],
+                    # A fork's copy of a redacted request has neither (docs/event-log.md,
+                    # "Redaction").
+                    action=event.data.get("action", ""),
                     tool_name=event.data.get("tool_name", ""),
-                    arguments=event.data["arguments"],
+                    arguments=event.data.get("arguments", {}),
                     expires_at=parse_time(event.data["expires_at"])
                     if event.data.get("expires_at")
                     else None,
