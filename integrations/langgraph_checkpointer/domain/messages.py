@@ -215,6 +215,61 @@ def message_from_event(kind: str, data: dict[str, Any], metadata: dict[str, Any]
     return message_from_parts(metadata[METADATA_KEY], content)
 
 
+def message_is_redacted(metadata: Mapping[str, Any] | None) -> bool:
+    """The event carrying a message keeps nothing of its JSON form: it was redacted (its data
+    and metadata are gone; docs/langgraph.md, "Redaction")."""
+    return not isinstance(metadata, Mapping) or METADATA_KEY not in metadata
+
+
+# The content a redacted message reads with: the event holds no content to read.
+REDACTED_CONTENT = "[redacted]"
+# A redacted message event's role -> the type of the message it carried
+TYPE_OF_ROLE = {"user": "human", "assistant": "ai", "system": "system", "developer": "chat"}
+
+
+def redacted_message(
+    *,
+    kind: str,
+    role: str,
+    message_id: str,
+    tool_call_id: str = "",
+    tool_calls: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """The JSON form of a message whose event was redacted: what the log still knows of it (its
+    id, its type by the event's kind and role, a tool message's call id, an AI message's calls
+    from their own events) with REDACTED_CONTENT as its content, shaped as LangChain's
+    `message_to_dict` shapes such a message, so that the graph's next run reads it as any
+    other message."""
+    kind_type = "tool" if kind == "tool_result" else TYPE_OF_ROLE.get(role, "human")
+    data: dict[str, Any] = {
+        "content": REDACTED_CONTENT,
+        "additional_kwargs": {},
+        "response_metadata": {},
+        "type": kind_type,
+        "name": None,
+        "id": message_id,
+    }
+    if kind_type == "tool":
+        data.update(tool_call_id=tool_call_id, artifact=None, status="success")
+    elif kind_type == "ai":
+        data.update(
+            tool_calls=[
+                {
+                    "name": call.get("name") or "",
+                    "args": call.get("args") if isinstance(call.get("args"), dict) else {},
+                    "id": call.get("id"),
+                    "type": "tool_call",
+                }
+                for call in tool_calls
+            ],
+            invalid_tool_calls=[],
+            usage_metadata=None,
+        )
+    elif kind_type == "chat":
+        data["role"] = role
+    return {"type": kind_type, "data": data}
+
+
 def message_from_parts(stored: dict[str, Any], content: Any) -> dict[str, Any]:
     """The message's JSON form again, from what its event keeps of it (`metadata["langchain"]`)
     and its content (the event's `content`, or a tool result's `result`)."""

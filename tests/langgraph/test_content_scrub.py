@@ -1,0 +1,147 @@
+"""A redacted event's content leaves the thread's stored LangGraph state (docs/langgraph.md,
+"Redaction"): a real graph through the real CtxadminSaver, whose state holds a secret in its
+messages, in a small channel carried by the checkpoint rows and in a large one stored as a
+content row; then the event is redacted and its content scrubbed, and the graph runs on.
+
+The event row's own redaction is not this part's: the test does to the row what the redaction
+does (data and metadata emptied, behind the append-only seal) in the transaction that calls
+`content_scrub`, as the redaction will.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, TypedDict
+
+from ctxadmin_client.langgraph import CtxadminSaver
+from django.db import transaction
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import START, StateGraph
+from langgraph.graph.message import add_messages
+
+from integrations.langgraph_checkpointer.domain.messages import REDACTED_CONTENT
+from integrations.langgraph_checkpointer.models import (
+    LanggraphChannelVersion,
+    LanggraphCheckpoint,
+    LanggraphContent,
+    LanggraphMessage,
+    LanggraphWrite,
+)
+from tests import factories as f
+from tests.langgraph.conftest import Server
+from tests.langgraph.graphs import ToolFakeChatModel
+from tests.support_secret_scan import find_everywhere, sqlite_search_tables
+from threads.models import Checkpoint, Event, Thread
+from threads.services.content_scrub import content_scrub
+from threads.services.integrity import checkpoint_checksum
+
+SECRET = "AKIAZZPINEAPPLE7EXAMPLE42"
+TEXT = f"my aws key is {SECRET}, keep it safe"
+STORES = {
+    "langgraph_values": LanggraphChannelVersion,
+    "langgraph_checkpoints": LanggraphCheckpoint,
+    "langgraph_writes": LanggraphWrite,
+    "langgraph_messages": LanggraphMessage,
+}
+
+
+class State(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+    short: str  # small: carried in the checkpoint row
+    notes: list[str]  # large: a content row of its own
+
+
+def _graph(saver: CtxadminSaver) -> Any:
+    model = ToolFakeChatModel(
+        messages=iter([AIMessage("noted, I will not repeat it"), AIMessage("still here")])
+    )
+
+    def agent(state: State) -> dict[str, Any]:
+        said = str(state["messages"][-1].content)
+        return {
+            "messages": [model.invoke(state["messages"])],
+            "short": said[-40:],
+            "notes": [*state.get("notes", []), f"the user said: {said} " * 3],
+        }
+
+    graph = StateGraph(State)
+    graph.add_node("agent", agent)
+    graph.add_edge(START, "agent")
+    return graph.compile(checkpointer=saver)
+
+
+def _skip() -> list[str]:
+    return ["threads_event", *sqlite_search_tables()]
+
+
+def _rows() -> dict[str, dict[Any, tuple[Any, ...]]]:
+    return {
+        store: {
+            row[0]: tuple(bytes(v) if isinstance(v, memoryview) else v for v in row[1:])
+            for row in model.objects.values_list(
+                "pk", *[f.attname for f in model._meta.concrete_fields if not f.primary_key]
+            )
+        }
+        for store, model in STORES.items()
+    }
+
+
+def _redact(thread: Thread, seq: int) -> dict[str, int]:
+    """What the redaction does in its transaction: the row's content gone, then the scrub."""
+    with transaction.atomic():
+        with f.log_unsealed():
+            Event.objects.filter(thread=thread, seq=seq).update(data={}, metadata={})
+        return content_scrub(
+            thread=thread, seq=seq, needles=[TEXT, SECRET], placeholder=REDACTED_CONTENT
+        )
+
+
+def test_the_secret_leaves_the_graph_state_and_the_graph_runs_on(
+    server: Server, saver: CtxadminSaver
+) -> None:
+    app = _graph(saver)
+    config: RunnableConfig = {"configurable": {"thread_id": "scrub-graph"}}
+    app.invoke({"messages": [HumanMessage(TEXT, id="m-secret")], "notes": []}, config)
+    thread = Thread.objects.get(workspace=server.workspace, external_id="scrub-graph")
+    seq = Event.objects.get(thread=thread, client_event_id="m-secret").seq
+
+    tables = {t for t, _, _ in find_everywhere(SECRET, skip_tables=_skip())}
+    assert {"threads_langgraphcheckpoint", "threads_langgraphcontent"} <= tables
+    contents_before = set(LanggraphContent.objects.values_list("sha256", flat=True))
+    before = _rows()
+
+    counts = _redact(thread, seq)
+
+    assert find_everywhere(SECRET, skip_tables=_skip()) == []
+    after = _rows()
+    for store in STORES:
+        changed = sum(1 for pk, row in after[store].items() if before[store][pk] != row)
+        assert counts[store] == changed, store
+    gone = contents_before - set(LanggraphContent.objects.values_list("sha256", flat=True))
+    assert counts["langgraph_contents"] == len(gone) >= 1
+    assert counts["langgraph_messages"] == 1
+
+    # Every stored checkpoint still reads, none holds the secret, and their ctxadmin
+    # checkpoints' checksums still recompute. (Whether the chain still verifies over the
+    # redacted row is the redaction's: here the row was emptied by hand.)
+    history = list(app.get_state_history(config))
+    assert history and all(SECRET not in repr(s.values) for s in history)
+    for checkpoint in Checkpoint.objects.filter(thread=thread).select_related("summary_version"):
+        assert checkpoint.checksum == checkpoint_checksum(checkpoint)
+
+    # The graph resumes from the redacted state: the message reads as the placeholder, with
+    # its id, and the next run works and appends its messages once.
+    state = app.get_state(config).values
+    first = state["messages"][0]
+    assert (first.id, first.type, first.content) == ("m-secret", "human", REDACTED_CONTENT)
+    app.invoke({"messages": [HumanMessage("and now?", id="m-next")]}, config)
+    state = app.get_state(config).values
+    assert [m.content for m in state["messages"]] == [
+        REDACTED_CONTENT,
+        "noted, I will not repeat it",
+        "and now?",
+        "still here",
+    ]
+    assert REDACTED_CONTENT in " ".join(state["notes"]) and SECRET not in repr(state)
+    assert Event.objects.filter(thread=thread, kind="message").count() == 4
+    assert find_everywhere(SECRET, skip_tables=_skip()) == []
