@@ -37,7 +37,7 @@ from threads.services.integrity import checkpoint_checksum
 
 SECRET = "AKIAZZPINEAPPLE7EXAMPLE42"
 TEXT = f"my aws key is {SECRET}, keep it safe"
-STORES = {
+STORES: dict[str, Any] = {
     "langgraph_values": LanggraphChannelVersion,
     "langgraph_checkpoints": LanggraphCheckpoint,
     "langgraph_writes": LanggraphWrite,

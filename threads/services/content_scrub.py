@@ -117,7 +117,7 @@ def _structure_of(thread: Thread, seq: int) -> list[str]:
     for effect in SideEffect.objects.filter(thread=thread, call_seq=seq).values(
         "tool_call_id", "tool_name", "idempotency_key"
     ):
-        words += list(effect.values())
+        words += [str(v) for v in effect.values()]
     words += list(
         ApprovalRequest.objects.filter(thread=thread, request_event__seq=seq).values_list(
             "tool_name", flat=True

@@ -61,7 +61,7 @@ def _versions_scrub(thread: Thread, found: Needles, counts: dict[str, int]) -> N
     """Version rows' own bytes, then the content rows they point at."""
     versions = LanggraphChannelVersion.objects.filter(thread=thread)
     for pk, type_, data in versions.filter(data__isnull=False).values_list("pk", "type", "data"):
-        scrubbed = typed_value_scrub(type_, bytes(data), found)
+        scrubbed = typed_value_scrub(type_, bytes(data or b""), found)
         if scrubbed is not None:
             LanggraphChannelVersion.objects.filter(pk=pk).update(type=scrubbed[0], data=scrubbed[1])
             counts["langgraph_values"] += 1
