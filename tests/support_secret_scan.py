@@ -3,7 +3,8 @@ value: where does a secret still live? (docs/repairs.md, "Redaction beside the e
 
 The schema is introspected (information_schema on PostgreSQL, sqlite_master and PRAGMA
 table_info on SQLite), so a table added later is scanned too. Binary values are searched as
-they are, zlib-decompressed when they decompress (the LangGraph tables hold zlib of JSON), and
+they are, decompressed when they are zlib or gzip (the LangGraph tables hold zlib of JSON, an
+upload may be gzipped), and
 inside that JSON every string that is base64 of bytes is decoded and searched as well (packed
 channel values and writes are base64 inside the compressed JSON).
 """
@@ -61,7 +62,8 @@ def _blob_texts(data: bytes) -> list[bytes]:
     strings inside that (when it is JSON), decoded."""
     texts = [data]
     try:
-        inflated = zlib.decompress(data)
+        # wbits 47: zlib or gzip, by the header (an upload may be gzipped).
+        inflated = zlib.decompress(data, 47)
     except zlib.error:
         return texts
     texts.append(inflated)
@@ -82,8 +84,15 @@ def _holds(value: Any, needle: str) -> bool:
     if value is None:
         return False
     if isinstance(value, memoryview | bytes | bytearray):
-        encoded = needle.encode("utf-8")
-        return any(encoded in text for text in _blob_texts(bytes(value)))
+        spellings = {
+            spelled.encode("utf-8")
+            for spelled in (
+                needle,
+                json.dumps(needle)[1:-1],
+                json.dumps(needle, ensure_ascii=False)[1:-1],
+            )
+        }
+        return any(s in text for text in _blob_texts(bytes(value)) for s in spellings)
     if isinstance(value, dict | list):
         return any(needle in text for text in _strings(value))
     text = value if isinstance(value, str) else str(value)

@@ -3,7 +3,7 @@ beside the event").
 
 The redaction of an event (the event row, the chain, the Redaction record) calls
 `content_scrub` inside its own transaction, under the thread's lock; this module removes the
-same content from every other row of the thread that copied it: summary versions (content,
+same content from every other row of the thread that copied it: its title, summary versions (content,
 rendered text, trigger, verification report; then checksum and tokens recomputed and every
 checkpoint that names the old checksum re-pointed and re-checksummed), checkpoints' pending
 work, approval requests, side effects, audit entries and task results. An integration that
@@ -63,6 +63,7 @@ def content_scrub(
     found = Needles(content_needles(needles, structure=_structure_of(thread, seq)), placeholder)
     with transaction.atomic():
         counts = {
+            "threads": _title_scrub(thread, found),
             "summary_versions": 0,
             "checkpoints": 0,
             "approvals": 0,
@@ -125,6 +126,16 @@ def _structure_of(thread: Thread, seq: int) -> list[str]:
     )
     words += list(ThreadTool.objects.filter(thread=thread).values_list("name", flat=True))
     return words
+
+
+def _title_scrub(thread: Thread, found: Needles) -> int:
+    """A thread's title is often its first user words (an import names it so)."""
+    title = Thread.objects.filter(pk=thread.pk).values_list("title", flat=True).first() or ""
+    new = found.sub(title)
+    if new == title:
+        return 0
+    thread.title = new
+    return Thread.objects.filter(pk=thread.pk).update(title=new)
 
 
 def _rows_scrub(rows: Any, fields: Sequence[str], found: Needles) -> int:
