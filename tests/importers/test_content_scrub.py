@@ -39,7 +39,7 @@ def _imported(workspace: Workspace) -> TraceImport:
         file_name="f.json.gz",
         content=gzip.compress(json.dumps(conversations).encode()),
     )
-    assert import_run(import_id=trace_import.pk)["created"] == 2
+    assert import_run(import_id=str(trace_import.pk))["created"] == 2
     trace_import.refresh_from_db()
     return trace_import
 

@@ -12,14 +12,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, TypedDict
 
+import ormsgpack
 from ctxadmin_client.langgraph import CtxadminSaver
 from django.db import transaction
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
 
 from integrations.langgraph_checkpointer.domain.messages import REDACTED_CONTENT
+from integrations.langgraph_checkpointer.domain.scrub import typed_value_scrub
 from integrations.langgraph_checkpointer.models import (
     LanggraphChannelVersion,
     LanggraphCheckpoint,
@@ -29,8 +32,9 @@ from integrations.langgraph_checkpointer.models import (
 )
 from tests import factories as f
 from tests.langgraph.conftest import Server
-from tests.langgraph.graphs import ToolFakeChatModel
+from tests.langgraph.graphs import ToolFakeChatModel, agent_graph, get_weather, tool_loop_graph
 from tests.support_secret_scan import find_everywhere, sqlite_search_tables
+from threads.domain.scrub import Needles
 from threads.models import Checkpoint, Event, Thread
 from threads.services.content_scrub import content_scrub
 from threads.services.integrity import checkpoint_checksum
@@ -86,14 +90,12 @@ def _rows() -> dict[str, dict[Any, tuple[Any, ...]]]:
     }
 
 
-def _redact(thread: Thread, seq: int) -> dict[str, int]:
+def _redact(thread: Thread, seq: int, needles: list[str]) -> dict[str, int]:
     """What the redaction does in its transaction: the row's content gone, then the scrub."""
     with transaction.atomic():
         with f.log_unsealed():
             Event.objects.filter(thread=thread, seq=seq).update(data={}, metadata={})
-        return content_scrub(
-            thread=thread, seq=seq, needles=[TEXT, SECRET], placeholder=REDACTED_CONTENT
-        )
+        return content_scrub(thread=thread, seq=seq, needles=needles, placeholder=REDACTED_CONTENT)
 
 
 def test_the_secret_leaves_the_graph_state_and_the_graph_runs_on(
@@ -110,7 +112,7 @@ def test_the_secret_leaves_the_graph_state_and_the_graph_runs_on(
     contents_before = set(LanggraphContent.objects.values_list("sha256", flat=True))
     before = _rows()
 
-    counts = _redact(thread, seq)
+    counts = _redact(thread, seq, [TEXT, SECRET])
 
     assert find_everywhere(SECRET, skip_tables=_skip()) == []
     after = _rows()
@@ -145,3 +147,66 @@ def test_the_secret_leaves_the_graph_state_and_the_graph_runs_on(
     assert REDACTED_CONTENT in " ".join(state["notes"]) and SECRET not in repr(state)
     assert Event.objects.filter(thread=thread, kind="message").count() == 4
     assert find_everywhere(SECRET, skip_tables=_skip()) == []
+
+
+def test_redacted_tool_messages_keep_their_calls_and_a_new_saver_resumes(
+    server: Server, saver: CtxadminSaver
+) -> None:
+    """The tool result and then the AI message that called the tool are redacted: they read back
+    with their ids, the call and its tool_call_id, and a saver that never saw the thread (no
+    cache of what the log holds) runs the next turn without appending any message twice."""
+    config: RunnableConfig = {"configurable": {"thread_id": "scrub-tools"}}
+    agent_graph(saver).invoke({"messages": [HumanMessage("What's the weather in Paris?")]}, config)
+    thread = Thread.objects.get(workspace=server.workspace, external_id="scrub-tools")
+    result = Event.objects.get(thread=thread, kind="tool_result")
+    weather = str(result.data["result"])
+    call = Event.objects.get(thread=thread, kind="tool_call")
+    asking = LanggraphMessage.objects.get(thread=thread, seq=call.seq - 1)
+    _redact(thread, result.seq, [weather])
+    _redact(thread, asking.seq, [])
+    events = Event.objects.filter(thread=thread).count()
+
+    fresh = CtxadminSaver.from_url(server.url, server.api_key)
+    try:
+        app = tool_loop_graph(
+            fresh, ToolFakeChatModel(messages=iter([AIMessage("no idea")])), [get_weather]
+        )
+        messages = app.get_state(config).values["messages"]
+        ai, tool = messages[1], messages[2]
+        assert (ai.id, ai.content) == (asking.message_id, REDACTED_CONTENT)
+        assert [(c["id"], c["name"], c["args"]) for c in ai.tool_calls] == [
+            ("call_w1", "get_weather", {"city": "Paris"})
+        ]
+        assert (tool.type, tool.tool_call_id, tool.content) == ("tool", "call_w1", REDACTED_CONTENT)
+        app.invoke({"messages": [HumanMessage("and tomorrow?", id="m-2")]}, config)
+        assert [m.content for m in app.get_state(config).values["messages"]][-2:] == [
+            "and tomorrow?",
+            "no idea",
+        ]
+    finally:
+        fresh.close()
+    # The turn's two messages, and nothing of the redacted ones again.
+    assert Event.objects.filter(thread=thread).count() == events + 2
+    assert find_everywhere(weather, skip_tables=_skip()) == []
+
+
+def test_a_value_is_scrubbed_in_its_own_encoding_or_replaced_whole() -> None:
+    serde = JsonPlusSerializer()
+    needles = Needles([SECRET], REDACTED_CONTENT)
+    value = {"notes": f"x {SECRET}", "when": 3, 7: [HumanMessage(f"{SECRET}!", id="h")]}
+    typed = serde.dumps_typed(value)
+    scrubbed = typed_value_scrub(*typed, needles)
+    assert scrubbed is not None and scrubbed[0] == typed[0]
+    back = serde.loads_typed(scrubbed)
+    assert back["notes"] == f"x {REDACTED_CONTENT}" and back[7][0].id == "h"
+    assert back[7][0].content == f"{REDACTED_CONTENT}!"
+    assert typed_value_scrub("bytes", f"raw {SECRET}".encode(), needles) == (
+        "bytes",
+        f"raw {REDACTED_CONTENT}".encode(),
+    )
+    # An encoding the server does not read: the value goes whole.
+    assert typed_value_scrub("pickle", b"\x80\x04" + SECRET.encode(), needles) == (
+        "msgpack",
+        ormsgpack.packb(REDACTED_CONTENT),
+    )
+    assert typed_value_scrub(*serde.dumps_typed({"clean": 1}), needles) is None
