@@ -90,8 +90,22 @@ def _rows() -> dict[str, dict[Any, tuple[Any, ...]]]:
     }
 
 
-def _redact(thread: Thread, seq: int, needles: list[str]) -> dict[str, int]:
-    """What the redaction does in its transaction: the row's content gone, then the scrub."""
+def _leaves(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value] if len(value) >= 4 else []
+    if isinstance(value, list):
+        return [s for item in value for s in _leaves(item)]
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _leaves(item)]
+    return []
+
+
+def _redact(thread: Thread, seq: int, secrets: list[str]) -> dict[str, int]:
+    """What the redaction does in its transaction: the row's content gone, then the scrub,
+    with the needles the redaction sends (every string leaf of the event's data and metadata
+    of 4+ characters: its role, its message's LangChain id and type... and the secrets)."""
+    row = Event.objects.get(thread=thread, seq=seq)
+    needles = [*secrets, *_leaves(row.data), *_leaves(row.metadata)]
     with transaction.atomic():
         with f.log_unsealed():
             Event.objects.filter(thread=thread, seq=seq).update(data={}, metadata={})

@@ -5,8 +5,8 @@ A *needle* is a text the redacted event held (its whole text, each string leaf o
 MIN_NEEDLE characters, a secret found in it). Every occurrence of any needle inside a string is
 replaced by the placeholder, in one pass (so a placeholder that contains a needle is never
 replaced again), the longest needle first (so the whole text goes before its parts). JSON keeps
-its shape: objects stay objects, lists stay lists; only strings (keys included: an object keyed
-by a customer's e-mail address holds the address) change.
+its shape: objects stay objects with the same keys, lists stay lists; only string values
+change (keys are the shape a reader depends on: a LangChain message's `tool_calls`).
 
 A summary's entry that cites the redacted seq is replaced by a placeholder entry that keeps its
 citations and its structural fields (status, kind, authority, tool call id...): the cited event
@@ -74,9 +74,20 @@ STRUCTURE_WORDS = frozenset(
         *TOOL_STATUSES,
         *TASK_STATUSES,
         *PENDING_KINDS,
+        # LangChain's message JSON form, kept in a mirrored message's metadata
         "human",
+        "chat",
+        "AIMessageChunk",
+        "tool_call",
+        "tool_calls",
+        "invalid_tool_call",
+        "function",
+        "function_call",
         "success",
         "error",
+        "stop",
+        "length",
+        "content_filter",
         "true",
         "false",
         "null",
@@ -123,8 +134,8 @@ class Needles:
 
 
 def scrub_json(value: Any, needles: Needles) -> Any:
-    """`value` (any JSON) with every needle replaced inside its strings; the same object when
-    nothing changed, so a caller tells a change by identity."""
+    """`value` (any JSON) with every needle replaced inside its string values (not its keys);
+    the same object when nothing changed, so a caller tells a change by identity."""
     if isinstance(value, str):
         new = needles.sub(value)
         return value if new == value else new
@@ -132,8 +143,8 @@ def scrub_json(value: Any, needles: Needles) -> Any:
         items = [scrub_json(item, needles) for item in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     if isinstance(value, dict):
-        pairs = [(scrub_json(k, needles), scrub_json(v, needles)) for k, v in value.items()]
-        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(pairs, value.items(), strict=True)):
+        pairs = [(k, scrub_json(v, needles)) for k, v in value.items()]
+        if all(v is v0 for (_, v), v0 in zip(pairs, value.values(), strict=True)):
             return value
         return dict(pairs)
     return value

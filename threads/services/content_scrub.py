@@ -3,12 +3,13 @@ beside the event").
 
 The redaction of an event (the event row, the chain, the Redaction record) calls
 `content_scrub` inside its own transaction, under the thread's lock; this module removes the
-same content from every other row of the thread that copied it: its title, summary versions (content,
-rendered text, trigger, verification report; then checksum and tokens recomputed and every
-checkpoint that names the old checksum re-pointed and re-checksummed), checkpoints' pending
-work, approval requests, side effects, audit entries and task results. An integration that
-stores copies of its own appends its scrubber to `content_scrubbers` in `AppConfig.ready()`
-(the LangGraph checkpointer: channel values, pending writes, the mirrored messages' digests).
+same content from every other row of the thread that copied it: its title, its summary
+versions (content, rendered text, trigger, verification report; then checksum and tokens
+recomputed and every checkpoint that names the old checksum re-pointed and re-checksummed),
+checkpoints' pending work, approval requests, side effects, audit entries and task results.
+An integration that stores copies of its own appends its scrubber to `content_scrubbers` in
+`AppConfig.ready()` (the LangGraph checkpointer: channel values, pending writes, the mirrored
+messages' digests; trace imports: the uploads that imported the event).
 
 This is the one place that writes to a stored summary version or checkpoint after it is stored
 ("Never write to an event, a summary version or a checkpoint after it is stored", but for
@@ -28,10 +29,12 @@ from threads.domain import tokens
 from threads.domain.scrub import Needles, content_needles, scrub_json, summary_scrub
 from threads.domain.summary_render import render_summary
 from threads.models import (
+    TOOL_CALL_INDEXED,
     ApprovalRequest,
     AuditEntry,
     Checkpoint,
     Event,
+    EventKind,
     SideEffect,
     SummaryVersion,
     TaskRun,
@@ -60,7 +63,9 @@ def content_scrub(
     call id, its tool's name, its side effect's idempotency key) is left alone
     (threads.domain.scrub.content_needles). A fold of the thread is requested after commit
     when a summary changed (not on a pinned thread: its restored head stays, scrubbed)."""
-    found = Needles(content_needles(needles, structure=_structure_of(thread, seq)), placeholder)
+    found = Needles(
+        content_needles(needles, structure=_structure_of(thread, seq, needles)), placeholder
+    )
     with transaction.atomic():
         counts = {
             "threads": _title_scrub(thread, found),
@@ -101,11 +106,16 @@ def content_scrub(
     return counts
 
 
-def _structure_of(thread: Thread, seq: int) -> list[str]:
+def _structure_of(thread: Thread, seq: int, needles: Sequence[str]) -> list[str]:
     """The ids and names the redacted event keeps or other rows key on: its own columns, its
-    side effect's, its approval's tool, the thread's tool names. Read from the rows beside the
-    event too, since the event's data may be gone already when this runs."""
+    side effect's, its approval's tool, the thread's tool names, and any needle that is a tool
+    call id, a tool name or a client_event_id of the thread's log (a mirrored AI message's
+    metadata holds its calls' ids and tools). Read from the rows beside the event too, since
+    the event's data may be gone already when this runs."""
+    candidates = sorted({n for n in needles if isinstance(n, str) and 0 < len(n) <= 200})
     words: list[str] = []
+    for start in range(0, len(candidates), ID_BATCH):
+        words += _ids_among(thread, candidates[start : start + ID_BATCH])
     for row in Event.objects.filter(thread=thread, seq=seq).values(
         "client_event_id",
         "tool_call_id",
@@ -126,6 +136,30 @@ def _structure_of(thread: Thread, seq: int) -> list[str]:
     )
     words += list(ThreadTool.objects.filter(thread=thread).values_list("name", flat=True))
     return words
+
+
+# How many needles one lookup of the log's ids takes (a parameter each).
+ID_BATCH = 500
+
+
+def _ids_among(thread: Thread, candidates: list[str]) -> list[str]:
+    """The candidates that are a tool call id, a client_event_id or a tool name of the log."""
+    events = Event.objects.filter(thread=thread)
+    calls = events.filter(TOOL_CALL_INDEXED)
+    found = set(calls.filter(tool_call_id__in=candidates).values_list("tool_call_id", flat=True))
+    found.update(
+        str(key)
+        for key in events.filter(client_event_id__in=candidates).values_list(
+            "client_event_id", flat=True
+        )
+    )
+    found.update(
+        str(name)
+        for name in calls.filter(
+            kind=EventKind.TOOL_CALL, data__tool_name__in=candidates
+        ).values_list("data__tool_name", flat=True)
+    )
+    return [str(word) for word in found if word]
 
 
 def _title_scrub(thread: Thread, found: Needles) -> int:

@@ -58,7 +58,7 @@ def _walk(value: Any, needles: Needles) -> Any:
     if isinstance(value, list | tuple):
         return [_walk(item, needles) for item in value]
     if isinstance(value, dict):
-        return {_walk(k, needles): _walk(v, needles) for k, v in value.items()}
+        return {k: _walk(v, needles) for k, v in value.items()}  # keys are shape
     if isinstance(value, _Ext) and value.raw is None:
         return _Ext(value.code, value=_walk(value.value, needles))
     return value

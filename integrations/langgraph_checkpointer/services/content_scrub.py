@@ -41,7 +41,13 @@ def langgraph_content_scrub(
     `langgraph_values` (version rows), `langgraph_contents` (content rows rewritten),
     `langgraph_checkpoints`, `langgraph_writes`, `langgraph_messages`. Runs in the caller's
     transaction, which holds the thread's lock."""
-    found = Needles(needles, placeholder)
+    # A message's LangChain id is an id the saver keys on, not content.
+    ids = set(
+        LanggraphMessage.objects.filter(thread=thread, message_id__in=list(needles)).values_list(
+            "message_id", flat=True
+        )
+    )
+    found = Needles([n for n in needles if n not in ids], placeholder)
     counts = {
         "langgraph_values": 0,
         "langgraph_contents": 0,
