@@ -16,6 +16,7 @@ what it said.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -108,14 +109,22 @@ class Needles:
     """The needles of one redaction, compiled once: `sub` replaces them in a text."""
 
     def __init__(self, needles: Sequence[str], placeholder: str) -> None:
+        # A needle inside the placeholder could never be told from it: left out.
         unique = sorted(
-            {n for n in needles if isinstance(n, str) and len(n) >= MIN_NEEDLE},
+            {
+                n
+                for n in needles
+                if isinstance(n, str) and len(n) >= MIN_NEEDLE and n not in placeholder
+            },
             key=lambda n: (-len(n), n),
         )
         self.texts: tuple[str, ...] = tuple(unique)
         self.placeholder = placeholder
         self._pattern = re.compile("|".join(re.escape(n) for n in unique)) if unique else None
-        self.encoded: tuple[bytes, ...] = tuple(n.encode("utf-8") for n in unique)
+        # As UTF-8, and as JSON spells it with non-ASCII escaped (a `json` value's bytes).
+        self.encoded: tuple[bytes, ...] = tuple(
+            {n.encode("utf-8") for n in unique} | {json.dumps(n)[1:-1].encode() for n in unique}
+        )
 
     def __bool__(self) -> bool:
         return self._pattern is not None
