@@ -20,6 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
+from langgraph.types import Command, interrupt
 
 from integrations.langgraph_checkpointer.domain.messages import REDACTED_CONTENT
 from integrations.langgraph_checkpointer.domain.scrub import typed_value_scrub
@@ -224,3 +225,47 @@ def test_a_value_is_scrubbed_in_its_own_encoding_or_replaced_whole() -> None:
         ormsgpack.packb(REDACTED_CONTENT),
     )
     assert typed_value_scrub(*serde.dumps_typed({"clean": 1}), needles) is None
+
+
+def test_an_interrupt_quoting_the_secret_is_scrubbed_and_resumes(
+    server: Server, saver: CtxadminSaver
+) -> None:
+    """A paused graph whose interrupt value quotes the secret: its pending writes (stored before
+    their checkpoint, with the interrupt) and the approval request it opened lose it; the graph
+    resumes."""
+
+    def plan(state: State) -> dict[str, Any]:
+        return {"messages": [AIMessage("I need approval first")]}
+
+    def approve(state: State) -> dict[str, Any]:
+        said = str(state["messages"][0].content)
+        answer = interrupt({"question": f"may I use {said}?"})
+        return {"messages": [AIMessage(f"answer: {answer}")]}
+
+    graph = StateGraph(State)
+    graph.add_node("plan", plan)
+    graph.add_node("approve", approve)
+    graph.add_edge(START, "plan")
+    graph.add_edge("plan", "approve")
+    app = graph.compile(checkpointer=saver)
+    config: RunnableConfig = {"configurable": {"thread_id": "scrub-paused"}}
+    app.invoke({"messages": [HumanMessage(TEXT, id="m-paused")], "notes": []}, config)
+    thread = Thread.objects.get(workspace=server.workspace, external_id="scrub-paused")
+    request = Event.objects.get(thread=thread, kind="approval_request")
+    before = {t for t, _, _ in find_everywhere(SECRET, skip_tables=_skip())}
+    assert {"threads_approvalrequest", "threads_langgraphwrite"} <= before, before
+
+    counts = _redact(
+        thread, Event.objects.get(thread=thread, client_event_id="m-paused").seq, [SECRET]
+    )
+
+    assert counts["approvals"] == 1
+    # Only the approval request's own event still quotes it: another event of the log, which a
+    # redaction of its own would take.
+    assert find_everywhere(SECRET, skip_tables=_skip()) == []
+    assert SECRET in str(Event.objects.get(pk=request.pk).data)
+    paused = app.get_state(config)
+    assert paused.next == ("approve",)
+    assert SECRET not in repr(paused.tasks)
+    app.invoke(Command(resume="no"), config)
+    assert app.get_state(config).values["messages"][-1].content == "answer: no"
