@@ -247,7 +247,7 @@ def test_an_interrupt_quoting_the_secret_is_scrubbed_and_resumes(
     graph.add_node("approve", approve)
     graph.add_edge(START, "plan")
     graph.add_edge("plan", "approve")
-    app = graph.compile(checkpointer=saver)
+    app: Any = graph.compile(checkpointer=saver)
     config: RunnableConfig = {"configurable": {"thread_id": "scrub-paused"}}
     app.invoke({"messages": [HumanMessage(TEXT, id="m-paused")], "notes": []}, config)
     thread = Thread.objects.get(workspace=server.workspace, external_id="scrub-paused")
