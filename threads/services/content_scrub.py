@@ -68,7 +68,10 @@ def content_scrub(
     )
     with transaction.atomic():
         counts = {
-            "threads": _title_scrub(thread, found),
+            # A title is often the first user words (an import names a thread so).
+            "threads": _rows_scrub(
+                Thread.objects.filter(pk=thread.pk), ("title", "pin_reason"), found
+            ),
             "summary_versions": 0,
             "checkpoints": 0,
             "approvals": 0,
@@ -160,16 +163,6 @@ def _ids_among(thread: Thread, candidates: list[str]) -> list[str]:
         ).values_list("data__tool_name", flat=True)
     )
     return [str(word) for word in found if word]
-
-
-def _title_scrub(thread: Thread, found: Needles) -> int:
-    """A thread's title is often its first user words (an import names it so)."""
-    title = Thread.objects.filter(pk=thread.pk).values_list("title", flat=True).first() or ""
-    new = found.sub(title)
-    if new == title:
-        return 0
-    thread.title = new
-    return Thread.objects.filter(pk=thread.pk).update(title=new)
 
 
 def _rows_scrub(rows: Any, fields: Sequence[str], found: Needles) -> int:
