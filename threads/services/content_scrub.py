@@ -72,14 +72,8 @@ def content_scrub(
             "threads": _rows_scrub(
                 Thread.objects.filter(pk=thread.pk), ("title", "pin_reason"), found
             ),
-            "summary_versions": 0,
-            "checkpoints": 0,
-            "approvals": 0,
-            "side_effects": 0,
-            "audit_entries": 0,
-            "task_runs": 0,
         }
-        renamed = _summaries_scrub(thread, seq, found, counts)
+        counts["summary_versions"], renamed = _summaries_scrub(thread, seq, found)
         counts["checkpoints"] = _checkpoints_scrub(thread, found, renamed)
         counts["approvals"] = _rows_scrub(
             ApprovalRequest.objects.filter(thread=thread),
@@ -183,11 +177,10 @@ def _rows_scrub(rows: Any, fields: Sequence[str], found: Needles) -> int:
     return changed
 
 
-def _summaries_scrub(
-    thread: Thread, seq: int, found: Needles, counts: dict[str, int]
-) -> dict[str, str]:
-    """Every summary version of the thread without the redacted content; {old checksum: new
-    checksum} of those whose checksum changed."""
+def _summaries_scrub(thread: Thread, seq: int, found: Needles) -> tuple[int, dict[str, str]]:
+    """Every summary version of the thread without the redacted content: how many changed, and
+    {old checksum: new checksum} of those whose checksum changed."""
+    changed = 0
     renamed: dict[str, str] = {}
     versions = SummaryVersion.objects.filter(thread=thread).select_related("thread")
     for version in versions.order_by("version"):
@@ -216,10 +209,10 @@ def _summaries_scrub(
             tokens=version.tokens,
             checksum=version.checksum,
         )
-        counts["summary_versions"] += 1
+        changed += 1
         if version.checksum != old_checksum:
             renamed[old_checksum] = version.checksum
-    return renamed
+    return changed, renamed
 
 
 def _checkpoints_scrub(thread: Thread, found: Needles, renamed: dict[str, str]) -> int:
