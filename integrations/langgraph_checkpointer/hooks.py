@@ -5,7 +5,9 @@
   state the LangGraph head again (threads.selectors.checkpoints.StateCheckpoints);
 - an `interrupt()` opens an approval request of its own kind, read by the call it pauses
   (threads.selectors.approval_context.ApprovalKind);
-- a thread's page shows where its graph stands (threads.views.threads.thread_panels).
+- a thread's page shows where its graph stands (threads.views.threads.thread_panels);
+- a redaction removes the event's content from the thread's LangGraph state too
+  (threads.services.content_scrub.content_scrubbers).
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from typing import Any
 from integrations.langgraph_checkpointer.domain.messages import INTERRUPT_ACTION, REPAIR_KEY
 from integrations.langgraph_checkpointer.models import LanggraphCheckpoint
 from integrations.langgraph_checkpointer.selectors.checkpoints import langgraph_head_for_checkpoint
+from integrations.langgraph_checkpointer.services.content_scrub import langgraph_content_scrub
 from integrations.langgraph_checkpointer.services.repair import langgraph_repair_put
 from integrations.langgraph_checkpointer.views import graph_panel
 from threads.models import Checkpoint, Thread
 from threads.selectors.approval_context import ApprovalKind, approval_kinds
 from threads.selectors.checkpoints import StateCheckpoints, state_checkpoints
+from threads.services.content_scrub import content_scrubbers
 from threads.views.threads import thread_panels
 
 # The ids an interrupt's arguments carry beside the call it asks about: folded away under it
@@ -74,3 +78,5 @@ def register() -> None:
     )
     if graph_panel not in thread_panels:
         thread_panels.append(graph_panel)
+    if langgraph_content_scrub not in content_scrubbers:
+        content_scrubbers.append(langgraph_content_scrub)

@@ -16,7 +16,7 @@ from threads.services.audit import audit_record
 from threads.services.enqueue import FOLD_THREAD, task_run_enqueue
 from threads.services.tasks import task_run_finish
 
-TRIGGER_KINDS = ("capacity", "structural", "risk", "manual", "rollback")
+TRIGGER_KINDS = ("capacity", "structural", "risk", "manual", "rollback", "redaction")
 OPEN_STATES = (TaskState.PENDING, TaskState.STARTED, TaskState.PROGRESS)
 SUPERSEDED = "not finished within CTXADMIN_PREPARED_TIMEOUT; a new fold took over"
 

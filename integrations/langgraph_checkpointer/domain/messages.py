@@ -24,7 +24,6 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from threads.domain.errors import InvalidEvent
-from threads.domain.redaction import REDACTED, placeholder_text
 
 # The action of the approval request an interrupt() opens (docs/repairs.md, "Approvals").
 INTERRUPT_ACTION = "langgraph.interrupt"
@@ -210,42 +209,65 @@ def message_event_bodies(
     return bodies
 
 
-def message_from_event(
-    kind: str,
-    data: dict[str, Any],
-    metadata: dict[str, Any],
-    *,
-    seq: int = 0,
-    client_event_id: str | None = None,
-) -> dict[str, Any]:
-    """The message's JSON form again, from the event that carries it. A redacted event
-    (docs/event-log.md, "Redaction") has lost its content and the form kept beside it: it
-    reads as a message of its role holding the placeholder, under its id (`client_event_id`)."""
-    if REDACTED in data:
-        return redacted_message(kind, data, seq=seq, client_event_id=client_event_id)
+def message_from_event(kind: str, data: dict[str, Any], metadata: dict[str, Any]) -> dict[str, Any]:
+    """The message's JSON form again, from the event that carries it."""
     content = data.get("result") if kind == "tool_result" else data.get("content")
     return message_from_parts(metadata[METADATA_KEY], content)
 
 
-TYPE_OF_ROLE = {"user": "human", "assistant": "ai", "system": "system", "developer": "system"}
+def message_is_redacted(metadata: Mapping[str, Any] | None) -> bool:
+    """The event carrying a message keeps nothing of its JSON form: it was redacted (its data
+    and metadata are gone; docs/langgraph.md, "Redaction")."""
+    return not isinstance(metadata, Mapping) or METADATA_KEY not in metadata
+
+
+# The content a redacted message reads with: the event holds no content to read.
+REDACTED_CONTENT = "[redacted]"
+# A redacted message event's role -> the type of the message it carried
+TYPE_OF_ROLE = {"user": "human", "assistant": "ai", "system": "system", "developer": "chat"}
 
 
 def redacted_message(
-    kind: str, data: dict[str, Any], *, seq: int, client_event_id: str | None
+    *,
+    kind: str,
+    role: str,
+    message_id: str,
+    tool_call_id: str = "",
+    tool_calls: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """A redacted event's message: its type from its role (a tool message for a result), the
-    placeholder as content, its tool call id kept so that it still answers its call."""
-    kind_of = "tool" if kind == "tool_result" else TYPE_OF_ROLE.get(str(data.get("role")), "ai")
-    form: dict[str, Any] = {
-        "type": kind_of,
-        "content": placeholder_text({**data, "seq": seq}),
-        "id": client_event_id,
+    """The JSON form of a message whose event was redacted: what the log still knows of it (its
+    id, its type by the event's kind and role, a tool message's call id, an AI message's calls
+    from their own events) with REDACTED_CONTENT as its content, shaped as LangChain's
+    `message_to_dict` shapes such a message, so that the graph's next run reads it as any
+    other message."""
+    kind_type = "tool" if kind == "tool_result" else TYPE_OF_ROLE.get(role, "human")
+    data: dict[str, Any] = {
+        "content": REDACTED_CONTENT,
+        "additional_kwargs": {},
+        "response_metadata": {},
+        "type": kind_type,
+        "name": None,
+        "id": message_id,
     }
-    if kind_of == "tool":
-        form.update(tool_call_id=data.get("tool_call_id"), status="success")
-    elif kind_of == "ai":
-        form.update(tool_calls=[], invalid_tool_calls=[])
-    return {"type": kind_of, "data": form}
+    if kind_type == "tool":
+        data.update(tool_call_id=tool_call_id, artifact=None, status="success")
+    elif kind_type == "ai":
+        data.update(
+            tool_calls=[
+                {
+                    "name": call.get("name") or "",
+                    "args": call.get("args") if isinstance(call.get("args"), dict) else {},
+                    "id": call.get("id"),
+                    "type": "tool_call",
+                }
+                for call in tool_calls
+            ],
+            invalid_tool_calls=[],
+            usage_metadata=None,
+        )
+    elif kind_type == "chat":
+        data["role"] = role
+    return {"type": kind_type, "data": data}
 
 
 def message_from_parts(stored: dict[str, Any], content: Any) -> dict[str, Any]:

@@ -16,7 +16,6 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 
-from integrations.langgraph_checkpointer.domain.messages import message_from_event
 from integrations.langgraph_checkpointer.domain.packing import TaskWrites
 from integrations.langgraph_checkpointer.models import (
     LanggraphChannelVersion,
@@ -25,6 +24,10 @@ from integrations.langgraph_checkpointer.models import (
     LanggraphWrite,
 )
 from integrations.langgraph_checkpointer.selectors import statements
+from integrations.langgraph_checkpointer.selectors.redacted import (
+    langgraph_forms_of_events,
+    langgraph_redacted_forms,
+)
 from threads.domain.external_ids import text_storable
 from threads.models import Checkpoint, Event, Thread, Workspace
 from threads.selectors.statements import postgres_for
@@ -341,13 +344,18 @@ def _forms_at(thread: Thread, seqs: set[int]) -> dict[int, dict[str, Any]]:
         return {}
     connection = postgres_for(Event)
     if connection is not None:
-        return statements.forms_at(connection, thread, seqs)
-    return {
-        seq: message_from_event(kind, data, metadata, seq=seq, client_event_id=key)
-        for seq, kind, data, metadata, key in Event.objects.filter(
-            thread=thread, seq__in=seqs
-        ).values_list("seq", "kind", "data", "metadata", "client_event_id")
-    }
+        forms = statements.forms_at(connection, thread, seqs)
+        # A redacted event holds no form: rebuilt from what the log still knows of it.
+        forms.update(langgraph_redacted_forms(thread, seqs - forms.keys()))
+        return forms
+    return langgraph_forms_of_events(
+        thread,
+        list(
+            Event.objects.filter(thread=thread, seq__in=seqs).values_list(
+                "seq", "kind", "data", "metadata"
+            )
+        ),
+    )
 
 
 def langgraph_tuple(row: LanggraphCheckpoint) -> LanggraphTuple:

@@ -17,17 +17,14 @@ import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from integrations.langgraph_checkpointer.domain.messages import (
-    ERROR_CHANNEL,
-    MESSAGES_CHANNEL,
-    message_from_event,
-)
+from integrations.langgraph_checkpointer.domain.messages import ERROR_CHANNEL, MESSAGES_CHANNEL
 from integrations.langgraph_checkpointer.models import LanggraphCheckpoint
 from integrations.langgraph_checkpointer.selectors.checkpoints import (
     LanggraphTuple,
     PendingWrite,
     _pending_writes,
 )
+from integrations.langgraph_checkpointer.selectors.redacted import langgraph_forms_of_events
 from threads.models import Event, EventKind, SideEffect, Thread
 
 TEMPLATE_SCAN = 200  # the newest checkpoints of the namespace looked at for a template
@@ -152,16 +149,13 @@ def _pending_calls(
     if not effects:
         return None
     result_seqs = [e.result_seq for e in effects.values() if e.result_seq is not None]
-    results = {
-        seq: (
-            data,
-            metadata,
-            message_from_event(kind, data, metadata, seq=seq, client_event_id=key),
-        )
-        for seq, kind, data, metadata, key in Event.objects.filter(
+    result_rows = list(
+        Event.objects.filter(
             thread=thread, seq__in=result_seqs, kind=EventKind.TOOL_RESULT
-        ).values_list("seq", "kind", "data", "metadata", "client_event_id")
-    }
+        ).values_list("seq", "kind", "data", "metadata")
+    )
+    result_forms = langgraph_forms_of_events(thread, result_rows)
+    results = {seq: (data, metadata, result_forms[seq]) for seq, _, data, metadata in result_rows}
     resolutions: dict[int, dict[str, Any]] = {}
     for seq, data in (
         Event.objects.filter(

@@ -8,15 +8,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from integrations.langgraph_checkpointer.domain.messages import (
-    message_from_event,
-    pending_tool_calls,
-)
+from integrations.langgraph_checkpointer.domain.messages import pending_tool_calls
 from integrations.langgraph_checkpointer.models import LanggraphChannelVersion, LanggraphMessage
 from integrations.langgraph_checkpointer.selectors.checkpoints import (
     _versions,
     langgraph_checkpoint_get,
 )
+from integrations.langgraph_checkpointer.selectors.redacted import langgraph_forms_of_events
 from threads.models import Event, EventKind, Thread
 
 
@@ -50,12 +48,14 @@ def langgraph_version_get(
 
 def langgraph_messages_at(thread: Thread, seqs: list[int]) -> list[dict[str, Any]]:
     """The JSON forms of the messages carried by the events at `seqs`, in that order."""
-    by_seq = {
-        seq: message_from_event(kind, data, metadata, seq=seq, client_event_id=key)
-        for seq, kind, data, metadata, key in Event.objects.filter(
-            thread=thread, seq__in=set(seqs)
-        ).values_list("seq", "kind", "data", "metadata", "client_event_id")
-    }
+    by_seq = langgraph_forms_of_events(
+        thread,
+        list(
+            Event.objects.filter(thread=thread, seq__in=set(seqs)).values_list(
+                "seq", "kind", "data", "metadata"
+            )
+        ),
+    )
     return [by_seq[seq] for seq in seqs]
 
 

@@ -15,11 +15,7 @@ import functools
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from integrations.langgraph_checkpointer.domain.messages import (
-    METADATA_KEY,
-    message_from_event,
-    message_from_parts,
-)
+from integrations.langgraph_checkpointer.domain.messages import METADATA_KEY, message_from_parts
 from integrations.langgraph_checkpointer.models import (
     LanggraphChannelVersion,
     LanggraphCheckpoint,
@@ -158,27 +154,17 @@ def _forms_sql(alias: str) -> str:
 def forms_at(connection: Any, thread: Thread, seqs: Collection[int]) -> dict[int, dict[str, Any]]:
     """seq -> the JSON form of the message its event carries, in one prepared statement with
     the seqs as one array (not one parameter each), reading only the two JSON parts the form
-    is made of, decoded by orjson: value for value the forms of the ORM's read."""
+    is made of, decoded by orjson: value for value the forms of the ORM's read. A redacted
+    event's seq is left out."""
     rows = rows_read(
         connection,
         _forms_sql(connection.alias),
         (EventKind.TOOL_RESULT.value, METADATA_KEY, thread.pk, sorted(seqs)),
     )
     forms: dict[int, dict[str, Any]] = {}
-    redacted: list[int] = []
     for seq, content, stored in rows:
         if stored is None:
-            # A redacted event keeps no form (docs/event-log.md, "Redaction"): read it whole
-            # below; anything else fails as the ORM's metadata[METADATA_KEY] would.
-            redacted.append(int(seq))
-            continue
+            continue  # a redacted event: no form to read (selectors.redacted rebuilds it)
         parsed = None if content is None else json_string_loads(content)
         forms[int(seq)] = message_from_parts(json_loads(stored), parsed)
-    if redacted:
-        for seq, kind, data, metadata, key in (
-            Event.objects.using(connection.alias)
-            .filter(thread=thread, seq__in=redacted)
-            .values_list("seq", "kind", "data", "metadata", "client_event_id")
-        ):
-            forms[seq] = message_from_event(kind, data, metadata, seq=seq, client_event_id=key)
     return forms
