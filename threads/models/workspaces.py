@@ -26,6 +26,12 @@ class Workspace(models.Model):
     # always may): an import is heavy work, so it is opted into (docs/api.md,
     # "Imports — `/api/v1/imports/`").
     agents_may_import = models.BooleanField(default=False)
+    # Retention (docs/operations.md, "Retention"): threads with no append and no repair for this
+    # many days are deleted, leaving a signed tombstone (None: kept forever); and checkpoints
+    # beyond the latest this many per thread are deleted, never one something still needs
+    # (None: every checkpoint is kept).
+    retention_days = models.PositiveIntegerField(null=True, blank=True)
+    keep_checkpoints = models.PositiveIntegerField(null=True, blank=True)
 
     def __str__(self) -> str:
         return self.name

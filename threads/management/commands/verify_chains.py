@@ -1,4 +1,6 @@
-"""`verify_chains [--thread X] [--full]`: recompute hash chains; exit 1 if any breaks."""
+"""`verify_chains [--thread X] [--full]`: recompute hash chains; exit 1 if any breaks. Without
+--thread, threads the published heads name but the database no longer holds are held against
+their tombstones too (docs/event-log.md, "Tombstones")."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from threads.models import Thread, Workspace
+from threads.selectors.retention import deleted_threads_verdicts
 from threads.services.integrity import integrity_check
 
 
@@ -55,6 +58,17 @@ class Command(BaseCommand):
                 self.stdout.write(
                     f"BROKEN {label} first bad seq {verdict.first_bad_seq}: {verdict.detail}"
                 )
+        if not options["thread"]:
+            for deleted in deleted_threads_verdicts(workspace_name=options["workspace"]):
+                label = f"{deleted.workspace}/({deleted.thread})"
+                if deleted.verdict.ok:
+                    self.stdout.write(f"DELETED {label} {deleted.verdict.detail}")
+                else:
+                    broken += 1
+                    self.stdout.write(
+                        f"BROKEN {label} first bad seq {deleted.verdict.first_bad_seq}: "
+                        f"{deleted.verdict.detail}"
+                    )
         if broken:
             raise CommandError(f"{broken} chain(s) broken", returncode=1)
 
