@@ -113,9 +113,7 @@ def test_a_thread_past_retention_goes_with_every_row_and_leaves_a_tombstone(
 
 
 @pytest.mark.parametrize("change", ["signature", "last_seq", "reason"])
-def test_a_forged_tombstone_does_not_verify(
-    workspace: Workspace, admin: Any, change: str
-) -> None:
+def test_a_forged_tombstone_does_not_verify(workspace: Workspace, admin: Any, change: str) -> None:
     old = _old_thread_with_everything(workspace, admin)
     _policy(workspace, retention_days=30)
     retention_apply(workspace_name=workspace.name)
