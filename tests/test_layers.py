@@ -19,6 +19,7 @@ PACKAGES = ("threads", "integrations", "sample_data", "ctxadmin")
 ALLOWED = {
     ("threads/apps.py", "ready"),
     ("integrations/langgraph_checkpointer/apps.py", "ready"),
+    ("integrations/trace_imports/apps.py", "ready"),
 }
 
 

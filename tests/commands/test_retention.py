@@ -94,8 +94,8 @@ def test_verify_chains_explains_a_retention_and_still_fails_a_truncation(
         AuditEntry.objects.filter(thread=cut).delete()
         Event.objects.filter(thread=cut).delete()
         Thread.objects.filter(pk=cut.pk).delete()
-    out = StringIO()
+    printed = StringIO()
     with pytest.raises(CommandError, match="1 chain"):
-        call_command("verify_chains", stdout=out)
-    assert f"BROKEN acme/({cut.pk}) first bad seq 1" in out.getvalue()
-    assert "truncated" in out.getvalue()
+        call_command("verify_chains", stdout=printed)
+    assert f"BROKEN acme/({cut.pk}) first bad seq 1" in printed.getvalue()
+    assert "truncated" in printed.getvalue()

@@ -21,6 +21,7 @@ from integrations.langgraph_checkpointer.models import (
     LanggraphContent,
 )
 from tests import factories as f
+from tests.langgraph import test_conformance
 from tests.langgraph.conftest import Server
 from tests.langgraph.graphs import (
     ToolFakeChatModel,
@@ -31,7 +32,6 @@ from tests.langgraph.graphs import (
     tool_loop_graph,
     values_form,
 )
-from tests.langgraph import test_conformance
 from tests.services.test_retention import _rows_of
 from threads.models import Checkpoint, Thread, Workspace
 from threads.services.retention import retention_apply

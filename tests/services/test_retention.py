@@ -17,6 +17,7 @@ from tests import factories as f
 from tests.services.chain_heads_setup import fill, heads_dir
 from tests.services.test_checkpoints import fold, two_versions
 from threads.database.guard import retention_delete_opened
+from threads.domain.tombstones import tombstone_signature
 from threads.models import (
     AuditEntry,
     Checkpoint,
@@ -27,7 +28,6 @@ from threads.models import (
     ThreadTombstone,
     Workspace,
 )
-from threads.domain.tombstones import tombstone_signature
 from threads.selectors.retention import deleted_threads_verdicts, tombstone_check, tombstone_fields
 from threads.services.chain_heads import chain_heads_publish
 from threads.services.checkpoints import checkpoint_create
@@ -57,7 +57,7 @@ def _rows_of(thread_id: Any) -> dict[str, int]:
     for model in apps.get_models():
         for field in model._meta.concrete_fields:
             if isinstance(field, models.ForeignKey) and field.related_model is Thread:
-                counts[f"{model._meta.db_table}.{field.name}"] = model.objects.filter(
+                counts[f"{model._meta.db_table}.{field.name}"] = model._default_manager.filter(
                     **{field.name: thread_id}
                 ).count()
     counts["threads_thread"] = Thread.objects.filter(pk=thread_id).count()
@@ -105,7 +105,11 @@ def test_a_thread_past_retention_goes_with_every_row_and_leaves_a_tombstone(
     # The audit trail still says who did what when; the run has an entry of its own.
     assert AuditEntry.objects.filter(action="side_effect.resolve", thread=None).exists()
     run = AuditEntry.objects.get(action="retention.apply")
-    assert run.after["threads_deleted"] == 1 and run.actor_label == "retention policy"
+    assert (
+        run.after is not None
+        and run.after["threads_deleted"] == 1
+        and run.actor_label == "retention policy"
+    )
     tombstone = ThreadTombstone.objects.get(thread_uid=old.pk)
     assert (tombstone.last_seq, tombstone.chain_head) == (old.last_seq, old.chain_head)
     assert tombstone.external_id_sha256 != "old-order"
