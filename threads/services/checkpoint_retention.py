@@ -13,7 +13,7 @@ taken up by the next from the start, with nothing left half done.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,11 +71,16 @@ def checkpoints_plan(*, thread: Thread, keep: int) -> tuple[list[Checkpoint], li
 
 
 def checkpoints_retention_apply(
-    *, workspace: Workspace, dry_run: bool, batch_size: int
+    *,
+    workspace: Workspace,
+    dry_run: bool,
+    batch_size: int,
+    deleting: Collection[uuid.UUID] = (),
 ) -> CheckpointsOutcome:
     """Delete (dry: list) the checkpoints beyond the workspace's `keep_checkpoints` that nothing
     needs, `batch_size` threads a transaction. Locks each thread row (select_for_update) before
-    reading its checkpoints when not dry."""
+    reading its checkpoints when not dry. A dry run leaves out the threads in `deleting`: the
+    run deletes those whole first."""
     outcome = CheckpointsOutcome()
     if workspace.keep_checkpoints is None:
         return outcome
@@ -84,7 +89,8 @@ def checkpoints_retention_apply(
         after = batch[-1].pk
         if dry_run:
             for thread in batch:
-                _thread_plan(thread, workspace.keep_checkpoints, outcome, delete=False)
+                if thread.pk not in deleting:
+                    _thread_plan(thread, workspace.keep_checkpoints, outcome, delete=False)
             continue
         with transaction.atomic(durable=True):
             for thread in batch:

@@ -119,7 +119,10 @@ def retention_apply(
             ):
                 pass
         outcome.checkpoints = checkpoints_retention_apply(
-            workspace=workspace, dry_run=dry_run, batch_size=batch_size
+            workspace=workspace,
+            dry_run=dry_run,
+            batch_size=batch_size,
+            deleting={uuid.UUID(line["thread"]) for line in outcome.threads},
         )
         if not dry_run:
             with transaction.atomic(durable=True):
