@@ -4,7 +4,7 @@
 
 Bytes are an estimate of the rows' stored size: PostgreSQL sums `pg_column_size` of each row,
 SQLite the byte lengths of each column's value. Neither counts index entries or the pages a
-VACUUM gives back (docs/benchmarks.md, "Retention" measures both).
+VACUUM gives back (docs/benchmarks.md, "Retention — `bench/retention.py`" measures both).
 """
 
 from __future__ import annotations

@@ -252,6 +252,9 @@ def _tombstone_write(thread: Thread, *, now: datetime, deleted_by: str, reason: 
         # Stored and signed at the precision the canonical form keeps.
         "deleted_at": format_time(now),
     }
+    # A thread restored from a backup after its deletion and deleted again: the new tombstone
+    # replaces the one its first deletion left.
+    ThreadTombstone.objects.filter(thread_uid=thread.pk).delete()
     ThreadTombstone.objects.create(
         workspace=thread.workspace,
         thread_uid=thread.pk,
