@@ -250,3 +250,31 @@ def test_a_tombstone_that_does_not_match_the_published_head_is_tampering(
 
     [verdict] = [v.verdict for v in deleted_threads_verdicts() if v.thread == str(old.pk)]
     assert not verdict.ok and verdict.first_bad_seq == 3 and "truncated" in verdict.detail
+
+
+def test_a_pending_approval_keeps_the_checkpoint_it_opened_in(workspace: Workspace) -> None:
+    thread = f.make_thread(workspace, external_id="asks")
+    f.append(
+        thread,
+        f.user("refund order 5521 please"),
+        {
+            "kind": "approval_request",
+            "action": "Refund order 5521",
+            "tool_name": "refund_payment",
+            "arguments": {"order_id": "5521"},
+        },
+    )
+    opened = Checkpoint.objects.get(summary_version=fold(thread))
+    later = []
+    for n in range(3):
+        f.append(thread, f.user(f"still waiting {n}"), f.assistant("a person will decide"))
+        later.append(Checkpoint.objects.get(summary_version=fold(thread)))
+    _age(thread, 40)
+    _policy(workspace, keep_checkpoints=1, retention_days=30)
+
+    [outcome] = retention_apply(workspace_name=workspace.name)
+
+    assert outcome.threads == []  # a pending approval is a person's to decide
+    left = list(Checkpoint.objects.filter(thread=thread).order_by("cursor"))
+    assert [c.pk for c in left] == [opened.pk, later[-1].pk]
+    assert checkpoint_is_safe(left[0])[0]

@@ -53,11 +53,11 @@ def retention_delete_opened(connection: Any, thread_id: uuid.UUID) -> Iterator[N
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT set_config('ctxadmin.retention', %s, true)", [str(thread_id)])
-        try:
-            yield
-        finally:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT set_config('ctxadmin.retention', '', true)")
+        # Not in a `finally`: after a failed statement the transaction is aborted, and the
+        # setting, local to it, ends with its rollback.
+        yield
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('ctxadmin.retention', '', true)")
         return
     # SQLite stores a UUID as 32 hex digits.
     _state.retention = thread_id.hex
