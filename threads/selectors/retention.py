@@ -60,14 +60,15 @@ def threads_past_retention(
     """The workspace's threads with no append and no repair for `retention_days` (their
     `updated_at`, which every append, fold and repair moves), newest first so that a fork goes
     before the thread it was forked from. Kept, and never listed: a thread that still has forks,
-    one with an unknown side effect or a pending approval (a person still has to act on it),
-    and one whose chain check failed (the evidence stays)."""
+    one with a side effect still open (running or unknown) or a pending approval (a person
+    still has to act on it), and one whose chain check failed (the evidence stays)."""
     if workspace.retention_days is None:
         return []
     cutoff = now - timedelta(days=workspace.retention_days)
     open_approvals = ApprovalRequest.objects.filter(
         thread=OuterRef("pk"), status=ApprovalStatus.PENDING
     )
+    running = SideEffect.objects.filter(thread=OuterRef("pk"), status=SideEffectStatus.RUNNING)
     forks = Thread.objects.filter(parent_thread=OuterRef("pk"))
     return list(
         Thread.objects.filter(
@@ -75,6 +76,7 @@ def threads_past_retention(
         )
         .exclude(pk__in=list(exclude))
         .exclude(Exists(open_approvals))
+        .exclude(Exists(running))
         .exclude(Exists(forks))
         .order_by("-created_at", "pk")[:limit]
     )

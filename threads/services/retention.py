@@ -28,7 +28,7 @@ from threads.database.guard import retention_delete_opened
 from threads.domain.canonical import format_time
 from threads.domain.errors import InvalidEvent
 from threads.domain.tombstones import external_id_digest, tombstone_signature
-from threads.keys.chain import chain_key
+from threads.keys.chain import ChainKeyUnknown, chain_key
 from threads.models import (
     ApprovalRequest,
     ApprovalStatus,
@@ -47,6 +47,7 @@ from threads.models import (
 from threads.selectors.integrity import stored_hashes
 from threads.selectors.published_heads import thread_published_heads
 from threads.selectors.retention import (
+    OPEN_SIDE_EFFECTS,
     retention_workspaces,
     rows_bytes,
     thread_rows,
@@ -218,13 +219,19 @@ def thread_delete_locked(
     if (
         locked is None
         or locked.updated_at >= inactive_before
-        or locked.unknown_side_effects
+        or not locked.chain_ok
         or Thread.objects.filter(parent_thread=locked).exists()
         or ApprovalRequest.objects.filter(thread=locked, status=ApprovalStatus.PENDING).exists()
+        or SideEffect.objects.filter(thread=locked, status__in=OPEN_SIDE_EFFECTS).exists()
     ):
         return None
+    try:
+        key = chain_key(locked.chain_key_id)
+    except ChainKeyUnknown:
+        # No key to sign its tombstone with: kept until the key is configured again.
+        return None
     line = _thread_line(locked)
-    _tombstone_write(locked, now=now, deleted_by=deleted_by, reason=reason)
+    _tombstone_write(locked, key=key, now=now, deleted_by=deleted_by, reason=reason)
     rows: dict[str, int] = {}
     for deleter in thread_deleters:
         for table, count in deleter.delete(locked).items():
@@ -235,7 +242,9 @@ def thread_delete_locked(
     return line, rows
 
 
-def _tombstone_write(thread: Thread, *, now: datetime, deleted_by: str, reason: str) -> None:
+def _tombstone_write(
+    thread: Thread, *, key: bytes | None, now: datetime, deleted_by: str, reason: str
+) -> None:
     heads, _ = thread_published_heads(thread_id=thread.pk)
     seqs = sorted({h.seq for h in heads if h.seq <= thread.last_seq})
     hashes = stored_hashes(thread_id=thread.pk, seqs=seqs) if seqs else {}
@@ -266,7 +275,7 @@ def _tombstone_write(thread: Thread, *, now: datetime, deleted_by: str, reason: 
         deleted_by=deleted_by,
         reason=reason,
         deleted_at=now,
-        signature=tombstone_signature(fields, chain_key(thread.chain_key_id)),
+        signature=tombstone_signature(fields, key),
     )
 
 
