@@ -89,6 +89,7 @@ def test_verify_chains_explains_a_retention_and_still_fails_a_truncation(
     out = _run("verify_chains")
     assert f"DELETED acme/({old.pk}) deleted by retention at" in out
     assert "tombstone verifies" in out
+    assert _run("verify_chains", "--thread", str(old.pk)).startswith(f"DELETED acme/({old.pk})")
 
     with f.log_unsealed():
         AuditEntry.objects.filter(thread=cut).delete()
@@ -99,3 +100,5 @@ def test_verify_chains_explains_a_retention_and_still_fails_a_truncation(
         call_command("verify_chains", stdout=printed)
     assert f"BROKEN acme/({cut.pk}) first bad seq 1" in printed.getvalue()
     assert "truncated" in printed.getvalue()
+    with pytest.raises(CommandError, match="1 chain"):
+        call_command("verify_chains", "--thread", str(cut.pk), stdout=StringIO())

@@ -13,6 +13,7 @@ from django.apps import apps
 from django.db import DatabaseError, connection, models, transaction
 from django.utils import timezone
 
+from integrations.trace_imports.models import TraceImport
 from tests import factories as f
 from tests.services.chain_heads_setup import fill, heads_dir
 from tests.services.test_checkpoints import fold, two_versions
@@ -278,3 +279,40 @@ def test_a_pending_approval_keeps_the_checkpoint_it_opened_in(workspace: Workspa
     left = list(Checkpoint.objects.filter(thread=thread).order_by("cursor"))
     assert [c.pk for c in left] == [opened.pk, later[-1].pk]
     assert checkpoint_is_safe(left[0])[0]
+
+
+def test_a_deleted_thread_leaves_the_imports_report_and_its_upload(workspace: Workspace) -> None:
+    old = f.make_thread(workspace, external_id="imported-1")
+    fill(old, 2)
+    kept = f.make_thread(workspace, external_id="imported-2")
+    fill(kept, 2)
+    _age(old, 40)
+    line = {"index": 0, "outcome": "created", "events": 2, "appended": 2, "reason": ""}
+    both, alone = (
+        TraceImport.objects.create(
+            workspace=workspace,
+            actor_label="admin",
+            format="jsonl",
+            size=len(SECRET),
+            sha256="0" * 64,
+            content=SECRET.encode(),
+            conversations_total=len(threads),
+            conversations_done=len(threads),
+            created_count=len(threads),
+            report=[
+                {**line, "index": n, "external_id": t.external_id, "thread": str(t.pk)}
+                for n, t in enumerate(threads)
+            ],
+        )
+        for threads in ([old, kept], [old])
+    )
+    _policy(workspace, retention_days=30)
+
+    retention_apply(workspace_name=workspace.name)
+
+    both.refresh_from_db()
+    alone.refresh_from_db()
+    assert [r["external_id"] for r in both.report] == ["", "imported-2"]
+    assert both.report[0]["thread"] is None and bytes(both.content) == SECRET.encode()
+    assert alone.report[0]["external_id"] == "" and bytes(alone.content) == b""
+    assert alone.report[0]["outcome"] == "created"
