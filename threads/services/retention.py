@@ -152,9 +152,7 @@ def _threads_dry(
         ids = [t.pk for t in batch]
         seen.update(ids)
         outcome.threads += [_thread_line(t) for t in batch]
-        outcome.bytes += rows_bytes(thread_rows(ids))
-        for deleter in thread_deleters:
-            outcome.bytes += rows_bytes(deleter.rows(ids))
+        outcome.bytes += _threads_bytes(ids)
 
 
 def _thread_line(thread: Thread) -> dict[str, Any]:
@@ -180,9 +178,10 @@ def _threads_batch_delete(
         batch = threads_past_retention(workspace=workspace, now=now, exclude=skipped, limit=limit)
         if not batch:
             return False
-        outcome.bytes += rows_bytes(thread_rows([t.pk for t in batch]))
-        for deleter in thread_deleters:
-            outcome.bytes += rows_bytes(deleter.rows([t.pk for t in batch]))
+        # The rows' bytes before they go (those of a thread kept under the lock are taken
+        # back below: it is still there).
+        outcome.bytes += _threads_bytes([t.pk for t in batch])
+        kept = []
         for candidate in batch:
             deleted = thread_delete_locked(
                 thread=candidate,
@@ -192,13 +191,24 @@ def _threads_batch_delete(
                 reason=f"inactive for more than {workspace.retention_days} days",
             )
             if deleted is None:
-                skipped.add(candidate.pk)
+                kept.append(candidate.pk)
                 continue
             line, rows = deleted
             outcome.threads.append(line)
             for table, count in rows.items():
                 outcome.rows[table] = outcome.rows.get(table, 0) + count
+        if kept:
+            skipped.update(kept)
+            outcome.bytes -= _threads_bytes(kept)
     return True
+
+
+def _threads_bytes(thread_ids: Sequence[uuid.UUID]) -> int:
+    """The estimated bytes of every row of these threads, the integrations' included."""
+    total = rows_bytes(thread_rows(thread_ids))
+    for deleter in thread_deleters:
+        total += rows_bytes(deleter.rows(thread_ids))
+    return total
 
 
 def thread_delete_locked(
