@@ -142,9 +142,7 @@ def measure(workspace: Any, batch: int, *, vacuums: bool = True) -> dict[str, An
         sizes["after_vacuum"] = database_bytes()
         vacuum(full=True)
         sizes["after_vacuum_full"] = database_bytes()
-    tombstones = list(
-        ThreadTombstone.objects.filter(workspace=workspace).select_related("workspace")
-    )
+    tombstones = list(ThreadTombstone.objects.filter(workspace=workspace))
     return {
         "dry_run": {
             "seconds": round(dry_seconds, 2),

@@ -1,12 +1,12 @@
 """Signed tombstones of threads deleted by retention (docs/event-log.md, "Tombstones"), and
 what one says against the heads published for its thread.
 
-A tombstone keeps what proves the deleted thread's log without any of its content: the SHA-256
-of its external id (not the id), its uid, its last seq and chain head, the chain hashes at the
-seqs a published head named, who deleted it, why and when. Its signature is an HMAC-SHA256 with
-the thread's chain key over the canonical JSON of those fields (plain SHA-256 when the thread
-has none), so a writer of the database without the key cannot make a thread vanish behind a
-tombstone of their own.
+A tombstone keeps what proves the deleted thread's log without any of its content: its
+workspace's key, the SHA-256 of its external id (not the id), its uid, its last seq and chain
+head, the chain hashes at the seqs a published head named, who deleted it, why and when. Its
+signature is an HMAC-SHA256 with the thread's chain key over the canonical JSON of those fields
+(plain SHA-256 when the thread has none), so a writer of the database without the key cannot
+make a thread vanish behind a tombstone of their own.
 
 Pure: no Django, no database, no files.
 """

@@ -259,7 +259,7 @@ def _tombstone_write(
     seqs = sorted({h.seq for h in heads if h.seq <= thread.last_seq})
     hashes = stored_hashes(thread_id=thread.pk, seqs=seqs) if seqs else {}
     fields: dict[str, Any] = {
-        "workspace": thread.workspace.name,
+        "workspace": thread.workspace_id,  # its key: a name may change
         "thread": str(thread.pk),
         "external_id_sha256": external_id_digest(thread.external_id),
         "last_seq": thread.last_seq,
@@ -308,21 +308,18 @@ def _core_rows_delete(thread: Thread) -> dict[str, int]:
     count, _ = TaskRun.objects.filter(thread=thread).delete()
     rows[TaskRun._meta.db_table] = count
     connection = connections[router.db_for_write(Thread)]
+    quote = connection.ops.quote_name
+    key = Thread._meta.pk.get_db_prep_value(thread.pk, connection)
     with connection.cursor() as cursor:
         for model in CORE_TABLES:
-            table = connection.ops.quote_name(model._meta.db_table)
-            sql = f"DELETE FROM {table} WHERE thread_id = %s"  # noqa: S608
-            param = thread.pk if connection.vendor == "postgresql" else thread.pk.hex
+            sql = f"DELETE FROM {quote(model._meta.db_table)} WHERE thread_id = %s"  # noqa: S608
             if model is Event:
                 with retention_delete_opened(connection, thread.pk):
-                    cursor.execute(sql, [param])
+                    cursor.execute(sql, [key])
             else:
-                cursor.execute(sql, [param])
+                cursor.execute(sql, [key])
             rows[model._meta.db_table] = cursor.rowcount
-        cursor.execute(
-            f"DELETE FROM {connection.ops.quote_name(Thread._meta.db_table)} WHERE id = %s",  # noqa: S608
-            [thread.pk if connection.vendor == "postgresql" else thread.pk.hex],
-        )
+        cursor.execute(f"DELETE FROM {quote(Thread._meta.db_table)} WHERE id = %s", [key])  # noqa: S608
         rows[Thread._meta.db_table] = cursor.rowcount
     return rows
 
