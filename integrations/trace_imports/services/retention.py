@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from django.db import connections, router
 from django.db.models import QuerySet
 
 from integrations.trace_imports.models import TraceImport
@@ -30,9 +31,11 @@ def trace_imports_retention_thread_delete(thread: Thread) -> dict[str, int]:
     thread still there. Runs in the retention's transaction. Answers the uploads emptied."""
     key = str(thread.pk)
     emptied = 0
-    for trace_import in TraceImport.objects.filter(workspace_id=thread.workspace_id).only(
-        "id", "report"
-    ):
+    imports = TraceImport.objects.filter(workspace_id=thread.workspace_id).only("id", "report")
+    if connections[router.db_for_write(TraceImport)].vendor == "postgresql":
+        # jsonb containment, served by the table alone: only the imports naming the thread.
+        imports = imports.filter(report__contains=[{"thread": key}])
+    for trace_import in imports:
         report = trace_import.report or []
         if not any(isinstance(line, dict) and line.get("thread") == key for line in report):
             continue
