@@ -30,10 +30,11 @@ from threads.models import (
     Workspace,
 )
 from threads.selectors.retention import deleted_threads_verdicts, tombstone_check, tombstone_fields
+from threads.services import retention
 from threads.services.chain_heads import chain_heads_publish
 from threads.services.checkpoints import checkpoint_create
 from threads.services.integrity import checkpoint_is_safe
-from threads.services.retention import retention_apply
+from threads.services.retention import ThreadDeleter, retention_apply
 from threads.services.rollback import checkpoint_rollback
 from threads.services.side_effects import side_effect_resolve
 
@@ -316,3 +317,40 @@ def test_a_deleted_thread_leaves_the_imports_report_and_its_upload(workspace: Wo
     assert both.report[0]["thread"] is None and bytes(both.content) == SECRET.encode()
     assert alone.report[0]["external_id"] == "" and bytes(alone.content) == b""
     assert alone.report[0]["outcome"] == "created"
+
+
+def test_a_run_stopped_half_way_keeps_its_batches_and_the_next_goes_on(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    threads = [f.make_thread(workspace, external_id=f"old-{n}") for n in range(3)]
+    for thread in threads:
+        fill(thread, 2)
+        _age(thread, 40)
+    _policy(workspace, retention_days=30)
+    seen: list[Thread] = []
+
+    def failing(thread: Thread) -> dict[str, int]:
+        seen.append(thread)
+        if len(seen) == 2:
+            raise RuntimeError("the worker's time is up")
+        return {}
+
+    stop = ThreadDeleter(name="stops", rows=lambda ids: [], delete=failing)
+    monkeypatch.setattr(retention, "thread_deleters", [*retention.thread_deleters, stop])
+    with pytest.raises(RuntimeError, match="time is up"):
+        retention.retention_apply(workspace_name=workspace.name, batch_size=1)
+
+    assert Thread.objects.filter(workspace=workspace).count() == 2  # the first batch stands
+    assert Event.objects.filter(thread=seen[1]).count() == 2  # the second rolled back whole
+    assert ThreadTombstone.objects.count() == 1
+    entry = AuditEntry.objects.get(action="retention.apply")
+    assert entry.after is not None
+    assert (entry.after["threads_deleted"], entry.after["interrupted"]) == (1, True)
+
+    monkeypatch.setattr(
+        retention, "thread_deleters", [d for d in retention.thread_deleters if d is not stop]
+    )
+    [outcome] = retention.retention_apply(workspace_name=workspace.name, batch_size=1)
+    assert len(outcome.threads) == 2
+    assert not Thread.objects.filter(workspace=workspace).exists()
+    assert ThreadTombstone.objects.count() == 3

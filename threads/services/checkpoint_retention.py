@@ -76,12 +76,14 @@ def checkpoints_retention_apply(
     dry_run: bool,
     batch_size: int,
     deleting: Collection[uuid.UUID] = (),
+    into: CheckpointsOutcome | None = None,
 ) -> CheckpointsOutcome:
     """Delete (dry: list) the checkpoints beyond the workspace's `keep_checkpoints` that nothing
-    needs, `batch_size` threads a transaction. Locks each thread row (select_for_update) before
-    reading its checkpoints when not dry. A dry run leaves out the threads in `deleting`: the
-    run deletes those whole first."""
-    outcome = CheckpointsOutcome()
+    needs, `batch_size` threads a transaction, adding each committed batch's count to `into`
+    (a new outcome when None), which it returns. Locks each thread row (select_for_update)
+    before reading its checkpoints when not dry. A dry run leaves out the threads in
+    `deleting`: the run deletes those whole first."""
+    outcome = into if into is not None else CheckpointsOutcome()
     if workspace.keep_checkpoints is None:
         return outcome
     after: uuid.UUID | None = None
@@ -92,9 +94,16 @@ def checkpoints_retention_apply(
                 if thread.pk not in deleting:
                     _thread_plan(thread, workspace.keep_checkpoints, outcome, delete=False)
             continue
+        went = CheckpointsOutcome()
         with transaction.atomic(durable=True):
             for thread in batch:
-                _thread_plan(thread_lock(thread), workspace.keep_checkpoints, outcome, delete=True)
+                _thread_plan(thread_lock(thread), workspace.keep_checkpoints, went, delete=True)
+        outcome.deleted += went.deleted
+        outcome.kept_needed += went.kept_needed
+        outcome.threads += went.threads
+        outcome.bytes += went.bytes
+        for table, count in went.rows.items():
+            outcome.rows[table] = outcome.rows.get(table, 0) + count
     return outcome
 
 

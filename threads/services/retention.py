@@ -113,35 +113,50 @@ def retention_apply(
         outcome = RetentionOutcome(workspace=workspace.name, dry_run=dry_run)
         if dry_run:
             _threads_dry(workspace, now, batch_size, outcome)
+            outcome.checkpoints = checkpoints_retention_apply(
+                workspace=workspace,
+                dry_run=True,
+                batch_size=batch_size,
+                deleting={uuid.UUID(line["thread"]) for line in outcome.threads},
+            )
         else:
-            skipped: set[uuid.UUID] = set()
-            while _threads_batch_delete(
-                workspace=workspace, now=now, limit=batch_size, skipped=skipped, outcome=outcome
-            ):
-                pass
-        outcome.checkpoints = checkpoints_retention_apply(
-            workspace=workspace,
-            dry_run=dry_run,
-            batch_size=batch_size,
-            deleting={uuid.UUID(line["thread"]) for line in outcome.threads},
-        )
-        if not dry_run:
-            with transaction.atomic(durable=True):
-                audit_record(
+            try:
+                skipped: set[uuid.UUID] = set()
+                while _threads_batch_delete(
+                    workspace=workspace, now=now, limit=batch_size, skipped=skipped, into=outcome
+                ):
+                    pass
+                checkpoints_retention_apply(
                     workspace=workspace,
-                    actor=None,
-                    actor_label=RETENTION_ACTOR,
-                    action="retention.apply",
-                    target_type="workspace",
-                    target_id=workspace.pk,
-                    before={
-                        "retention_days": workspace.retention_days,
-                        "keep_checkpoints": workspace.keep_checkpoints,
-                    },
-                    after=outcome.summary(),
+                    dry_run=False,
+                    batch_size=batch_size,
+                    into=outcome.checkpoints,
                 )
+            except BaseException:
+                # Stopped (a time limit, a failure): what the committed batches deleted is
+                # audited all the same.
+                _run_audit(workspace, outcome, interrupted=True)
+                raise
+            _run_audit(workspace, outcome, interrupted=False)
         outcomes.append(outcome)
     return outcomes
+
+
+def _run_audit(workspace: Workspace, outcome: RetentionOutcome, *, interrupted: bool) -> None:
+    with transaction.atomic(durable=True):
+        audit_record(
+            workspace=workspace,
+            actor=None,
+            actor_label=RETENTION_ACTOR,
+            action="retention.apply",
+            target_type="workspace",
+            target_id=workspace.pk,
+            before={
+                "retention_days": workspace.retention_days,
+                "keep_checkpoints": workspace.keep_checkpoints,
+            },
+            after={**outcome.summary(), "interrupted": interrupted},
+        )
 
 
 def _threads_dry(
@@ -170,18 +185,19 @@ def _threads_batch_delete(
     now: datetime,
     limit: int,
     skipped: set[uuid.UUID],
-    outcome: RetentionOutcome,
+    into: RetentionOutcome,
 ) -> bool:
-    """Delete one batch of threads past retention, in one transaction. Returns whether there
-    was a batch (False: nothing left to do)."""
+    """Delete one batch of threads past retention, in one transaction, and add what went to
+    `into` once it committed. Returns whether there was a batch (False: nothing left)."""
+    went = RetentionOutcome(workspace=workspace.name, dry_run=False)
+    kept: list[uuid.UUID] = []
     with transaction.atomic(durable=True):
         batch = threads_past_retention(workspace=workspace, now=now, exclude=skipped, limit=limit)
         if not batch:
             return False
         # The rows' bytes before they go (those of a thread kept under the lock are taken
         # back below: it is still there).
-        outcome.bytes += _threads_bytes([t.pk for t in batch])
-        kept = []
+        went.bytes += _threads_bytes([t.pk for t in batch])
         for candidate in batch:
             deleted = thread_delete_locked(
                 thread=candidate,
@@ -194,12 +210,16 @@ def _threads_batch_delete(
                 kept.append(candidate.pk)
                 continue
             line, rows = deleted
-            outcome.threads.append(line)
+            went.threads.append(line)
             for table, count in rows.items():
-                outcome.rows[table] = outcome.rows.get(table, 0) + count
+                went.rows[table] = went.rows.get(table, 0) + count
         if kept:
-            skipped.update(kept)
-            outcome.bytes -= _threads_bytes(kept)
+            went.bytes -= _threads_bytes(kept)
+    skipped.update(kept)
+    into.threads += went.threads
+    into.bytes += went.bytes
+    for table, count in went.rows.items():
+        into.rows[table] = into.rows.get(table, 0) + count
     return True
 
 
