@@ -28,7 +28,9 @@ __all__ = ["heads_dir"]
 def _old(workspace: Workspace, external_id: str, days: int = 40) -> Thread:
     thread = f.make_thread(workspace, external_id=external_id)
     fill(thread, 3)
-    Thread.objects.filter(pk=thread.pk).update(updated_at=timezone.now() - timedelta(days=days))
+    then = timezone.now() - timedelta(days=days)
+    Thread.objects.filter(pk=thread.pk).update(updated_at=then)
+    AuditEntry.objects.filter(thread=thread).update(created_at=then)
     return thread
 
 

@@ -33,7 +33,7 @@ from tests.langgraph.graphs import (
     values_form,
 )
 from tests.services.test_retention import _rows_of
-from threads.models import Checkpoint, Thread, Workspace
+from threads.models import AuditEntry, Checkpoint, Thread, Workspace
 from threads.services.retention import retention_apply
 from threads.services.rollback import checkpoint_rollback
 
@@ -126,7 +126,9 @@ def test_a_deleted_graph_thread_leaves_no_langgraph_row(
     _, config = _two_turns(saver, "to-delete")
     _, other = _two_turns(saver, "to-keep")
     old, kept = _thread(server, config), _thread(server, other)
-    Thread.objects.filter(pk=old.pk).update(updated_at=old.updated_at - timedelta(days=90))
+    then = old.updated_at - timedelta(days=90)
+    Thread.objects.filter(pk=old.pk).update(updated_at=then)
+    AuditEntry.objects.filter(thread=old).update(created_at=then)  # its creation, audited
     contents = LanggraphContent.objects.count()
     before = _rows_of(kept.pk)
     _policy(server.workspace, retention_days=30)

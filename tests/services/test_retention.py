@@ -46,7 +46,10 @@ SECRET = "customer 4111-1111-1111-1111 wants a refund"
 
 
 def _age(thread: Thread, days: int) -> None:
-    Thread.objects.filter(pk=thread.pk).update(updated_at=timezone.now() - timedelta(days=days))
+    """Make the thread's last append and every audited action on it `days` old."""
+    then = timezone.now() - timedelta(days=days)
+    Thread.objects.filter(pk=thread.pk).update(updated_at=then)
+    AuditEntry.objects.filter(thread=thread).update(created_at=then)
 
 
 def _policy(workspace: Workspace, **policy: Any) -> None:
@@ -152,6 +155,20 @@ def test_a_thread_someone_still_has_to_act_on_is_kept(workspace: Workspace) -> N
     [outcome] = retention_apply(workspace_name=workspace.name)
     assert outcome.threads == []
     assert Event.objects.filter(thread=thread).count() == thread.last_seq
+
+
+def test_a_persons_recent_action_on_an_idle_thread_keeps_it(
+    workspace: Workspace, admin: Any
+) -> None:
+    thread = f.make_thread(workspace, external_id="looked-at")
+    fill(thread, 2)
+    _age(thread, 40)
+    # Audited today; a checkpoint does not move the thread's `updated_at`.
+    checkpoint_create(thread=thread, label="looked at", actor=admin)
+    _policy(workspace, retention_days=30)
+    [outcome] = retention_apply(workspace_name=workspace.name)
+    assert outcome.threads == []
+    assert Event.objects.filter(thread=thread).count() == 2
 
 
 def test_no_policy_keeps_everything(workspace: Workspace, admin: Any) -> None:

@@ -25,6 +25,7 @@ from threads.keys.chain import ChainKeyUnknown, chain_key
 from threads.models import (
     ApprovalRequest,
     ApprovalStatus,
+    AuditEntry,
     Checkpoint,
     ContextRequestLog,
     Event,
@@ -57,7 +58,8 @@ def threads_past_retention(
     *, workspace: Workspace, now: datetime, exclude: Iterable[uuid.UUID] = (), limit: int
 ) -> list[Thread]:
     """The workspace's threads with no append and no repair for `retention_days` (their
-    `updated_at`, which every append, fold and repair moves), newest first so that a fork goes
+    `updated_at`, which every append and fold moves, and no audit entry of theirs since),
+    newest first so that a fork goes
     before the thread it was forked from. Kept, and never listed: a thread that still has forks,
     one with a side effect still open (running or unknown) or a pending approval (a person
     still has to act on it), and one whose chain check failed (the evidence stays)."""
@@ -69,6 +71,9 @@ def threads_past_retention(
     )
     running = SideEffect.objects.filter(thread=OuterRef("pk"), status=SideEffectStatus.RUNNING)
     forks = Thread.objects.filter(parent_thread=OuterRef("pk"))
+    # A person's action on the thread since (a repair, a decision, a checkpoint, a pin or its
+    # release): audited, though not all of them move `updated_at`.
+    acted = AuditEntry.objects.filter(thread=OuterRef("pk"), created_at__gte=cutoff)
     return list(
         Thread.objects.filter(
             workspace=workspace, updated_at__lt=cutoff, unknown_side_effects=0, chain_ok=True
@@ -77,6 +82,7 @@ def threads_past_retention(
         .exclude(Exists(open_approvals))
         .exclude(Exists(running))
         .exclude(Exists(forks))
+        .exclude(Exists(acted))
         .order_by("-created_at", "pk")[:limit]
     )
 

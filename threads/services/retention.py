@@ -249,6 +249,7 @@ def thread_delete_locked(
     if (
         locked is None
         or locked.updated_at >= inactive_before
+        or AuditEntry.objects.filter(thread=locked, created_at__gte=inactive_before).exists()
         or not locked.chain_ok
         or Thread.objects.filter(parent_thread=locked).exists()
         or ApprovalRequest.objects.filter(thread=locked, status=ApprovalStatus.PENDING).exists()
