@@ -138,7 +138,10 @@ def test_a_deleted_graph_thread_leaves_no_langgraph_row(
     assert [line["external_id"] for line in outcome.threads] == ["to-delete"]
     assert set(_rows_of(old.pk).values()) == {0}
     assert _rows_of(kept.pk) == before
-    # Contents the other thread shares stay; the kept graph still reads its state.
+    # No content is left that no version refers to; those the other thread shares stay, and
+    # its graph still reads its state.
+    used = LanggraphChannelVersion.objects.filter(content__isnull=False).values("content")
+    assert not LanggraphContent.objects.exclude(sha256__in=used).exists()
     assert LanggraphContent.objects.count() <= contents
     app = agent_graph(saver)
     assert len(values_form(app.get_state(other).values)["messages"]) == 9

@@ -40,15 +40,18 @@ WHY = "retention"
 def langgraph_retention_thread_rows(thread_ids: Sequence[uuid.UUID]) -> list[QuerySet[Any]]:
     """The rows deleting these threads removes here, contents only they refer to included."""
     versions = LanggraphChannelVersion.objects.filter(thread__in=thread_ids)
-    others = LanggraphChannelVersion.objects.exclude(thread__in=thread_ids)
+    # Read through the versions' content index: only the contents these threads refer to.
+    elsewhere = LanggraphChannelVersion.objects.filter(content=OuterRef("sha256")).exclude(
+        thread__in=thread_ids
+    )
     return [
         LanggraphCheckpoint.objects.filter(thread__in=thread_ids),
         LanggraphWrite.objects.filter(thread__in=thread_ids),
         versions,
         LanggraphMessage.objects.filter(thread__in=thread_ids),
-        LanggraphContent.objects.filter(sha256__in=versions.values("content")).exclude(
-            sha256__in=others.filter(content__isnull=False).values("content")
-        ),
+        LanggraphContent.objects.filter(
+            sha256__in=versions.filter(content__isnull=False).values("content")
+        ).exclude(Exists(elsewhere)),
     ]
 
 
@@ -68,9 +71,10 @@ def langgraph_retention_thread_delete(thread: Thread) -> dict[str, int]:
     rows[LanggraphChannelVersion._meta.db_table] = LanggraphChannelVersion.objects.filter(
         thread=thread
     ).delete()[0]
+    still_used = LanggraphChannelVersion.objects.filter(content__in=contents).values("content")
     rows[LanggraphContent._meta.db_table] = (
         LanggraphContent.objects.filter(sha256__in=contents)
-        .exclude(sha256__in=LanggraphChannelVersion.objects.values("content"))
+        .exclude(sha256__in=still_used)
         .delete()[0]
         if contents
         else 0
