@@ -55,14 +55,21 @@ def retention_workspaces(*, name: str | None = None) -> QuerySet[Workspace]:
 
 
 def threads_past_retention(
-    *, workspace: Workspace, now: datetime, exclude: Iterable[uuid.UUID] = (), limit: int
+    *,
+    workspace: Workspace,
+    now: datetime,
+    exclude: Iterable[uuid.UUID] = (),
+    after: uuid.UUID | None = None,
+    limit: int,
 ) -> list[Thread]:
     """The workspace's threads with no append and no repair for `retention_days` (their
     `updated_at`, which every append and fold moves, and no audit entry of theirs since),
     newest first so that a fork goes
     before the thread it was forked from. Kept, and never listed: a thread that still has forks,
     one with a side effect still open (running or unknown) or a pending approval (a person
-    still has to act on it), and one whose chain check failed (the evidence stays)."""
+    still has to act on it), and one whose chain check failed (the evidence stays).
+
+    With `after` (a dry run's pages), in key order after that thread instead."""
     if workspace.retention_days is None:
         return []
     cutoff = now - timedelta(days=workspace.retention_days)
@@ -74,7 +81,7 @@ def threads_past_retention(
     # A person's action on the thread since (a repair, a decision, a checkpoint, a pin or its
     # release): audited, though not all of them move `updated_at`.
     acted = AuditEntry.objects.filter(thread=OuterRef("pk"), created_at__gte=cutoff)
-    return list(
+    found = (
         Thread.objects.filter(
             workspace=workspace, updated_at__lt=cutoff, unknown_side_effects=0, chain_ok=True
         )
@@ -83,8 +90,10 @@ def threads_past_retention(
         .exclude(Exists(running))
         .exclude(Exists(forks))
         .exclude(Exists(acted))
-        .order_by("-created_at", "pk")[:limit]
     )
+    if after is not None:
+        return list(found.filter(pk__gt=after).order_by("pk")[:limit])
+    return list(found.order_by("-created_at", "pk")[:limit])
 
 
 def threads_over_checkpoints(

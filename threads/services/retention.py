@@ -162,12 +162,12 @@ def _run_audit(workspace: Workspace, outcome: RetentionOutcome, *, interrupted: 
 def _threads_dry(
     workspace: Workspace, now: datetime, limit: int, outcome: RetentionOutcome
 ) -> None:
-    seen: set[uuid.UUID] = set()
-    while batch := threads_past_retention(workspace=workspace, now=now, exclude=seen, limit=limit):
-        ids = [t.pk for t in batch]
-        seen.update(ids)
+    """The threads a run would delete, read in pages in key order."""
+    after = uuid.UUID(int=0)
+    while batch := threads_past_retention(workspace=workspace, now=now, after=after, limit=limit):
+        after = batch[-1].pk
         outcome.threads += [_thread_line(t) for t in batch]
-        outcome.bytes += _threads_bytes(ids)
+        outcome.bytes += _threads_bytes([t.pk for t in batch])
 
 
 def _thread_line(thread: Thread) -> dict[str, Any]:
