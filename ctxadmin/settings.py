@@ -331,6 +331,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "ctxadmin.prune_context_log",
         "schedule": timedelta(hours=1),
     },
+    # Workspaces' retention policies (docs/operations.md, "Retention").
+    "apply-retention": {
+        "task": "ctxadmin.apply_retention",
+        "schedule": timedelta(hours=1),
+    },
 }
 
 # --- ctxadmin -------------------------------------------------------------------------------
@@ -342,6 +347,9 @@ CTXADMIN_CHAIN_KEYS = env.str("CTXADMIN_CHAIN_KEYS", default="")
 # are appended and the Ed25519 private key (PEM) that signs them.
 CTXADMIN_HEADS_DIR = Path(env.str("CTXADMIN_HEADS_DIR", default=str(VAR_DIR / "chain-heads")))
 CTXADMIN_HEADS_SIGNING_KEY = env.str("CTXADMIN_HEADS_SIGNING_KEY", default="")
+# Threads (and threads' checkpoints) a retention batch deletes in one transaction
+# (docs/operations.md, "Retention").
+CTXADMIN_RETENTION_BATCH = env.int("CTXADMIN_RETENTION_BATCH", default=100)
 CTXADMIN_MAX_EVENT_BYTES = env.int("CTXADMIN_MAX_EVENT_BYTES", default=1024 * 1024)
 CTXADMIN_MAX_BATCH_EVENTS = 1000
 CTXADMIN_MAX_JSON_DEPTH = env.int("CTXADMIN_MAX_JSON_DEPTH", default=64)

@@ -128,3 +128,20 @@ def sqlite_search_tables() -> list[str]:
             "AND name LIKE 'threads_event_search%'"
         )
         return [str(row[0]) for row in cursor.fetchall()]
+
+
+def secret_locations(connection_: Any, secret: str, *, tail: int = 12) -> list[str]:
+    """`table.column` of every column holding `secret`, in any case, or its last `tail`
+    characters (a copy cut short still leaks the key). `connection_`: the default one, named
+    for the callers that pass it."""
+    assert connection_ is connection
+    fragments = {secret, secret.lower(), secret.upper()}
+    if 0 < tail < len(secret):
+        fragments |= {secret[-tail:], secret[-tail:].lower()}
+    return sorted(
+        {
+            f"{table}.{column}"
+            for fragment in fragments
+            for table, column, _ in find_everywhere(fragment)
+        }
+    )

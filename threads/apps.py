@@ -5,7 +5,7 @@ from django.apps import AppConfig
 from django.db.backends.signals import connection_created
 
 from threads import checks  # noqa: F401  (registers the system checks)
-from threads.database.guard import install_sqlite_function
+from threads.database.guard import install_sqlite_function, install_sqlite_retention_function
 
 
 class ThreadsConfig(AppConfig):
@@ -14,6 +14,9 @@ class ThreadsConfig(AppConfig):
 
     def ready(self) -> None:
         connection_created.connect(install_sqlite_function, dispatch_uid="ctxadmin_log_seal")
+        connection_created.connect(
+            install_sqlite_retention_function, dispatch_uid="ctxadmin_retention_delete"
+        )
 
         # Fold triggers run after every committed append and after every fold (the hooks of
         # threads.services.events and threads.services.folding). Imported here, not at the

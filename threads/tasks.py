@@ -33,6 +33,7 @@ from threads.services.fold_requests import thread_pinned
 from threads.services.folding import fold_run
 from threads.services.integrity import integrity_check
 from threads.services.metrics import context_log_prune
+from threads.services.retention import retention_apply
 from threads.services.side_effects import side_effect_status_check
 from threads.services.tasks import task_run_progress, task_run_tracked
 
@@ -237,3 +238,18 @@ def side_effect_status_check_task(task_id: str | None, side_effect_id: int) -> d
 def prune_context_log_task() -> dict[str, Any]:
     """Beat, hourly: drop context request samples past CTXADMIN_CONTEXT_LOG_DAYS."""
     return {"deleted": context_log_prune()}
+
+
+@shared_task(
+    name="ctxadmin.apply_retention",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=1500,
+    time_limit=1800,
+)
+def apply_retention_task() -> list[dict[str, Any]]:
+    """Beat, hourly: apply every workspace's retention policy (docs/operations.md,
+    "Retention"). Batches commit one by one, so a run cut short by its time limit keeps what
+    it deleted and the next one goes on."""
+    outcomes = retention_apply(batch_size=settings.CTXADMIN_RETENTION_BATCH)
+    return [outcome.summary() for outcome in outcomes]

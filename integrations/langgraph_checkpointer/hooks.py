@@ -8,6 +8,10 @@
 - a thread's page shows where its graph stands (threads.views.threads.thread_panels);
 - a redaction removes the event's content from the thread's LangGraph state too
   (threads.services.content_scrub.content_scrubbers).
+- retention deletes a thread's LangGraph rows with the thread, and prunes a checkpoint's
+  LangGraph state with the checkpoint, never one the graph still needs
+  (threads.services.retention.thread_deleters,
+  threads.services.checkpoint_retention.checkpoint_pruners).
 """
 
 from __future__ import annotations
@@ -19,11 +23,20 @@ from integrations.langgraph_checkpointer.models import LanggraphCheckpoint
 from integrations.langgraph_checkpointer.selectors.checkpoints import langgraph_head_for_checkpoint
 from integrations.langgraph_checkpointer.services.content_scrub import langgraph_content_scrub
 from integrations.langgraph_checkpointer.services.repair import langgraph_repair_put
+from integrations.langgraph_checkpointer.services.retention import (
+    langgraph_retention_checkpoint_rows,
+    langgraph_retention_checkpoints_delete,
+    langgraph_retention_needs,
+    langgraph_retention_thread_delete,
+    langgraph_retention_thread_rows,
+)
 from integrations.langgraph_checkpointer.views import graph_panel
 from threads.models import Checkpoint, Thread
 from threads.selectors.approval_context import ApprovalKind, approval_kinds
 from threads.selectors.checkpoints import StateCheckpoints, state_checkpoints
+from threads.services.checkpoint_retention import CheckpointPruner, checkpoint_pruners
 from threads.services.content_scrub import content_scrubbers
+from threads.services.retention import ThreadDeleter, thread_deleters
 from threads.views.threads import thread_panels
 
 # The ids an interrupt's arguments carry beside the call it asks about: folded away under it
@@ -80,3 +93,18 @@ def register() -> None:
         thread_panels.append(graph_panel)
     if langgraph_content_scrub not in content_scrubbers:
         content_scrubbers.append(langgraph_content_scrub)
+    deleter = ThreadDeleter(
+        name="langgraph",
+        rows=langgraph_retention_thread_rows,
+        delete=langgraph_retention_thread_delete,
+    )
+    if deleter not in thread_deleters:
+        thread_deleters.append(deleter)
+    pruner = CheckpointPruner(
+        name="langgraph",
+        needs=langgraph_retention_needs,
+        rows=langgraph_retention_checkpoint_rows,
+        delete=langgraph_retention_checkpoints_delete,
+    )
+    if pruner not in checkpoint_pruners:
+        checkpoint_pruners.append(pruner)

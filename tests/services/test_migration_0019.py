@@ -92,7 +92,8 @@ def test_the_index_diet_goes_back_and_forth_over_a_stored_log(thread: Thread) ->
     _migrate(BEFORE)
     assert len(_by_columns(["thread_id"])) == 1
     assert "WHERE" not in _tool_call_index_sql().upper()
-    assert _event_triggers() == triggers
+    # The seal stays; on PostgreSQL the DELETE trigger of its own comes with 0028 (retention).
+    assert _event_triggers() and _event_triggers() <= triggers
     assert _log(thread) == stored
 
     _migrate(_leaf())

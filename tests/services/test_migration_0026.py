@@ -99,7 +99,8 @@ def test_the_columns_come_without_rewriting_the_log(thread: Thread) -> None:
     assert _storage(events) == storage
     if connection.vendor == "postgresql":
         assert _storage(threads) == thread_storage  # SQLite remakes the thread table (0026)
-    assert _triggers(events) == seal
+    # The seal is kept; on PostgreSQL 0028 (retention) gives DELETE a trigger of its own.
+    assert _triggers(events) >= seal
     assert _log(thread.pk) == stored
     _migrate(_leaf())
     # Stored before: no flag, nothing counted; the chain verifies as before.

@@ -13,12 +13,20 @@ transaction-local setting `ctxadmin.redacting` (SET LOCAL), SQLite the per-conne
 tool_call_id, request digest, hash and content digest, lose its salt (and its secret flags),
 hold `{}` as metadata and a `redacted` marker in its data, which the old row had not: a second
 redaction, or any other change, is refused. Migration 0027_redaction installs it.
+
+The one DELETE allowed is retention's, of one whole thread's events (docs/operations.md,
+"Retention"), opened by `retention_delete_opened(thread_id)` inside the retention service's
+transaction only: on PostgreSQL a transaction-local `ctxadmin.retention` setting naming the
+thread, which the DELETE trigger checks row by row; on SQLite the per-connection function
+`ctxadmin_retention_thread()`, which names the thread while it is open. A row of any other
+thread is still refused, and an UPDATE never passes this way.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -67,6 +75,37 @@ def redaction_opened(connection: Any, thread_id: Any, seq: int) -> Iterator[None
         _state.redacting = None
 
 
+def _retention_thread() -> str | None:
+    return getattr(_state, "retention", None)
+
+
+def install_sqlite_retention_function(sender: Any, connection: Any, **kwargs: Any) -> None:
+    if connection.vendor == "sqlite":
+        connection.connection.create_function(
+            "ctxadmin_retention_thread", 0, _retention_thread, deterministic=False
+        )
+
+
+@contextlib.contextmanager
+def retention_delete_opened(connection: Any, thread_id: uuid.UUID) -> Iterator[None]:
+    """Let `connection`, inside its open transaction, delete the events of this one thread."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('ctxadmin.retention', %s, true)", [str(thread_id)])
+        # Not in a `finally`: after a failed statement the transaction is aborted, and the
+        # setting, local to it, ends with its rollback.
+        yield
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('ctxadmin.retention', '', true)")
+        return
+    # SQLite stores a UUID as 32 hex digits.
+    _state.retention = thread_id.hex
+    try:
+        yield
+    finally:
+        _state.retention = None
+
+
 @contextlib.contextmanager
 def log_seal_opened() -> Iterator[None]:
     """For tests only: let this thread's SQLite connection change event rows."""
@@ -99,6 +138,43 @@ SQLITE_SQL = [
     """CREATE TRIGGER threads_event_no_delete BEFORE DELETE ON threads_event
        WHEN ctxadmin_log_sealed() = 1
        BEGIN SELECT RAISE(ABORT, 'ctxadmin events are append-only: DELETE refused'); END;""",
+]
+# Retention (threads migration 0028, after 0027_redaction made the UPDATE side a trigger of its
+# own and left `threads_event_append_only` for DELETE alone): DELETE gets a trigger and a
+# function of its own, which let through only the rows of the thread `ctxadmin.retention`
+# names. Only the DELETE side changes here.
+POSTGRES_RETENTION_SQL = """
+DROP TRIGGER IF EXISTS threads_event_append_only ON threads_event;
+CREATE OR REPLACE FUNCTION ctxadmin_refuse_event_delete() RETURNS trigger AS $$
+BEGIN
+  IF OLD.thread_id::text = current_setting('ctxadmin.retention', true) THEN
+    RETURN OLD;
+  END IF;
+  RAISE EXCEPTION 'ctxadmin events are append-only: DELETE refused on threads_event'
+    USING ERRCODE = 'restrict_violation';
+END;
+$$ LANGUAGE plpgsql;
+CREATE TRIGGER threads_event_no_delete
+  BEFORE DELETE ON threads_event
+  FOR EACH ROW EXECUTE FUNCTION ctxadmin_refuse_event_delete();
+"""
+POSTGRES_RETENTION_REVERSE = """
+DROP TRIGGER IF EXISTS threads_event_no_delete ON threads_event;
+DROP FUNCTION IF EXISTS ctxadmin_refuse_event_delete();
+CREATE TRIGGER threads_event_append_only
+  BEFORE DELETE ON threads_event
+  FOR EACH ROW EXECUTE FUNCTION ctxadmin_refuse_event_change();
+"""
+# `IS NOT`: with no thread opened the function answers NULL, and the row is refused.
+SQLITE_RETENTION_SQL = [
+    "DROP TRIGGER IF EXISTS threads_event_no_delete;",
+    """CREATE TRIGGER threads_event_no_delete BEFORE DELETE ON threads_event
+       WHEN ctxadmin_log_sealed() = 1 AND old.thread_id IS NOT ctxadmin_retention_thread()
+       BEGIN SELECT RAISE(ABORT, 'ctxadmin events are append-only: DELETE refused'); END;""",
+]
+SQLITE_RETENTION_REVERSE = [
+    "DROP TRIGGER IF EXISTS threads_event_no_delete;",
+    SQLITE_SQL[1],
 ]
 SQLITE_REVERSE = [
     "DROP TRIGGER IF EXISTS threads_event_no_update;",

@@ -15,6 +15,7 @@ from threads.models.side_effects import SideEffect, SideEffectStatus, ToolStatus
 from threads.models.summaries import Checkpoint, SummaryPhase, SummaryVersion
 from threads.models.tasks import TaskRun, TaskState
 from threads.models.threads import SummarizerBackend, Thread, ThreadStatus, ThreadTool
+from threads.models.tombstones import ThreadTombstone
 from threads.models.workspaces import ROLE_RANK, ApiKey, Membership, Role, Workspace
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "TaskState",
     "Thread",
     "ThreadStatus",
+    "ThreadTombstone",
     "ThreadTool",
     "ToolStatusCheck",
     "Workspace",

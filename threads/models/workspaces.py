@@ -29,6 +29,12 @@ class Workspace(models.Model):
     # A redaction asked for by one admin happens only when a second admin approves it through
     # the approval queue (docs/event-log.md, "Redaction").
     redaction_needs_second_admin = models.BooleanField(default=False)
+    # Retention (docs/operations.md, "Retention"): threads with no append and no repair for this
+    # many days are deleted, leaving a signed tombstone (None: kept forever); and checkpoints
+    # beyond the latest this many per thread are deleted, never one something still needs
+    # (None: every checkpoint is kept).
+    retention_days = models.PositiveIntegerField(null=True, blank=True)
+    keep_checkpoints = models.PositiveIntegerField(null=True, blank=True)
 
     def __str__(self) -> str:
         return self.name

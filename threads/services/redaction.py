@@ -7,6 +7,7 @@ with its chained record, its audit entry and the scrubbing of the stores beside 
 from __future__ import annotations
 
 import hmac
+from collections.abc import Sequence
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -86,7 +87,9 @@ def redaction_require_role(*, actor: Any, thread: Thread) -> None:
     require_role(actor, thread.workspace, REDACTION_ROLE)
 
 
-def event_redact(*, thread: Thread, seq: int, actor: Any, reason: str) -> Redaction:
+def event_redact(
+    *, thread: Thread, seq: int, actor: Any, reason: str, extra_needles: Sequence[str] = ()
+) -> Redaction:
     """Remove event `seq`'s content, keeping its seq, kind, time, ids, hash and digest. Admin
     only; a reason is required.
 
@@ -105,11 +108,17 @@ def event_redact(*, thread: Thread, seq: int, actor: Any, reason: str) -> Redact
         row = Event.objects.filter(thread=locked, seq=seq).first()
         if row is None:
             raise NotFound(f"no event at seq {seq}")
-        return _redact_locked(locked, row, actor=actor, reason=reason)
+        return _redact_locked(locked, row, actor=actor, reason=reason, extra_needles=extra_needles)
 
 
 def _redact_locked(
-    thread: Thread, row: Event, *, actor: Any, reason: str, by: str = ""
+    thread: Thread,
+    row: Event,
+    *,
+    actor: Any,
+    reason: str,
+    by: str = "",
+    extra_needles: Sequence[str] = (),
 ) -> Redaction:
     seq = row.seq
     _require_redactable(row)
@@ -126,7 +135,7 @@ def _redact_locked(
     by = by or (user.get_username() if user is not None else str(actor or "system"))
     at = timezone.now()
     data = placeholder_data(row.data, by=by, at=format_time(at), reason=reason)
-    found = needles(row.data, row.metadata, _secret_values(row))
+    found = needles(row.data, row.metadata, [*_secret_values(row), *extra_needles])
     after = {**{k: v for k, v in stored.items() if k in ("seq", "kind", "created_at")}, **data}
     tokens = event_token_count(after, thread.encoding)
     connection = connections[router.db_for_write(Event)]
@@ -138,6 +147,9 @@ def _redact_locked(
     Thread.objects.filter(pk=thread.pk).update(
         token_total=F("token_total") - row.token_count + tokens,
         events_with_secrets=F("events_with_secrets") - (1 if row.secrets else 0),
+        # A LangGraph saver's conditional restore reads the thread's updated_at among its
+        # validators: a redaction is a change it must see.
+        updated_at=at,
     )
     last = last_redaction(thread_id=thread.pk)
     fields = RecordFields(

@@ -1,5 +1,7 @@
 """`verify_chains [--thread X] [--full]`: recompute hash chains; exit 1 if any breaks. Each
-redaction the walk passes is reported as `redacted at seq N`."""
+redaction the walk passes is reported as `redacted at seq N`. Without --thread, threads the
+published heads name but the database no longer holds are held against their tombstones too
+(docs/event-log.md, "Tombstones")."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from threads.models import Thread, Workspace
+from threads.selectors.retention import DeletedThreadVerdict, deleted_threads_verdicts
 from threads.services.integrity import integrity_check
 
 
@@ -44,7 +47,16 @@ class Command(BaseCommand):
             by_uuid = threads.filter(pk=wanted) if _is_uuid(wanted) else threads.none()
             threads = by_uuid if by_uuid.exists() else threads.filter(external_id=wanted)
             if not threads.exists():
-                raise CommandError(f"no thread {wanted!r}", returncode=2)
+                # A thread deleted by retention is named by its uid: its tombstone answers.
+                deleted = [
+                    d
+                    for d in deleted_threads_verdicts(workspace_name=options["workspace"])
+                    if d.thread == wanted
+                ]
+                if not deleted:
+                    raise CommandError(f"no thread {wanted!r}", returncode=2)
+                self._deleted(deleted)
+                return
         broken = 0
         for thread in threads.iterator(chunk_size=200):
             verdict = integrity_check(thread=thread, full=options["full"])
@@ -58,6 +70,25 @@ class Command(BaseCommand):
                 broken += 1
                 self.stdout.write(
                     f"BROKEN {label} first bad seq {verdict.first_bad_seq}: {verdict.detail}"
+                )
+        if not options["thread"]:
+            self._deleted(
+                deleted_threads_verdicts(workspace_name=options["workspace"]), broken=broken
+            )
+        elif broken:
+            raise CommandError(f"{broken} chain(s) broken", returncode=1)
+
+    def _deleted(self, verdicts: list[DeletedThreadVerdict], broken: int = 0) -> None:
+        """Report the threads the heads name that are gone; exit 1 if any chain broke."""
+        for deleted in verdicts:
+            label = f"{deleted.workspace}/({deleted.thread})"
+            if deleted.verdict.ok:
+                self.stdout.write(f"DELETED {label} {deleted.verdict.detail}")
+            else:
+                broken += 1
+                self.stdout.write(
+                    f"BROKEN {label} first bad seq {deleted.verdict.first_bad_seq}: "
+                    f"{deleted.verdict.detail}"
                 )
         if broken:
             raise CommandError(f"{broken} chain(s) broken", returncode=1)
