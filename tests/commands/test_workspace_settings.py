@@ -27,7 +27,10 @@ def test_the_stall_setting_decides_when_a_wait_is_a_stall(
     assert status_of(agent, thread)["run_status"] == "waiting_for_agent"  # 15 minutes
     out = StringIO()
     call_command("workspace_settings", workspace.name, "--stall-after", "300", stdout=out)
-    assert out.getvalue().strip() == "stall_after_seconds 300"
+    assert out.getvalue().splitlines() == [
+        "stall_after_seconds 300",
+        "redact_secrets_at_ingest off",
+    ]
     assert status_of(agent, thread)["run_status"] == "stalled"
     entry = AuditEntry.objects.get(action="workspace.settings")
     assert entry.before == {"stall_after_seconds": 900}

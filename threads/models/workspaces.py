@@ -26,6 +26,10 @@ class Workspace(models.Model):
     # always may): an import is heavy work, so it is opted into (docs/api.md,
     # "Imports — `/api/v1/imports/`").
     agents_may_import = models.BooleanField(default=False)
+    # Whether an event's secrets found at ingest are taken out before it is stored, so that
+    # neither the log nor the agent's context ever holds them (docs/event-log.md, "Secrets
+    # redacted at ingest"); off: they are flagged and kept, for an admin to redact.
+    redact_secrets_at_ingest = models.BooleanField(default=False)
 
     def __str__(self) -> str:
         return self.name

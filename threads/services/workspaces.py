@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
@@ -77,21 +78,39 @@ def member_add(
 
 
 def workspace_settings_update(
-    *, workspace: Workspace, actor_label: str, stall_after_seconds: int
+    *,
+    workspace: Workspace,
+    actor_label: str,
+    stall_after_seconds: int | None = None,
+    redact_secrets_at_ingest: bool | None = None,
 ) -> Workspace:
-    """Change a workspace's settings, audited: `stall_after_seconds`, after how long a thread
-    that waits for its agent is `stalled` (docs/dashboard.md, "Run status"). Locks the
-    workspace row (select_for_update) for the before/after of the audit entry."""
-    if stall_after_seconds < 1:
+    """Change a workspace's settings, audited (those given; None leaves one as it is):
+    `stall_after_seconds`, after how long a thread that waits for its agent is `stalled`
+    (docs/dashboard.md, "Run status"); `redact_secrets_at_ingest`, whether the secrets found in
+    an event are taken out before it is stored (docs/event-log.md, "Secrets redacted at
+    ingest"). Locks the workspace row (select_for_update) for the before/after of the audit
+    entry."""
+    if stall_after_seconds is not None and stall_after_seconds < 1:
         raise InvalidEvent(
             "stall_after_seconds must be at least 1",
             fields={"stall_after_seconds": "at least 1 second"},
         )
+    changes: dict[str, Any] = {
+        name: value
+        for name, value in (
+            ("stall_after_seconds", stall_after_seconds),
+            ("redact_secrets_at_ingest", redact_secrets_at_ingest),
+        )
+        if value is not None
+    }
     with transaction.atomic(durable=True):
         locked = Workspace.objects.select_for_update().get(pk=workspace.pk)
-        before = {"stall_after_seconds": locked.stall_after_seconds}
-        locked.stall_after_seconds = stall_after_seconds
-        locked.save(update_fields=["stall_after_seconds"])
+        if not changes:
+            return locked
+        before = {name: getattr(locked, name) for name in changes}
+        for name, value in changes.items():
+            setattr(locked, name, value)
+        locked.save(update_fields=list(changes))
         audit_record(
             workspace=locked,
             actor=None,
@@ -100,6 +119,6 @@ def workspace_settings_update(
             target_type="workspace",
             target_id=locked.pk,
             before=before,
-            after={"stall_after_seconds": stall_after_seconds},
+            after=changes,
         )
     return locked
