@@ -35,6 +35,7 @@ from threads.services.integrity import integrity_check
 from threads.services.metrics import context_log_prune
 from threads.services.retention import retention_apply
 from threads.services.side_effects import side_effect_status_check
+from threads.services.subject_erasure import subject_erase
 from threads.services.tasks import task_run_progress, task_run_tracked
 
 logger = logging.getLogger(__name__)
@@ -97,6 +98,30 @@ def verify_thread_task(task_id: str | None, thread_id: str) -> dict[str, Any]:
     )
     thread.refresh_from_db()
     return thread_integrity(thread=thread)
+
+
+@shared_task(
+    name="ctxadmin.subject_erasure",
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=3600,
+    time_limit=3660,
+)
+@tracked
+def subject_erasure_task(
+    task_id: str | None, workspace_id: int, actor_id: int, value: str, reason: str, dry_run: bool
+) -> dict[str, Any]:
+    """Erase a value from every event of a workspace that mentions it (docs/repairs.md,
+    "Erasure by subject"). Run again after a crash it finds only what is left."""
+    return subject_erase(
+        workspace_id=workspace_id,
+        actor_id=actor_id,
+        value=value,
+        reason=reason,
+        dry_run=dry_run,
+        progress=lambda done, total: task_run_progress(task_id, done=done, total=total),
+    )
 
 
 @shared_task(

@@ -324,6 +324,11 @@ class SecretFlagSerializer(serializers.Serializer):
         help_text="where in the event: content, arguments.api_key, result.headers.*, "
         "content[0].text, metadata.* (* a key that is no plain name or holds the secret)"
     )
+    removed = serializers.BooleanField(
+        required=False,
+        help_text="true: the workspace redacts secrets at ingest, and the event was stored "
+        "with this secret replaced by a placeholder; absent: the event holds it",
+    )
 
 
 class RedactedSerializer(serializers.Serializer):

@@ -98,6 +98,9 @@ urlpatterns += [
 ]
 
 # Message search (docs/api.md, "Message search — `GET /api/v1/search/`").
-from threads.api import search  # noqa: E402
+from threads.api import redactions, search  # noqa: E402
 
-urlpatterns += [path("search/", search.SearchApi.as_view(), name="search")]
+urlpatterns += [
+    path("search/", search.SearchApi.as_view(), name="search"),
+    path("redactions/", redactions.RedactionsApi.as_view(), name="redactions"),
+]

@@ -91,7 +91,7 @@ _FOLD_UNSAFE = frozenset("iIsSkK")
 # Alternatives of a literal kept when expressions branch (ghp_|gho_|…); past this, fewer.
 _MAX_ALTERNATIVES = 32
 
-Flag = dict[str, str]
+Flag = dict[str, Any]
 Path = tuple[str | int, ...]
 
 

@@ -35,6 +35,10 @@ class Workspace(models.Model):
     # (None: every checkpoint is kept).
     retention_days = models.PositiveIntegerField(null=True, blank=True)
     keep_checkpoints = models.PositiveIntegerField(null=True, blank=True)
+    # Whether an event's secrets found at ingest are taken out before it is stored, so that
+    # neither the log nor the agent's context ever holds them (docs/event-log.md, "Secrets
+    # redacted at ingest"); off: they are flagged and kept, for an admin to redact.
+    redact_secrets_at_ingest = models.BooleanField(default=False)
 
     def __str__(self) -> str:
         return self.name

@@ -21,6 +21,7 @@ from threads.services.tasks import task_run_start
 FOLD_THREAD = "ctxadmin.fold_thread"
 VERIFY_THREAD = "ctxadmin.verify_thread"
 SIDE_EFFECT_STATUS_CHECK = "ctxadmin.side_effect_status_check"
+SUBJECT_ERASURE = "ctxadmin.subject_erasure"
 
 
 _discovery = threading.Lock()

@@ -8,6 +8,7 @@ or stores the text it scans.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,7 +16,9 @@ from django.conf import settings
 
 from threads.domain.canonical import canonical_text, join_canonical
 from threads.domain.events import NewEvent
+from threads.domain.secret_masking import masked_value
 from threads.domain.secrets import Flag, event_secrets
+from threads.models import Workspace
 
 
 def event_secret_flags(new_events: Sequence[NewEvent]) -> list[list[Flag]] | None:
@@ -24,6 +27,44 @@ def event_secret_flags(new_events: Sequence[NewEvent]) -> list[list[Flag]] | Non
     if not settings.CTXADMIN_DETECT_SECRETS or not new_events:
         return None
     return event_secrets([(_fields(new), _text(new)) for new in new_events])
+
+
+def workspace_removes_secrets(workspace_id: int) -> bool:
+    """Whether the workspace stores its events with their secrets taken out
+    (`redact_secrets_at_ingest`): read only for a batch that holds one."""
+    return bool(
+        Workspace.objects.filter(pk=workspace_id)
+        .values_list("redact_secrets_at_ingest", flat=True)
+        .first()
+    )
+
+
+def secrets_removed(
+    new_events: Sequence[NewEvent], flags: list[list[Flag]]
+) -> tuple[list[NewEvent], list[list[Flag]]]:
+    """The events as they are stored where the workspace redacts secrets at ingest: each
+    flagged one with its secrets replaced by placeholders (threads.domain.secret_masking) and
+    its flags marked `removed`; the others as they came. The digest of the submitted body stays
+    the request's: a retry of the same request is still recognised as the same event."""
+    events: list[NewEvent] = []
+    marked: list[list[Flag]] = []
+    for new, found in zip(new_events, flags, strict=True):
+        if not found:
+            events.append(new)
+            marked.append(found)
+            continue
+        events.append(
+            dataclasses.replace(
+                new,
+                data=masked_value(new.data),
+                metadata=masked_value(new.metadata),
+                data_texts=None,
+                data_text=None,
+                metadata_text=None,
+            )
+        )
+        marked.append([{**flag, "removed": True} for flag in found])
+    return events, marked
 
 
 def _fields(new: NewEvent) -> dict[str, Any]:

@@ -40,7 +40,11 @@ from threads.services.event_rows import (
     insert_events_and_head,
     side_effect_and_approval_statements,
 )
-from threads.services.event_secrets import event_secret_flags
+from threads.services.event_secrets import (
+    event_secret_flags,
+    secrets_removed,
+    workspace_removes_secrets,
+)
 from threads.services.event_tokens import TokenCounts, encoding_guess, remember_encoding
 from threads.services.metrics import events_appended_statements
 
@@ -190,6 +194,13 @@ def _append_locked(
     key = thread_key(thread)
     if secrets is None:
         secrets = event_secret_flags(new_events)
+    if secrets and any(secrets) and workspace_removes_secrets(thread.workspace_id):
+        # Stored without them (docs/event-log.md, "Secrets redacted at ingest"): counted
+        # again, as the texts changed.
+        new_events, secrets = secrets_removed(new_events, secrets)
+        if counts is not None:
+            counts.cancel()
+            counts = None
     if counts is None or counts.encoding != thread.encoding:
         if counts is not None:
             counts.cancel()

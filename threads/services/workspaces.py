@@ -83,11 +83,14 @@ def workspace_settings_update(
     actor_label: str,
     stall_after_seconds: int | None = None,
     redaction_needs_second_admin: bool | None = None,
+    redact_secrets_at_ingest: bool | None = None,
 ) -> Workspace:
-    """Change a workspace's settings, audited: `stall_after_seconds`, after how long a thread
-    that waits for its agent is `stalled` (docs/dashboard.md, "Run status");
-    `redaction_needs_second_admin`, whether a redaction waits for a second admin's approval
-    (docs/event-log.md, "Redaction"). A setting left None stays. Locks the workspace row
+    """Change a workspace's settings, audited (those given; None leaves one as it is):
+    `stall_after_seconds`, after how long a thread that waits for its agent is `stalled`
+    (docs/dashboard.md, "Run status"); `redaction_needs_second_admin`, whether a redaction
+    waits for a second admin's approval (docs/event-log.md, "Redaction");
+    `redact_secrets_at_ingest`, whether the secrets found in an event are taken out before it
+    is stored (docs/event-log.md, "Secrets redacted at ingest"). Locks the workspace row
     (select_for_update) for the before/after of the audit entry."""
     if stall_after_seconds is not None and stall_after_seconds < 1:
         raise InvalidEvent(
@@ -99,11 +102,14 @@ def workspace_settings_update(
         for name, value in (
             ("stall_after_seconds", stall_after_seconds),
             ("redaction_needs_second_admin", redaction_needs_second_admin),
+            ("redact_secrets_at_ingest", redact_secrets_at_ingest),
         )
         if value is not None
     }
     with transaction.atomic(durable=True):
         locked = Workspace.objects.select_for_update().get(pk=workspace.pk)
+        if not changes:
+            return locked
         before = {name: getattr(locked, name) for name in changes}
         for name, value in changes.items():
             setattr(locked, name, value)

@@ -1,6 +1,6 @@
 """`workspace_settings NAME [--stall-after SECONDS] [--redaction-needs-second-admin on|off]
-[--retention-days N|none] [--keep-checkpoints K|none]`: show a workspace's settings, or change
-them (audited)."""
+[--redact-secrets-at-ingest on|off] [--retention-days N|none] [--keep-checkpoints K|none]`: show
+a workspace's settings, or change them (audited)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,7 @@ def _count_or_none(value: str) -> int | None:
 
 
 class Command(BaseCommand):
-    help = (
-        "Show a workspace's settings; with --stall-after, change when a thread is stalled; with "
-        "--redaction-needs-second-admin, whether a redaction waits for a second admin."
-    )
+    help = "Show a workspace's settings; change those given (audited)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name")
@@ -39,6 +36,12 @@ class Command(BaseCommand):
             choices=("on", "off"),
             dest="second_admin",
             help="on: a redaction waits for another admin's approval in the approval queue",
+        )
+        parser.add_argument(
+            "--redact-secrets-at-ingest",
+            choices=("on", "off"),
+            dest="redact_secrets",
+            help="on: the secrets found in an event are taken out before it is stored",
         )
         parser.add_argument(
             "--retention-days",
@@ -60,7 +63,8 @@ class Command(BaseCommand):
         if workspace is None:
             raise CommandError(f"no workspace {options['name']!r}")
         second_admin = options["second_admin"]
-        if options["stall_after"] is not None or second_admin is not None:
+        redact = options["redact_secrets"]
+        if any(v is not None for v in (options["stall_after"], second_admin, redact)):
             try:
                 workspace = workspace_settings_update(
                     workspace=workspace,
@@ -69,6 +73,7 @@ class Command(BaseCommand):
                     redaction_needs_second_admin=None
                     if second_admin is None
                     else second_admin == "on",
+                    redact_secrets_at_ingest=None if redact is None else redact == "on",
                 )
             except DomainError as exc:
                 raise CommandError(str(exc)) from None
@@ -87,6 +92,9 @@ class Command(BaseCommand):
         self.stdout.write(f"stall_after_seconds {workspace.stall_after_seconds}")
         second = "on" if workspace.redaction_needs_second_admin else "off"
         self.stdout.write(f"redaction_needs_second_admin {second}")
+        self.stdout.write(
+            "redact_secrets_at_ingest " + ("on" if workspace.redact_secrets_at_ingest else "off")
+        )
         for name in ("retention_days", "keep_checkpoints"):
             value = getattr(workspace, name)
             self.stdout.write(f"{name} {'none' if value is None else value}")
