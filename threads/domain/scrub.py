@@ -165,16 +165,18 @@ def _cites(entry: Mapping[str, Any], seq: int) -> bool:
 
 
 def placeholder_entry(entry: Mapping[str, Any], needles: Needles) -> dict[str, Any]:
-    """The entry with its content gone: structure and citations kept (with any needle in them
-    replaced), every other field the placeholder (a fact's `key` too, numbered by the entry's
-    first citation so that two redacted facts stay two facts)."""
+    """The entry with its content gone: structure, citations and numbers kept (with any needle
+    in them replaced), every other field the placeholder (a fact's `key` too, numbered by the
+    entry's first citation so that two redacted facts stay two facts)."""
     placeholder = needles.placeholder
     out: dict[str, Any] = {}
     for key, value in entry.items():
         if key in ENTRY_STRUCTURE or (key == "tool" and isinstance(value, str)):
             # A tool's name is the call's structure, as its id is.
             out[key] = scrub_json(value, needles)
-        elif isinstance(value, bool) or value is None:
+        elif isinstance(value, bool | int | float) or value is None:
+            # Numbers are the entry's structure (its seqs: the task's `unit_seq`, which a fold
+            # reads as a number), not its text.
             out[key] = value
         else:
             out[key] = placeholder

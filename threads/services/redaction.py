@@ -198,6 +198,8 @@ def _redact_locked(
             "written_before_salted_digests": row.content_digest is None,
         },
     )
+    # What the scrub touched, for a caller that reports it (erasure by subject); not stored.
+    record.scrubbed = scrubbed  # type: ignore[attr-defined]
     return record
 
 

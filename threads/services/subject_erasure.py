@@ -98,10 +98,11 @@ def subject_erase(
             with transaction.atomic():
                 for events in by_thread.values():
                     report.add(events, _thread_erase(events, actor, value, reason))
-                    progress(report.done, len(found))
                 raise _DryRun
         except _DryRun:
             pass
+        # Outside the rolled back transaction, which would take it back too.
+        progress(report.done, len(found))
     else:
         for events in by_thread.values():
             try:
