@@ -336,7 +336,8 @@ class CountingTransport:
         self.requests += 1
         path = request.url.path.rstrip("/")
         kind = "put" if path.endswith("/checkpoints") and request.method == "POST" else ""
-        kind = kind or ("put_writes" if path.endswith("/writes") else "get_tuple")
+        kind = kind or ("put_writes" if path.endswith("/writes") else "")
+        kind = kind or ("batch" if path.endswith("/batch") else "get_tuple")
         self.by_kind.setdefault(kind, []).append(took * 1000)
         return response
 

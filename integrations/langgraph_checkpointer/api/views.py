@@ -17,6 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from integrations.langgraph_checkpointer.api.arguments import put_arguments, writes_arguments
 from integrations.langgraph_checkpointer.api.bodies import put_body_read, writes_body_read
 from integrations.langgraph_checkpointer.api.fields import checkpoint_id_check
 from integrations.langgraph_checkpointer.api.serializers import (
@@ -40,12 +41,7 @@ from integrations.langgraph_checkpointer.selectors.checkpoints import (
     langgraph_tuples,
 )
 from integrations.langgraph_checkpointer.selectors.ledger import langgraph_ledger
-from integrations.langgraph_checkpointer.services.checkpoint_put import (
-    ValueIn,
-    langgraph_checkpoint_put,
-)
-from integrations.langgraph_checkpointer.services.interrupts import InterruptIn
-from integrations.langgraph_checkpointer.services.message_mirror import MessageIn, MessagesIn
+from integrations.langgraph_checkpointer.services.checkpoint_put import langgraph_checkpoint_put
 from integrations.langgraph_checkpointer.services.threads import (
     PRUNE_STRATEGIES,
     langgraph_runs_delete,
@@ -53,7 +49,7 @@ from integrations.langgraph_checkpointer.services.threads import (
     langgraph_thread_delete,
     langgraph_threads_prune,
 )
-from integrations.langgraph_checkpointer.services.writes import WriteIn, langgraph_writes_put
+from integrations.langgraph_checkpointer.services.writes import langgraph_writes_put
 from threads.api.auth import agent_read_mark, require_agent
 from threads.api.renderers import LargeJSONRenderer
 from threads.api.serializers import (
@@ -211,29 +207,10 @@ class ThreadLanggraphCheckpointsApi(APIView):
             body = self.InputSerializer(data=request.data)
             body.is_valid(raise_exception=True)
             data = body.validated_data
-        messages = data.get("messages")
         row = langgraph_checkpoint_put(
             workspace=agent.workspace,
             external_id=id,
-            checkpoint_ns=data["checkpoint_ns"],
-            checkpoint_id=data["checkpoint_id"],
-            parent_checkpoint_id=data.get("parent_checkpoint_id") or "",
-            checkpoint=data["checkpoint"],
-            metadata=data["metadata"],
-            values=[ValueIn(**value) for value in data["values"]],
-            messages=None
-            if messages is None
-            else MessagesIn(
-                channel=messages["channel"],
-                version=messages["version"],
-                entries=[
-                    MessageIn(id=e["id"], digest=e["digest"], message=e.get("message"))
-                    for e in messages["entries"]
-                ],
-                side_effect_tools=frozenset(messages.get("side_effect_tools") or ()),
-                base_version=messages.get("base_version"),
-                base_count=messages.get("base_count") or 0,
-            ),
+            **put_arguments(data),
             actor_label=agent.label,
         )
         return Response(
@@ -292,21 +269,6 @@ class ThreadLanggraphCheckpointApi(APIView):
         # The thread row came with the checkpoint, in the same statement (run status).
         agent_read_mark(request, row.thread)
         return Response(answer)
-
-
-def _write_in(write: dict[str, Any]) -> WriteIn:
-    if "messages" in write:
-        return WriteIn(
-            idx=write["idx"],
-            channel=write["channel"],
-            messages=[
-                MessageIn(id=e["id"], digest=e["digest"], message=e.get("message"))
-                for e in write["messages"]
-            ],
-        )
-    return WriteIn(
-        idx=write["idx"], channel=write["channel"], type=write["type"], data=write["data"]
-    )
 
 
 class ThreadLanggraphWritesApi(APIView):
@@ -371,13 +333,7 @@ class ThreadLanggraphWritesApi(APIView):
         langgraph_writes_put(
             workspace=agent.workspace,
             external_id=id,
-            checkpoint_ns=data["checkpoint_ns"],
-            checkpoint_id=data["checkpoint_id"],
-            task_id=data["task_id"],
-            task_path=data["task_path"],
-            writes=[_write_in(w) for w in data["writes"]],
-            interrupts=[InterruptIn(id=i["id"], value=i["value"]) for i in data["interrupts"]],
-            side_effect_tools=frozenset(data.get("side_effect_tools") or ()),
+            **writes_arguments(data),
             actor_label=agent.label,
         )
         return Response(status=status.HTTP_204_NO_CONTENT)
