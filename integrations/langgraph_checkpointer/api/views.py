@@ -38,6 +38,7 @@ from integrations.langgraph_checkpointer.selectors.checkpoints import (
     langgraph_checkpoint_find,
     langgraph_checkpoints_list,
     langgraph_tuple,
+    langgraph_tuple_validator,
     langgraph_tuples,
 )
 from integrations.langgraph_checkpointer.selectors.ledger import langgraph_ledger
@@ -75,6 +76,14 @@ THREAD_ID = OpenApiParameter(
     str,
     OpenApiParameter.PATH,
     description="the LangGraph thread_id: the thread's external_id",
+)
+
+IF_NONE_MATCH = OpenApiParameter(
+    "If-None-Match",
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
+    description="the `ETag` of an earlier answer: 304 when the answer would be the same",
 )
 
 
@@ -247,10 +256,12 @@ class ThreadLanggraphCheckpointApi(APIView):
 
     @extend_schema(
         operation_id="langgraph_checkpoint_get",
-        parameters=[THREAD_ID, QuerySerializer],
-        responses={200: TupleOutputSerializer, **ERRORS},
+        parameters=[THREAD_ID, QuerySerializer, IF_NONE_MATCH],
+        responses={200: TupleOutputSerializer, 304: None, **ERRORS},
         description="One checkpoint with its values, messages and pending writes; `latest` for "
-        "the namespace's newest. 404 when there is none.",
+        "the namespace's newest. 404 when there is none. The answer's `ETag` (also "
+        "`validator`) changes with anything it holds: sent back in `If-None-Match`, a 304 with "
+        "no body says nothing changed (a rollback made since is a new head: a 200).",
     )
     def get(self, request: Request, id: str, checkpoint_id: str) -> Response:
         agent = require_agent(request, "read LangGraph checkpoints")
@@ -264,11 +275,15 @@ class ThreadLanggraphCheckpointApi(APIView):
         )
         if row is None:
             raise NotFound("checkpoint not found")
-        found = langgraph_tuple(row)
-        answer = {**_tuple_json(found), "ledger": langgraph_ledger(found)}
+        validator = langgraph_tuple_validator(row)
         # The thread row came with the checkpoint, in the same statement (run status).
+        if validator in request.headers.get("If-None-Match", "").split(", "):
+            agent_read_mark(request, row.thread)
+            return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": validator})
+        found = langgraph_tuple(row)
+        answer = {**_tuple_json(found), "ledger": langgraph_ledger(found), "validator": validator}
         agent_read_mark(request, row.thread)
-        return Response(answer)
+        return Response(answer, headers={"ETag": validator})
 
 
 class ThreadLanggraphWritesApi(APIView):

@@ -9,6 +9,7 @@ order (task_path, task_id, idx).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -364,3 +365,32 @@ def langgraph_head_for_checkpoint(checkpoint: Checkpoint) -> LanggraphCheckpoint
     return langgraph_checkpoint_get(
         thread=checkpoint.thread, checkpoint_ns=linked.checkpoint_ns, checkpoint_id=None
     )
+
+
+def langgraph_tuple_validator(row: LanggraphCheckpoint) -> str:
+    """A validator (an HTTP entity tag) of what `langgraph_checkpoint_get` answers for this
+    row, without building the answer: the row (a rollback or a put makes another head), its
+    writes (those packed in it and the task rows after it, by content), the thread's log
+    (`last_seq`, `updated_at`: an append, a side effect's result) and its integrity verdict.
+    Equal validators, equal answers (docs/langgraph.md, "Conditional restore")."""
+    thread = row.thread
+    digest = hashlib.sha256()
+    for part in (
+        row.pk,
+        row.checkpoint_id,
+        thread.last_seq,
+        thread.updated_at.isoformat() if thread.updated_at else "",
+        thread.chain_ok,
+        thread.first_bad_seq,
+        thread.verified_until,
+        thread.verified_at.isoformat() if thread.verified_at else "",
+    ):
+        digest.update(f"{part}\x1f".encode())
+    digest.update(bytes(row.writes_z or b""))
+    task_rows = LanggraphWrite.objects.filter(
+        thread_id=row.thread_id, checkpoint_ns=row.checkpoint_ns, checkpoint_id=row.checkpoint_id
+    ).order_by("pk")
+    for pk, writes_z, interrupts in task_rows.values_list("pk", "writes_z", "interrupts"):
+        digest.update(f"\x1e{pk}{interrupts}".encode())
+        digest.update(bytes(writes_z or b""))
+    return f'"{digest.hexdigest()[:32]}"'

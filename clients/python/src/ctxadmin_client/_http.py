@@ -95,6 +95,14 @@ class Call:
     path: str
     params: dict[str, Any] | None = None
     json: Any = None
+    headers: dict[str, str] | None = None
+
+
+class NotModifiedType:
+    """What a conditional GET answers when the server says 304: what the caller holds stands."""
+
+
+NOT_MODIFIED = NotModifiedType()
 
 
 def _headers(api_key: str) -> dict[str, str]:
@@ -127,6 +135,8 @@ def _decode(response: httpx.Response) -> Any:
 
     A redirect is an error too (`http_302`...): the API never redirects, so one means the base
     URL points somewhere else (a login page, a proxy)."""
+    if response.status_code == 304:
+        return NOT_MODIFIED
     if not response.is_success:
         raise error_from_response(response, parse_retry_after(response.headers.get("Retry-After")))
     if not response.content:
@@ -148,6 +158,8 @@ def _request_kwargs(call: Call) -> dict[str, Any]:
         kwargs["params"] = {k: v for k, v in call.params.items() if v is not None}
     if call.json is not None:
         kwargs["json"] = call.json
+    if call.headers:
+        kwargs["headers"] = call.headers
     return kwargs
 
 

@@ -112,6 +112,7 @@ class CtxadminSaver(CheckpointReads, CheckpointWrites, BaseCheckpointSaver[str])
         self._put_ended: dict[str, float] = {}
         self._lock = threading.Lock()
         self._pipeline = Pipeline(self._send_batch)
+        self._restored: dict[tuple[str, str, str], tuple[str, CheckpointTuple]] = {}
         # LangGraph runs that have a drain of this saver's queue among their tasks
         self._draining: weakref.WeakSet[Any] = weakref.WeakSet()
 
