@@ -39,7 +39,7 @@ def crash_graph(checkpointer: Any, kill_at: int | None = None) -> Any:
     return graph.compile(checkpointer=checkpointer)
 
 
-FIRST = {"messages": [HumanMessage("count", id="human-0")]}
+FIRST: MessagesState = {"messages": [HumanMessage("count", id="human-0")]}
 
 
 def main() -> None:
