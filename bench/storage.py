@@ -425,7 +425,9 @@ def ctxadmin_side(
                 cold.close()
 
         cold_restores = cold_restore_ms(new_saver, run["config"])
-        limits = ceilings(f"http://127.0.0.1:{port}", key, saver, run["config"])
+        limits = ceilings(
+            f"http://127.0.0.1:{port}", key, saver, run["config"], profile_dir is not None
+        )
         saver.close()
     finally:
         server.terminate()
@@ -446,7 +448,9 @@ def ctxadmin_side(
     }
 
 
-def ceilings(base_url: str, key: str, saver: Any, config: dict[str, Any]) -> dict[str, float]:
+def ceilings(
+    base_url: str, key: str, saver: Any, config: dict[str, Any], profile: bool = False
+) -> dict[str, float]:
     """What bounds the floors from below, measured through the same gunicorn: the round trip of
     the cheapest authenticated request (a `get_tuple` of a thread that does not exist: the key
     checked, one query, a 404), and a restore split into its HTTP round trip (the server's work
@@ -457,6 +461,7 @@ def ceilings(base_url: str, key: str, saver: Any, config: dict[str, Any]) -> dic
     thread_id = config["configurable"]["thread_id"]
     headers = {"Authorization": f"Bearer {key}"}
     path = "/api/v1/threads/{}/langgraph/checkpoints/latest/"
+    whole = {"X-Bench-Profile": "1"} if profile else {}  # the whole restores, profiled too
     noop, fetch, decode = [], [], []
     with httpx.Client(base_url=base_url, headers=headers, transport=nodelay_transport()) as http:
         http.get(path.format("no-such-thread"))
@@ -466,7 +471,9 @@ def ceilings(base_url: str, key: str, saver: Any, config: dict[str, Any]) -> dic
             noop.append((time.perf_counter() - start) * 1000)
         for _ in range(RESTORES):
             start = time.perf_counter()
-            answer = http.get(path.format(thread_id), params={"checkpoint_ns": ""}).json()
+            answer = http.get(
+                path.format(thread_id), params={"checkpoint_ns": ""}, headers=whole
+            ).json()
             fetch.append((time.perf_counter() - start) * 1000)
             start = time.perf_counter()
             saver._tuple(answer)
