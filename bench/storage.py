@@ -626,7 +626,7 @@ def profiled_side(
         stats = pstats.Stats(str(files[0]), stream=text)
         for extra in files[1:]:
             stats.add(str(extra))
-        stats.sort_stats("cumulative").print_stats(60)
+        stats.sort_stats("cumulative").print_stats(150)
         stats.sort_stats("tottime").print_stats(40)
     out = RESULTS.parent / "storage-profile.txt"
     out.parent.mkdir(parents=True, exist_ok=True)

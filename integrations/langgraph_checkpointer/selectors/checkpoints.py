@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Max, Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 
 from integrations.langgraph_checkpointer.domain.messages import message_from_event
@@ -27,7 +27,7 @@ from integrations.langgraph_checkpointer.models import (
 )
 from integrations.langgraph_checkpointer.selectors import statements
 from threads.domain.external_ids import text_storable
-from threads.models import Checkpoint, Event, Thread, Workspace
+from threads.models import Checkpoint, Event, SideEffect, Thread, Workspace
 from threads.selectors.statements import postgres_for
 
 # Metadata values compared in SQL before the exact check in Python: strings and integers read
@@ -371,7 +371,8 @@ def langgraph_tuple_validator(row: LanggraphCheckpoint) -> str:
     """A validator (an HTTP entity tag) of what `langgraph_checkpoint_get` answers for this
     row, without building the answer: the row (a rollback or a put makes another head), its
     writes (those packed in it and the task rows after it, by content), the thread's log
-    (`last_seq`, `updated_at`: an append, a side effect's result) and its integrity verdict.
+    (`last_seq`, `updated_at`: an append, a side effect's result), its side effects (count,
+    last change) and its integrity verdict.
     Equal validators, equal answers (docs/langgraph.md, "Conditional restore")."""
     thread = row.thread
     digest = hashlib.sha256()
@@ -387,6 +388,11 @@ def langgraph_tuple_validator(row: LanggraphCheckpoint) -> str:
     ):
         digest.update(f"{part}\x1f".encode())
     digest.update(bytes(row.writes_z or b""))
+    # The ledger's side: a side effect's status may change without an event (a fork's).
+    effects = SideEffect.objects.filter(thread_id=row.thread_id).aggregate(
+        count=Count("pk"), changed=Max("updated_at")
+    )
+    digest.update(f"{effects['count']}\x1f{effects['changed']}\x1f".encode())
     task_rows = LanggraphWrite.objects.filter(
         thread_id=row.thread_id, checkpoint_ns=row.checkpoint_ns, checkpoint_id=row.checkpoint_id
     ).order_by("pk")
