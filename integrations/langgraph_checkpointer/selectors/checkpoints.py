@@ -388,15 +388,26 @@ def langgraph_tuple_validator(row: LanggraphCheckpoint) -> str:
     ):
         digest.update(f"{part}\x1f".encode())
     digest.update(bytes(row.writes_z or b""))
-    # The ledger's side: a side effect's status may change without an event (a fork's).
-    effects = SideEffect.objects.filter(thread_id=row.thread_id).aggregate(
-        count=Count("pk"), changed=Max("updated_at")
-    )
-    digest.update(f"{effects['count']}\x1f{effects['changed']}\x1f".encode())
+    # PostgreSQL's find statement reads the stamps with the row; the ORM the same way here.
+    stamps = getattr(row, "validator_stamps", None) or _validator_stamps(row)
+    digest.update("\x1e".join(stamps).encode())
+    return f'"{digest.hexdigest()[:32]}"'
+
+
+def _validator_stamps(row: LanggraphCheckpoint) -> tuple[str, str]:
+    """The task rows of writes after the checkpoint (id and MD5 of their packed writes) and the
+    thread's side effects (how many, the last change in microseconds: a side effect's status
+    may change without an event, a fork's), as statements.checkpoint_find reads them."""
     task_rows = LanggraphWrite.objects.filter(
         thread_id=row.thread_id, checkpoint_ns=row.checkpoint_ns, checkpoint_id=row.checkpoint_id
     ).order_by("pk")
-    for pk, writes_z, interrupts in task_rows.values_list("pk", "writes_z", "interrupts"):
-        digest.update(f"\x1e{pk}{interrupts}".encode())
-        digest.update(bytes(writes_z or b""))
-    return f'"{digest.hexdigest()[:32]}"'
+    writes = ",".join(
+        f"{pk}:{hashlib.md5(bytes(packed or b''), usedforsecurity=False).hexdigest()}"
+        for pk, packed in task_rows.values_list("pk", "writes_z")
+    )
+    effects = SideEffect.objects.filter(thread_id=row.thread_id).aggregate(
+        count=Count("pk"), changed=Max("updated_at")
+    )
+    changed = effects["changed"]
+    micros = "" if changed is None else str(round(changed.timestamp() * 1_000_000))
+    return writes, f"{effects['count']}:{micros}"
