@@ -409,7 +409,9 @@ def ctxadmin_side(
         runs = {durabilities[0]: run["seconds"]}
         for durability in durabilities[1:]:
             runs[durability] = run_graph(saver, steps, out_bytes, durability)["seconds"]
+        counting.profile = profile_dir is not None  # the warm restores profiled too
         restores = restore_ms(saver, run["config"])
+        counting.profile = False
         checkpoints = len(list(saver.list(run["config"])))
 
         @contextlib.contextmanager
