@@ -22,7 +22,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 
-from integrations.langgraph_checkpointer.models import LanggraphCheckpoint
+from integrations.langgraph_checkpointer.models import LanggraphCheckpoint, LanggraphWrite
 from tests import factories
 from tests.langgraph.conftest import Server
 from tests.langgraph.crash_agent import FIRST, STEPS, crash_graph
@@ -128,6 +128,39 @@ def test_a_pipelined_write_that_fails_makes_the_run_raise(server: Server) -> Non
         app.invoke(FIRST, _config())
     assert raised.value.status == 401
     saver.close()  # surfaced once: closing does not raise it again
+
+
+def test_a_run_that_raises_has_stored_its_error_write_when_invoke_raises(server: Server) -> None:
+    saver = CtxadminSaver.from_url(server.url, server.api_key)
+    config = _config()
+
+    def step(state: MessagesState) -> dict[str, Any]:
+        done = len(state["messages"])
+        if done == 4:
+            raise RuntimeError("the payment system dropped the line")
+        return {"messages": [AIMessage(f"step {done}", id=f"step-{done}")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("step", step)
+    graph.add_edge(START, "step")
+    graph.add_conditional_edges("step", lambda state: "step")
+    app = graph.compile(checkpointer=saver)
+    with pytest.raises(RuntimeError):
+        app.invoke(FIRST, config)
+    # The task's error, LangGraph's last write of the run, is stored by then: no read of the
+    # saver's flushed it.
+    thread = Thread.objects.get(external_id=config["configurable"]["thread_id"])
+    channels = [
+        w.channel
+        for row in LanggraphCheckpoint.objects.filter(thread=thread)
+        for task in row.task_writes
+        for w in task.writes
+    ]
+    channels += [
+        w.channel for row in LanggraphWrite.objects.filter(thread=thread) for w in row.writes
+    ]
+    assert "__error__" in channels
+    saver.close()
 
 
 @pytest.mark.parametrize("durability", ["async", "sync"])

@@ -115,6 +115,9 @@ class CtxadminSaver(CheckpointReads, CheckpointWrites, BaseCheckpointSaver[str])
         self._restored: dict[tuple[str, str, str], tuple[str, CheckpointTuple]] = {}
         # LangGraph runs that have a drain of this saver's queue among their tasks
         self._draining: weakref.WeakSet[Any] = weakref.WeakSet()
+        # thread_id -> the run whose put came last: a write after it (a task's error, the run's
+        # last write) makes that run drain too
+        self._runs: dict[str, weakref.ref[Any]] = {}
 
     @classmethod
     def from_url(
@@ -203,10 +206,26 @@ class CtxadminSaver(CheckpointReads, CheckpointWrites, BaseCheckpointSaver[str])
             if loop in self._draining:
                 return
             self._draining.add(loop)
-        if asynchronous:
-            loop.submit(self._adrain, loop)
-        else:
-            loop.submit(self._drain, loop)
+        try:
+            if asynchronous:
+                loop.submit(self._adrain, loop)
+            else:
+                loop.submit(self._drain, loop)
+        except RuntimeError:  # that run has ended (its executor shut down): nothing to hold
+            with self._lock:
+                self._draining.discard(loop)
+
+    def _run_of(self, config: RunnableConfig, frame: Any) -> Any:
+        """The LangGraph run a put is part of (remembered for the writes after it), or the one
+        of a write's thread's last put."""
+        thread_id = str(config["configurable"]["thread_id"])
+        loop = loop_of(frame)
+        with self._lock:
+            if loop is not None:
+                self._runs[thread_id] = weakref.ref(loop)
+                return loop
+            last = self._runs.get(thread_id)
+        return last() if last is not None else None
 
     def _drain(self, loop: Any) -> None:
         try:
@@ -358,7 +377,7 @@ class CtxadminSaver(CheckpointReads, CheckpointWrites, BaseCheckpointSaver[str])
     ) -> RunnableConfig:
         item, stored = self._queue_put(config, checkpoint, metadata, new_versions)
         if in_run(config):
-            self._drain_at_end(loop_of(sys._getframe(1)))
+            self._drain_at_end(self._run_of(config, sys._getframe(1)))
         if not pipelined(config):
             self._pipeline.wait(item)
         return stored
@@ -373,6 +392,8 @@ class CtxadminSaver(CheckpointReads, CheckpointWrites, BaseCheckpointSaver[str])
         item = self._queue_writes(config, writes, task_id, task_path)
         if not in_run(config):
             self._pipeline.wait(item)
+        else:
+            self._drain_at_end(self._run_of(config, None))
 
     def delete_thread(self, thread_id: str) -> None:
         self._run(one(self._delete_thread(thread_id)))
@@ -416,7 +437,7 @@ class CtxadminSaver(CheckpointReads, CheckpointWrites, BaseCheckpointSaver[str])
     ) -> RunnableConfig:
         item, stored = self._queue_put(config, checkpoint, metadata, new_versions)
         if in_run(config):
-            self._drain_at_end(loop_of(sys._getframe(1)), asynchronous=True)
+            self._drain_at_end(self._run_of(config, sys._getframe(1)), asynchronous=True)
         if not pipelined(config):
             await asyncio.to_thread(self._pipeline.wait, item)
         return stored
@@ -431,6 +452,8 @@ class CtxadminSaver(CheckpointReads, CheckpointWrites, BaseCheckpointSaver[str])
         item = self._queue_writes(config, writes, task_id, task_path)
         if not in_run(config):
             await asyncio.to_thread(self._pipeline.wait, item)
+        else:
+            self._drain_at_end(self._run_of(config, None), asynchronous=True)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._arun(one(self._delete_thread(thread_id)))
