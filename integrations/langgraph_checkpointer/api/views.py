@@ -87,6 +87,19 @@ IF_NONE_MATCH = OpenApiParameter(
 )
 
 
+def _plain_ns(request: Request) -> str | None:
+    """A read's `checkpoint_ns` when the query is plainly what the serializer would take as it
+    is (printable ASCII, no surrounding spaces, at most 255; absent: ""), as the put's fast
+    reader does (api/bodies.py); None: the serializer decides."""
+    params = request.query_params
+    if not set(params) <= {"checkpoint_ns"} or len(params.getlist("checkpoint_ns")) > 1:
+        return None
+    value = params.get("checkpoint_ns", "")
+    if len(value) > 255 or not value.isascii() or not value.isprintable():
+        return None
+    return value if value == value.strip() else None
+
+
 def _last_seq_read(found: LanggraphTuple) -> int:
     """The last seq of the log this answer serves: the checkpoint's cursor (its mirrored
     messages end there) or a pending write's message after it."""
@@ -265,12 +278,15 @@ class ThreadLanggraphCheckpointApi(APIView):
     )
     def get(self, request: Request, id: str, checkpoint_id: str) -> Response:
         agent = require_agent(request, "read LangGraph checkpoints")
-        query = self.QuerySerializer(data=request.query_params.dict())
-        query.is_valid(raise_exception=True)
+        checkpoint_ns = _plain_ns(request)
+        if checkpoint_ns is None:  # not plainly well-formed: the serializer reads it, or 400
+            query = self.QuerySerializer(data=request.query_params.dict())
+            query.is_valid(raise_exception=True)
+            checkpoint_ns = query.validated_data["checkpoint_ns"]
         row = langgraph_checkpoint_find(
             workspace=agent.workspace,
             external_id=id,
-            checkpoint_ns=query.validated_data["checkpoint_ns"],
+            checkpoint_ns=checkpoint_ns,
             checkpoint_id=None if checkpoint_id == "latest" else checkpoint_id,
         )
         if row is None:
