@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+import time
 import weakref
 from collections import deque
 from collections.abc import Callable
@@ -33,6 +34,11 @@ from ctxadmin_client.errors import CtxadminError
 DEPTH = 64  # operations queued at most: a put waits for room beyond
 BATCH = 32  # operations in one request at most (the server takes 64)
 LINGER_S = 0.005  # how long a batch of writes alone waits for the put that usually follows
+# A write whose checkpoint is neither stored nor queued waits for its put while the thread's
+# last put was queued less than PUT_GAP_S ago (LangGraph's next put is on its way), at most
+# PUT_WAIT_S: the server takes a write's messages only right after its checkpoint's.
+PUT_GAP_S = 0.05
+PUT_WAIT_S = 2.0
 EXIT_FLUSH_S = 30.0  # how long the interpreter's exit waits for the queue
 log = logging.getLogger("ctxadmin_client.langgraph")
 
@@ -149,9 +155,15 @@ class Pipeline:
     raises (the saver's, through its sync client)."""
 
     def __init__(
-        self, send: Callable[[str, list[Pending]], None], depth: int = DEPTH, batch: int = BATCH
+        self,
+        send: Callable[[str, list[Pending]], None],
+        stored: Callable[[str, str], bool] = lambda thread_id, checkpoint_id: True,
+        depth: int = DEPTH,
+        batch: int = BATCH,
     ) -> None:
         self._send = send
+        self._stored = stored  # whether the server holds this thread's checkpoint already
+        self._last_put: dict[str, float] = {}
         self._depth = depth
         self._batch = batch
         self._cond = threading.Condition()
@@ -172,6 +184,8 @@ class Pipeline:
             while len(self._queue) >= self._depth:
                 self._cond.wait()
             self._queue.insert(self._place(item), item)
+            if item.kind == "put":
+                self._last_put[item.thread_id] = time.monotonic()
             if self._thread is None or not self._thread.is_alive():
                 self._start()
             self._cond.notify_all()
@@ -247,6 +261,9 @@ class Pipeline:
                 self._cond.wait(1.0)
                 if not self._queue:
                     return []
+            deadline = time.monotonic() + PUT_WAIT_S
+            while self._put_coming() and time.monotonic() < deadline:
+                self._cond.wait(0.002)
             if not any(item.kind == "put" for item in self._queue):
                 # A task's writes come just before the put of its step: one request for both.
                 self._cond.wait_for(
@@ -259,6 +276,21 @@ class Pipeline:
             self._busy = True
             self._cond.notify_all()
             return taken
+
+    def _put_coming(self) -> bool:
+        """Whether the queue's first item is a write whose checkpoint's put is likely on its way
+        (neither stored nor queued, and the thread's last put queued just now)."""
+        head = self._queue[0]
+        if head.kind != "writes" or self._stored(head.thread_id, head.checkpoint_id):
+            return False
+        if any(
+            q.kind == "put"
+            and q.thread_id == head.thread_id
+            and q.checkpoint_id == head.checkpoint_id
+            for q in self._queue
+        ):
+            return False
+        return time.monotonic() - self._last_put.get(head.thread_id, -PUT_GAP_S) < PUT_GAP_S
 
     def _done(self, taken: list[Pending], error: BaseException | None) -> None:
         with self._cond:

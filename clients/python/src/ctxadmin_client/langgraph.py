@@ -111,7 +111,7 @@ class CtxadminSaver(CheckpointReads, CheckpointWrites, BaseCheckpointSaver[str])
         self._putting: dict[str, int] = {}
         self._put_ended: dict[str, float] = {}
         self._lock = threading.Lock()
-        self._pipeline = Pipeline(self._send_batch)
+        self._pipeline = Pipeline(self._send_batch, self._known_stored)
         self._restored: dict[tuple[str, str, str], tuple[str, CheckpointTuple]] = {}
         # LangGraph runs that have a drain of this saver's queue among their tasks
         self._draining: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -191,6 +191,10 @@ class CtxadminSaver(CheckpointReads, CheckpointWrites, BaseCheckpointSaver[str])
         self.close()
 
     # --- pipelined writes --------------------------------------------------------------------
+
+    def _known_stored(self, thread_id: str, checkpoint_id: str) -> bool:
+        # Read without the lock (the pipeline's is held): a membership test of a dict.
+        return checkpoint_id in self._stored.get(thread_id, {})
 
     def _send_batch(self, thread_id: str, items: list[Pending]) -> None:
         """The sender's: a thread's queued puts and writes, as one request."""
