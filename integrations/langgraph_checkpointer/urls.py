@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from integrations.langgraph_checkpointer.api import batch
 from integrations.langgraph_checkpointer.api import views as langgraph
 
 urlpatterns = [
@@ -24,6 +25,11 @@ urlpatterns = [
         "threads/<str:id>/langgraph/writes/",
         langgraph.ThreadLanggraphWritesApi.as_view(),
         name="thread-langgraph-writes",
+    ),
+    path(
+        "threads/<str:id>/langgraph/batch/",
+        batch.ThreadLanggraphBatchApi.as_view(),
+        name="thread-langgraph-batch",
     ),
     path(
         "threads/<str:id>/langgraph/copy/",

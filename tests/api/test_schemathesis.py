@@ -116,6 +116,8 @@ CROSS_FIELD_RULES = {
     "PATCH /api/v1/threads/{id}/",
     # each message's digest is the SHA-256 of its JSON form (tests/langgraph/)
     "POST /api/v1/threads/{id}/langgraph/checkpoints/",
+    # and so in a batch of puts and writes (tests/langgraph/test_pipeline.py)
+    "POST /api/v1/threads/{id}/langgraph/batch/",
     # the file is a part with a filename, which schemathesis' WSGI transport does not send for
     # a binary field; Django reads such a part as a text field (tests/api/test_imports.py)
     "POST /api/v1/imports/",

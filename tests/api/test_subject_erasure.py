@@ -128,6 +128,7 @@ def test_a_subject_is_erased_from_the_workspace(workspace: Any) -> None:
 
     # One audited batch, holding the value's digest and counts, never the value.
     (batch,) = AuditEntry.objects.filter(action="subject_erased")
+    assert batch.after is not None
     assert batch.after["events"] == 4 and EMAIL not in str(batch.after)
 
     # Every chain verifies and says where it was redacted.

@@ -268,7 +268,16 @@ class Recording(httpx.HTTPTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         if request.method == "POST":
-            self.sent.append((request.url.path, json.loads(request.content)))
+            body = json.loads(request.content)
+            if request.url.path.endswith("/langgraph/batch/"):
+                # A pipelined batch: each operation as the request it stands for.
+                prefix = request.url.path.removesuffix("batch/")
+                for operation in body["operations"]:
+                    ((kind, sent),) = operation.items()
+                    path = prefix + ("checkpoints/" if kind == "put" else "writes/")
+                    self.sent.append((path, sent))
+            else:
+                self.sent.append((request.url.path, body))
         return super().handle_request(request)
 
 

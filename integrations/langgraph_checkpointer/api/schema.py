@@ -40,11 +40,21 @@ WRITE_VARIANTS = [
     },
 ]
 
+# An operation of a batch (LanggraphBatchOperation) is a put or a task's writes: exactly one.
+OPERATION_VARIANTS = [
+    {"required": ["put"], "not": {"required": ["writes"]}},
+    {"required": ["writes"], "not": {"required": ["put"]}},
+]
+
 
 def schema_hook(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict:
     components = result.get("components", {}).get("schemas", {})
     if "LanggraphWriteInput" in components:
         components["LanggraphWriteInput"]["oneOf"] = WRITE_VARIANTS
+    if "LanggraphBatchOperation" in components:
+        components["LanggraphBatchOperation"]["oneOf"] = OPERATION_VARIANTS
+    if "LanggraphBatchResult" in components:
+        components["LanggraphBatchResult"]["nullable"] = True  # null for an operation of writes
     for path, _method, operation in schema_operations(result):
         if "/langgraph/" not in path:
             continue

@@ -131,6 +131,10 @@ class TupleOutputSerializer(serializers.Serializer):
         help_text="channel -> the JSON forms of its messages, read from the log",
     )
     writes = WriteOutputSerializer(many=True)
+    validator = StrictCharField(
+        required=False,
+        help_text="one checkpoint's read only: its `ETag`, for `If-None-Match` (304 unchanged)",
+    )
     cursor = serializers.IntegerField(help_text="the last mirrored seq it stands on")
     ctxadmin_checkpoint = serializers.IntegerField(help_text="its ctxadmin checkpoint's id")
     integrity = ReadIntegritySerializer(

@@ -17,6 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from integrations.langgraph_checkpointer.api.arguments import put_arguments, writes_arguments
 from integrations.langgraph_checkpointer.api.bodies import put_body_read, writes_body_read
 from integrations.langgraph_checkpointer.api.fields import checkpoint_id_check
 from integrations.langgraph_checkpointer.api.serializers import (
@@ -37,15 +38,11 @@ from integrations.langgraph_checkpointer.selectors.checkpoints import (
     langgraph_checkpoint_find,
     langgraph_checkpoints_list,
     langgraph_tuple,
+    langgraph_tuple_validator,
     langgraph_tuples,
 )
 from integrations.langgraph_checkpointer.selectors.ledger import langgraph_ledger
-from integrations.langgraph_checkpointer.services.checkpoint_put import (
-    ValueIn,
-    langgraph_checkpoint_put,
-)
-from integrations.langgraph_checkpointer.services.interrupts import InterruptIn
-from integrations.langgraph_checkpointer.services.message_mirror import MessageIn, MessagesIn
+from integrations.langgraph_checkpointer.services.checkpoint_put import langgraph_checkpoint_put
 from integrations.langgraph_checkpointer.services.threads import (
     PRUNE_STRATEGIES,
     langgraph_runs_delete,
@@ -53,7 +50,7 @@ from integrations.langgraph_checkpointer.services.threads import (
     langgraph_thread_delete,
     langgraph_threads_prune,
 )
-from integrations.langgraph_checkpointer.services.writes import WriteIn, langgraph_writes_put
+from integrations.langgraph_checkpointer.services.writes import langgraph_writes_put
 from threads.api.auth import agent_read_mark, require_agent
 from threads.api.renderers import LargeJSONRenderer
 from threads.api.serializers import (
@@ -80,6 +77,27 @@ THREAD_ID = OpenApiParameter(
     OpenApiParameter.PATH,
     description="the LangGraph thread_id: the thread's external_id",
 )
+
+IF_NONE_MATCH = OpenApiParameter(
+    "If-None-Match",
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
+    description="the `ETag` of an earlier answer: 304 when the answer would be the same",
+)
+
+
+def _plain_ns(request: Request) -> str | None:
+    """A read's `checkpoint_ns` when the query is plainly what the serializer would take as it
+    is (printable ASCII, no surrounding spaces, at most 255; absent: ""), as the put's fast
+    reader does (api/bodies.py); None: the serializer decides."""
+    params = request.query_params
+    if not set(params) <= {"checkpoint_ns"} or len(params.getlist("checkpoint_ns")) > 1:
+        return None
+    value = params.get("checkpoint_ns", "")
+    if len(value) > 255 or not value.isascii() or not value.isprintable():
+        return None
+    return value if value == value.strip() else None
 
 
 def _last_seq_read(found: LanggraphTuple) -> int:
@@ -211,29 +229,10 @@ class ThreadLanggraphCheckpointsApi(APIView):
             body = self.InputSerializer(data=request.data)
             body.is_valid(raise_exception=True)
             data = body.validated_data
-        messages = data.get("messages")
         row = langgraph_checkpoint_put(
             workspace=agent.workspace,
             external_id=id,
-            checkpoint_ns=data["checkpoint_ns"],
-            checkpoint_id=data["checkpoint_id"],
-            parent_checkpoint_id=data.get("parent_checkpoint_id") or "",
-            checkpoint=data["checkpoint"],
-            metadata=data["metadata"],
-            values=[ValueIn(**value) for value in data["values"]],
-            messages=None
-            if messages is None
-            else MessagesIn(
-                channel=messages["channel"],
-                version=messages["version"],
-                entries=[
-                    MessageIn(id=e["id"], digest=e["digest"], message=e.get("message"))
-                    for e in messages["entries"]
-                ],
-                side_effect_tools=frozenset(messages.get("side_effect_tools") or ()),
-                base_version=messages.get("base_version"),
-                base_count=messages.get("base_count") or 0,
-            ),
+            **put_arguments(data),
             actor_label=agent.label,
         )
         return Response(
@@ -270,43 +269,37 @@ class ThreadLanggraphCheckpointApi(APIView):
 
     @extend_schema(
         operation_id="langgraph_checkpoint_get",
-        parameters=[THREAD_ID, QuerySerializer],
-        responses={200: TupleOutputSerializer, **ERRORS},
+        parameters=[THREAD_ID, QuerySerializer, IF_NONE_MATCH],
+        responses={200: TupleOutputSerializer, 304: None, **ERRORS},
         description="One checkpoint with its values, messages and pending writes; `latest` for "
-        "the namespace's newest. 404 when there is none.",
+        "the namespace's newest. 404 when there is none. The answer's `ETag` (also "
+        "`validator`) changes with anything it holds: sent back in `If-None-Match`, a 304 with "
+        "no body says nothing changed (a rollback made since is a new head: a 200).",
     )
     def get(self, request: Request, id: str, checkpoint_id: str) -> Response:
         agent = require_agent(request, "read LangGraph checkpoints")
-        query = self.QuerySerializer(data=request.query_params.dict())
-        query.is_valid(raise_exception=True)
+        checkpoint_ns = _plain_ns(request)
+        if checkpoint_ns is None:  # not plainly well-formed: the serializer reads it, or 400
+            query = self.QuerySerializer(data=request.query_params.dict())
+            query.is_valid(raise_exception=True)
+            checkpoint_ns = query.validated_data["checkpoint_ns"]
         row = langgraph_checkpoint_find(
             workspace=agent.workspace,
             external_id=id,
-            checkpoint_ns=query.validated_data["checkpoint_ns"],
+            checkpoint_ns=checkpoint_ns,
             checkpoint_id=None if checkpoint_id == "latest" else checkpoint_id,
         )
         if row is None:
             raise NotFound("checkpoint not found")
-        found = langgraph_tuple(row)
-        answer = {**_tuple_json(found), "ledger": langgraph_ledger(found)}
+        validator = langgraph_tuple_validator(row)
         # The thread row came with the checkpoint, in the same statement (run status).
+        if validator in request.headers.get("If-None-Match", "").split(", "):
+            agent_read_mark(request, row.thread)
+            return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": validator})
+        found = langgraph_tuple(row)
+        answer = {**_tuple_json(found), "ledger": langgraph_ledger(found), "validator": validator}
         agent_read_mark(request, row.thread)
-        return Response(answer)
-
-
-def _write_in(write: dict[str, Any]) -> WriteIn:
-    if "messages" in write:
-        return WriteIn(
-            idx=write["idx"],
-            channel=write["channel"],
-            messages=[
-                MessageIn(id=e["id"], digest=e["digest"], message=e.get("message"))
-                for e in write["messages"]
-            ],
-        )
-    return WriteIn(
-        idx=write["idx"], channel=write["channel"], type=write["type"], data=write["data"]
-    )
+        return Response(answer, headers={"ETag": validator})
 
 
 class ThreadLanggraphWritesApi(APIView):
@@ -371,13 +364,7 @@ class ThreadLanggraphWritesApi(APIView):
         langgraph_writes_put(
             workspace=agent.workspace,
             external_id=id,
-            checkpoint_ns=data["checkpoint_ns"],
-            checkpoint_id=data["checkpoint_id"],
-            task_id=data["task_id"],
-            task_path=data["task_path"],
-            writes=[_write_in(w) for w in data["writes"]],
-            interrupts=[InterruptIn(id=i["id"], value=i["value"]) for i in data["interrupts"]],
-            side_effect_tools=frozenset(data.get("side_effect_tools") or ()),
+            **writes_arguments(data),
             actor_label=agent.label,
         )
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -9,11 +9,12 @@ order (task_path, task_id, idx).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Max, Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 
 from integrations.langgraph_checkpointer.domain.packing import TaskWrites
@@ -29,7 +30,7 @@ from integrations.langgraph_checkpointer.selectors.redacted import (
     langgraph_redacted_forms,
 )
 from threads.domain.external_ids import text_storable
-from threads.models import Checkpoint, Event, Thread, Workspace
+from threads.models import Checkpoint, Event, SideEffect, Thread, Workspace
 from threads.selectors.statements import postgres_for
 
 # Metadata values compared in SQL before the exact check in Python: strings and integers read
@@ -372,3 +373,49 @@ def langgraph_head_for_checkpoint(checkpoint: Checkpoint) -> LanggraphCheckpoint
     return langgraph_checkpoint_get(
         thread=checkpoint.thread, checkpoint_ns=linked.checkpoint_ns, checkpoint_id=None
     )
+
+
+def langgraph_tuple_validator(row: LanggraphCheckpoint) -> str:
+    """A validator (an HTTP entity tag) of what `langgraph_checkpoint_get` answers for this
+    row, without building the answer: the row (a rollback or a put makes another head), its
+    writes (those packed in it and the task rows after it, by content), the thread's log
+    (`last_seq`, `updated_at`: an append, a side effect's result), its side effects (count,
+    last change) and its integrity verdict.
+    Equal validators, equal answers (docs/langgraph.md, "Conditional restore")."""
+    thread = row.thread
+    digest = hashlib.sha256()
+    for part in (
+        row.pk,
+        row.checkpoint_id,
+        thread.last_seq,
+        thread.updated_at.isoformat() if thread.updated_at else "",
+        thread.chain_ok,
+        thread.first_bad_seq,
+        thread.verified_until,
+        thread.verified_at.isoformat() if thread.verified_at else "",
+    ):
+        digest.update(f"{part}\x1f".encode())
+    digest.update(bytes(row.writes_z or b""))
+    # PostgreSQL's find statement reads the stamps with the row; the ORM the same way here.
+    stamps = getattr(row, "validator_stamps", None) or _validator_stamps(row)
+    digest.update("\x1e".join(stamps).encode())
+    return f'"{digest.hexdigest()[:32]}"'
+
+
+def _validator_stamps(row: LanggraphCheckpoint) -> tuple[str, str]:
+    """The task rows of writes after the checkpoint (id and MD5 of their packed writes) and the
+    thread's side effects (how many, the last change in microseconds: a side effect's status
+    may change without an event, a fork's), as statements.checkpoint_find reads them."""
+    task_rows = LanggraphWrite.objects.filter(
+        thread_id=row.thread_id, checkpoint_ns=row.checkpoint_ns, checkpoint_id=row.checkpoint_id
+    ).order_by("pk")
+    writes = ",".join(
+        f"{pk}:{hashlib.md5(bytes(packed or b''), usedforsecurity=False).hexdigest()}"
+        for pk, packed in task_rows.values_list("pk", "writes_z")
+    )
+    effects = SideEffect.objects.filter(thread_id=row.thread_id).aggregate(
+        count=Count("pk"), changed=Max("updated_at")
+    )
+    changed = effects["changed"]
+    micros = "" if changed is None else str(round(changed.timestamp() * 1_000_000))
+    return writes, f"{effects['count']}:{micros}"

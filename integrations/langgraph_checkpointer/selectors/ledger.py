@@ -78,7 +78,9 @@ def _resolved_since(thread: Thread, forms: Sequence[Mapping[str, Any]]) -> list[
         for form in forms
         if form.get("type") == "tool"
     ][-RESOLVED_WINDOW:]
-    if not answered:
+    # The common case, a thread with no finished side effect, costs one small query, not the
+    # one that compiles a key per answered call (docs/benchmarks.md, "Issue #26's rounds").
+    if not answered or not (SideEffect.objects.filter(thread=thread, status__in=FINAL).exists()):
         return []
     effects = {
         effect.call_seq: effect

@@ -24,7 +24,7 @@ from integrations.langgraph_checkpointer.models import (
     LanggraphWrite,
 )
 from threads.domain.json_text import json_loads, json_string_loads
-from threads.models import Event, EventKind, Thread, Workspace
+from threads.models import Event, EventKind, SideEffect, Thread, Workspace
 from threads.selectors.statements import model_from_row, rows_read, select_list, table_name
 
 
@@ -32,8 +32,21 @@ from threads.selectors.statements import model_from_row, rows_read, select_list,
 def _find_sql(alias: str, by_id: bool) -> tuple[str, int]:
     checkpoint_columns = select_list(alias, LanggraphCheckpoint, "c")
     thread_columns = select_list(alias, Thread, "t")
+    writes = table_name(alias, LanggraphWrite)
+    effects = table_name(alias, SideEffect)
+    # What a conditional read's validator needs beyond the two rows, in the same statement
+    # (checkpoints.langgraph_tuple_validator): the task rows of writes after the checkpoint, by
+    # content, and the thread's side effects (how many, the last change).
+    stamps = (
+        "(SELECT coalesce(string_agg(w.id || ':' || md5(w.writes_z), ',' ORDER BY w.id), '') "
+        f"FROM {writes} w WHERE w.thread_id = c.thread_id "
+        "AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id), "
+        "(SELECT count(*) || ':' || coalesce("
+        "(extract(epoch FROM max(s.updated_at)) * 1000000)::bigint::text, '') "
+        f"FROM {effects} s WHERE s.thread_id = c.thread_id)"
+    )
     sql = (
-        f"SELECT {checkpoint_columns}, {thread_columns} "
+        f"SELECT {checkpoint_columns}, {thread_columns}, {stamps} "
         f"FROM {table_name(alias, LanggraphCheckpoint)} c "
         f"JOIN {table_name(alias, Thread)} t ON t.id = c.thread_id "
         "WHERE t.workspace_id = %s AND t.external_id = %s AND c.checkpoint_ns = %s "
@@ -52,7 +65,8 @@ def checkpoint_find(
 ) -> LanggraphCheckpoint | None:
     """integrations.langgraph_checkpointer.selectors.checkpoints.langgraph_checkpoint_find as one
     prepared statement: the
-    checkpoint with its thread (and the thread's workspace, the one given)."""
+    checkpoint with its thread (and the thread's workspace, the one given), and the stamps of
+    its validator (`validator_stamps`)."""
     sql, split = _find_sql(connection.alias, checkpoint_id is not None)
     params: list[Any] = [workspace.pk, external_id, checkpoint_ns]
     if checkpoint_id is not None:
@@ -61,7 +75,8 @@ def checkpoint_find(
     if not rows:
         return None
     row = model_from_row(connection, LanggraphCheckpoint, rows[0][:split])
-    thread = model_from_row(connection, Thread, rows[0][split:])
+    thread = model_from_row(connection, Thread, rows[0][split:-2])
+    row.validator_stamps = (str(rows[0][-2]), str(rows[0][-1]))  # type: ignore[attr-defined]
     Thread.workspace.field.set_cached_value(thread, workspace)
     LanggraphCheckpoint.thread.field.set_cached_value(row, thread)
     return row

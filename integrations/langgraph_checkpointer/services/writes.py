@@ -117,19 +117,44 @@ def langgraph_writes_put(
                     )[0]
                 )
             )
-        stored = _writes_store(
-            thread,
+        langgraph_writes_put_locked(
+            thread=thread,
             checkpoint_ns=checkpoint_ns,
             checkpoint_id=checkpoint_id,
             task_id=task_id,
             task_path=task_path,
             writes=writes,
-            mirrored=mirrored,
-            side_effect_tools=side_effect_tools,
             interrupts=interrupts,
+            side_effect_tools=side_effect_tools,
         )
-        if interrupts and stored:
-            _interrupts_request(thread, interrupts, checkpoint_ns, checkpoint_id)
+
+
+def langgraph_writes_put_locked(
+    *,
+    thread: Thread,
+    checkpoint_ns: str,
+    checkpoint_id: str,
+    task_id: str,
+    task_path: str,
+    writes: Sequence[WriteIn],
+    interrupts: Sequence[InterruptIn] = (),
+    side_effect_tools: frozenset[str] = frozenset(),
+) -> None:
+    """`langgraph_writes_put` inside the caller's transaction, which holds the thread's lock
+    when the writes have messages or interrupts (a batch of puts and writes)."""
+    stored = _writes_store(
+        thread,
+        checkpoint_ns=checkpoint_ns,
+        checkpoint_id=checkpoint_id,
+        task_id=task_id,
+        task_path=task_path,
+        writes=writes,
+        mirrored=[w for w in writes if w.messages is not None],
+        side_effect_tools=side_effect_tools,
+        interrupts=interrupts,
+    )
+    if interrupts and stored:
+        _interrupts_request(thread, interrupts, checkpoint_ns, checkpoint_id)
 
 
 def _writes_store(

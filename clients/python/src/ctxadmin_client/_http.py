@@ -25,6 +25,8 @@ import asyncio
 import json
 import random
 import socket
+import ssl
+import threading
 import time
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field
@@ -95,6 +97,14 @@ class Call:
     path: str
     params: dict[str, Any] | None = None
     json: Any = None
+    headers: dict[str, str] | None = None
+
+
+class NotModifiedType:
+    """What a conditional GET answers when the server says 304: what the caller holds stands."""
+
+
+NOT_MODIFIED = NotModifiedType()
 
 
 def _headers(api_key: str) -> dict[str, str]:
@@ -127,6 +137,8 @@ def _decode(response: httpx.Response) -> Any:
 
     A redirect is an error too (`http_302`...): the API never redirects, so one means the base
     URL points somewhere else (a login page, a proxy)."""
+    if response.status_code == 304:
+        return NOT_MODIFIED
     if not response.is_success:
         raise error_from_response(response, parse_retry_after(response.headers.get("Retry-After")))
     if not response.content:
@@ -148,6 +160,8 @@ def _request_kwargs(call: Call) -> dict[str, Any]:
         kwargs["params"] = {k: v for k, v in call.params.items() if v is not None}
     if call.json is not None:
         kwargs["json"] = call.json
+    if call.headers:
+        kwargs["headers"] = call.headers
     return kwargs
 
 
@@ -278,9 +292,24 @@ class Endpoint:
 NODELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
 
 
+_SSL_CONTEXT: ssl.SSLContext | None = None
+_SSL_LOCK = threading.Lock()
+
+
+def ssl_context() -> ssl.SSLContext:
+    """The process's one verifying TLS context: loading the CA bundle takes ~17 ms, which httpx
+    would spend again for every client (every new saver's first restore)."""
+    global _SSL_CONTEXT
+    with _SSL_LOCK:
+        if _SSL_CONTEXT is None:
+            _SSL_CONTEXT = httpx.create_ssl_context()
+        return _SSL_CONTEXT
+
+
 def nodelay_transport() -> httpx.HTTPTransport:
-    """An httpx transport whose connections send at once (TCP_NODELAY)."""
-    return httpx.HTTPTransport(socket_options=NODELAY)
+    """An httpx transport whose connections send at once (TCP_NODELAY), verifying TLS with the
+    process's shared context."""
+    return httpx.HTTPTransport(socket_options=NODELAY, verify=ssl_context())
 
 
 class SyncHttp:
@@ -337,7 +366,8 @@ class AsyncHttp:
         self.sleep = sleep or asyncio.sleep
         self.client = httpx.AsyncClient(
             **endpoint.client_kwargs(),
-            transport=transport or httpx.AsyncHTTPTransport(socket_options=NODELAY),
+            transport=transport
+            or httpx.AsyncHTTPTransport(socket_options=NODELAY, verify=ssl_context()),
         )
 
     async def run(self, operation: Operation[T]) -> T:

@@ -14,12 +14,12 @@ from urllib.parse import quote
 
 from langchain_core.messages import messages_from_dict
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import CheckpointTuple, get_checkpoint_id
+from langgraph.checkpoint.base import CheckpointTuple, copy_checkpoint, get_checkpoint_id
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.types import Command, Interrupt
 
 from ctxadmin_client import _api
-from ctxadmin_client._http import Call, Operation, Sleep
+from ctxadmin_client._http import NOT_MODIFIED, Call, Operation, Sleep
 from ctxadmin_client._langgraph_ledger import ledger_apply
 from ctxadmin_client._langgraph_messages import (
     MESSAGES_CHANNEL,
@@ -35,6 +35,20 @@ from ctxadmin_client._langgraph_write import INTERRUPT, stored_add
 from ctxadmin_client.errors import NotFoundError, chain_check
 
 INTERRUPT_ACTION = "langgraph.interrupt"
+RESTORED_KEPT = 64  # the last reads kept, with their validators, for conditional restores
+
+
+def _fresh(found: CheckpointTuple) -> CheckpointTuple:
+    """A held tuple as a new one: its dicts copied (LangGraph may change what it is given),
+    its values and messages shared."""
+    checkpoint = copy_checkpoint(found.checkpoint)
+    return found._replace(
+        checkpoint=checkpoint,
+        metadata=found.metadata.copy(),
+        pending_writes=list(found.pending_writes or []),
+    )
+
+
 PAGE = 100  # the server's largest page of checkpoints
 
 
@@ -68,10 +82,19 @@ class CheckpointReads:
     _lock: threading.Lock
     _heads: dict[str, Head]
     _stored: dict[str, dict[str, None]]
+    # (thread, ns, checkpoint id or "latest") -> the validator and tuple of its last read
+    _restored: dict[tuple[str, str, str], tuple[str, CheckpointTuple]]
 
     def _get_tuple(self, config: RunnableConfig) -> Operation[CheckpointTuple | None]:
         configurable = config["configurable"]
         checkpoint_id = get_checkpoint_id(config) or "latest"
+        key = (
+            str(configurable["thread_id"]),
+            str(configurable.get("checkpoint_ns") or ""),
+            str(checkpoint_id),
+        )
+        with self._lock:
+            held = self._restored.get(key)
         try:
             answer = yield Call(
                 "GET",
@@ -82,9 +105,24 @@ class CheckpointReads:
                     quote(str(checkpoint_id), safe=""),
                 ),
                 params={"checkpoint_ns": str(configurable.get("checkpoint_ns") or "")},
+                headers={"If-None-Match": held[0]} if held is not None else None,
             )
         except NotFoundError:
+            with self._lock:
+                self._restored.pop(key, None)
             return None
+        if answer is NOT_MODIFIED and held is not None:
+            return _fresh(held[1])  # the same answer as the last read: decoded already
+        result = self._tuple_read(answer)
+        validator = answer.get("validator")
+        if validator and result is not None:
+            with self._lock:
+                self._restored[key] = (validator, result)
+                while len(self._restored) > RESTORED_KEPT:
+                    del self._restored[next(iter(self._restored))]
+        return _fresh(result) if result is not None else None
+
+    def _tuple_read(self, answer: dict[str, Any]) -> CheckpointTuple | None:
         if not self.allow_broken_chain:
             chain_check(answer.get("integrity"), f"checkpoint {answer['checkpoint_id']}")
         found = self._tuple(answer)

@@ -155,6 +155,13 @@ class CheckpointWrites:
                     if head is not None:
                         body["messages"]["base_version"] = head.version
                         body["messages"]["base_count"] = len(head.messages)
+            if mirrored is not None and not as_bytes and found is not None:
+                # Known before the answer: a put queued behind this one (pipelined, the same
+                # batch) builds on it; were it refused, the server says so to that put too.
+                with self._lock:
+                    self._heads[thread_id] = Head(
+                        mirrored[1], tuple(mirrored[2]), found[1], found[2]
+                    )
             try:
                 yield Call("POST", path, json=body)
             except CtxadminError as exc:
@@ -248,7 +255,11 @@ class CheckpointWrites:
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str,
+        *,
+        ordered: bool = False,
     ) -> Operation[None]:
+        """`ordered`: sent after every put this saver was given before it (pipelined), so
+        no wait for its checkpoint's put."""
         configurable, thread_id, checkpoint_ns = _target(config)
         interrupts: list[dict[str, Any]] = []
         # A write of messages to the mirrored channel goes as their JSON forms, which the server
@@ -267,7 +278,8 @@ class CheckpointWrites:
                 if value and all(isinstance(m, BaseMessage) for m in value):
                     candidates.append(idx)
         if candidates:
-            yield from self._put_awaited(thread_id, str(configurable["checkpoint_id"]))
+            if not ordered:
+                yield from self._put_awaited(thread_id, str(configurable["checkpoint_id"]))
             yield from self._ids_awaited([writes[idx][1] for idx in candidates])
         mirrored: dict[int, list[Entry]] = {}
         for idx in candidates:

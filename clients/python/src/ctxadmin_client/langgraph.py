@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sys
 import threading
+import weakref
 from collections.abc import AsyncIterator, Collection, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -41,7 +43,15 @@ from ctxadmin_client import _api
 from ctxadmin_client._http import Call, Operation, one
 from ctxadmin_client._http import nodelay_transport as nodelay_transport  # bench/storage.py's
 from ctxadmin_client._langgraph_ledger import guard_decision
-from ctxadmin_client._langgraph_messages import Head
+from ctxadmin_client._langgraph_messages import Head, config_of
+from ctxadmin_client._langgraph_pipeline import (
+    Pending,
+    Pipeline,
+    batch_operation,
+    in_run,
+    loop_of,
+    pipelined,
+)
 from ctxadmin_client._langgraph_read import CheckpointReads, Pages
 from ctxadmin_client._langgraph_write import CheckpointWrites
 from ctxadmin_client.async_client import AsyncClient
@@ -101,6 +111,13 @@ class CtxadminSaver(CheckpointReads, CheckpointWrites, BaseCheckpointSaver[str])
         self._putting: dict[str, int] = {}
         self._put_ended: dict[str, float] = {}
         self._lock = threading.Lock()
+        self._pipeline = Pipeline(self._send_batch, self._known_stored)
+        self._restored: dict[tuple[str, str, str], tuple[str, CheckpointTuple]] = {}
+        # LangGraph runs that have a drain of this saver's queue among their tasks
+        self._draining: weakref.WeakSet[Any] = weakref.WeakSet()
+        # thread_id -> the run whose put came last: a write after it (a task's error, the run's
+        # last write) makes that run drain too
+        self._runs: dict[str, weakref.ref[Any]] = {}
 
     @classmethod
     def from_url(
@@ -139,21 +156,134 @@ class CtxadminSaver(CheckpointReads, CheckpointWrites, BaseCheckpointSaver[str])
         return self._client
 
     def _run(self, operation: Operation[T]) -> T:
+        self._pipeline.flush()  # every request after the pipelined writes before it
         return self._sync_client()._run(operation)
 
     async def _arun(self, operation: Operation[T]) -> T:
+        await self._aflush()
         if self._async_client is None:
             return await asyncio.to_thread(self._run, operation)
         return await self._async_client._run(operation)
 
+    async def _aflush(self) -> None:
+        if not self._pipeline.idle():
+            await asyncio.to_thread(self._pipeline.flush)
+
+    def flush(self) -> None:
+        """Wait until every pipelined put and write is stored; raise the error of one that
+        failed (docs/langgraph.md, "Pipelined writes"). Reads and `close` flush first."""
+        self._pipeline.flush()
+
+    async def aflush(self) -> None:
+        await self._aflush()
+
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
+        try:
+            self._pipeline.close()
+        finally:
+            if self._client is not None:
+                self._client.close()
 
     async def aclose(self) -> None:
+        await self._aflush()
         if self._async_client is not None:
             await self._async_client.close()
         self.close()
+
+    # --- pipelined writes --------------------------------------------------------------------
+
+    def _known_stored(self, thread_id: str, checkpoint_id: str) -> bool:
+        # Read without the lock (the pipeline's is held): a membership test of a dict.
+        return checkpoint_id in self._stored.get(thread_id, {})
+
+    def _send_batch(self, thread_id: str, items: list[Pending]) -> None:
+        """The sender's: a thread's queued puts and writes, as one request."""
+        path = _api.thread_path(thread_id, "langgraph", "batch")
+        self._sync_client()._run(batch_operation(path, items))
+
+    def _drain_at_end(self, loop: Any, asynchronous: bool = False) -> None:
+        """Make the run `loop` wait, when it ends, until this saver's queue is stored: one
+        drain task per run at a time (LangGraph waits for its tasks at a run's end)."""
+        if loop is None:
+            return
+        with self._lock:
+            if loop in self._draining:
+                return
+            self._draining.add(loop)
+        try:
+            if asynchronous:
+                loop.submit(self._adrain, loop)
+            else:
+                loop.submit(self._drain, loop)
+        except RuntimeError:  # that run has ended (its executor shut down): nothing to hold
+            with self._lock:
+                self._draining.discard(loop)
+
+    def _run_of(self, config: RunnableConfig, frame: Any) -> Any:
+        """The LangGraph run a put is part of (remembered for the writes after it), or the one
+        of a write's thread's last put."""
+        thread_id = str(config["configurable"]["thread_id"])
+        loop = loop_of(frame)
+        with self._lock:
+            if loop is not None:
+                self._runs[thread_id] = weakref.ref(loop)
+                return loop
+            last = self._runs.get(thread_id)
+        return last() if last is not None else None
+
+    def _drain(self, loop: Any) -> None:
+        try:
+            while True:
+                self._pipeline.flush()
+                with self._lock:
+                    if self._pipeline.idle():
+                        self._draining.discard(loop)
+                        return
+        except BaseException:
+            with self._lock:
+                self._draining.discard(loop)
+            raise
+
+    async def _adrain(self, loop: Any) -> None:
+        await asyncio.to_thread(self._drain, loop)
+
+    def _queue_put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> tuple[Pending, RunnableConfig]:
+        configurable = config["configurable"]
+        thread_id = str(configurable["thread_id"])
+        item = self._pipeline.submit(
+            Pending(
+                thread_id,
+                "put",
+                str(checkpoint["id"]),
+                lambda: self._put(config, checkpoint, metadata, new_versions),
+            )
+        )
+        ns = str(configurable.get("checkpoint_ns") or "")
+        return item, config_of(thread_id, ns, checkpoint["id"])
+
+    def _queue_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+    ) -> Pending:
+        configurable = config["configurable"]
+        writes = list(writes)
+        return self._pipeline.submit(
+            Pending(
+                str(configurable["thread_id"]),
+                "writes",
+                str(configurable["checkpoint_id"]),
+                lambda: self._put_writes(config, writes, task_id, task_path, ordered=True),
+            )
+        )
 
     def resume_command(
         self, config: RunnableConfig, *, timeout: float | None = None, poll_interval: float = 2.0
@@ -249,7 +379,12 @@ class CtxadminSaver(CheckpointReads, CheckpointWrites, BaseCheckpointSaver[str])
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return self._run(self._put(config, checkpoint, metadata, new_versions))
+        item, stored = self._queue_put(config, checkpoint, metadata, new_versions)
+        if in_run(config):
+            self._drain_at_end(self._run_of(config, sys._getframe(1)))
+        if not pipelined(config):
+            self._pipeline.wait(item)
+        return stored
 
     def put_writes(
         self,
@@ -258,7 +393,11 @@ class CtxadminSaver(CheckpointReads, CheckpointWrites, BaseCheckpointSaver[str])
         task_id: str,
         task_path: str = "",
     ) -> None:
-        self._run(self._put_writes(config, writes, task_id, task_path))
+        item = self._queue_writes(config, writes, task_id, task_path)
+        if not in_run(config):
+            self._pipeline.wait(item)
+        else:
+            self._drain_at_end(self._run_of(config, None))
 
     def delete_thread(self, thread_id: str) -> None:
         self._run(one(self._delete_thread(thread_id)))
@@ -300,7 +439,12 @@ class CtxadminSaver(CheckpointReads, CheckpointWrites, BaseCheckpointSaver[str])
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return await self._arun(self._put(config, checkpoint, metadata, new_versions))
+        item, stored = self._queue_put(config, checkpoint, metadata, new_versions)
+        if in_run(config):
+            self._drain_at_end(self._run_of(config, sys._getframe(1)), asynchronous=True)
+        if not pipelined(config):
+            await asyncio.to_thread(self._pipeline.wait, item)
+        return stored
 
     async def aput_writes(
         self,
@@ -309,7 +453,11 @@ class CtxadminSaver(CheckpointReads, CheckpointWrites, BaseCheckpointSaver[str])
         task_id: str,
         task_path: str = "",
     ) -> None:
-        await self._arun(self._put_writes(config, writes, task_id, task_path))
+        item = self._queue_writes(config, writes, task_id, task_path)
+        if not in_run(config):
+            await asyncio.to_thread(self._pipeline.wait, item)
+        else:
+            self._drain_at_end(self._run_of(config, None), asynchronous=True)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._arun(one(self._delete_thread(thread_id)))
