@@ -72,16 +72,17 @@ def throwaway_cluster() -> Iterator[str]:
         yield dsn
 
 
-def setup_django(dsn: str | None, var_dir: str) -> None:
+def setup_django(dsn: str | None, var_dir: str, *, debug: bool = False) -> None:
     """DEBUG off (it keeps every query in memory: not what production runs). No dsn: the
-    embedded default, a SQLite file in var_dir."""
+    embedded default, a SQLite file in var_dir. `debug`: DEBUG on and no collectstatic (it
+    takes 20 s), for smoke tests that time nothing."""
     if dsn:
         os.environ["DATABASE_URL"] = dsn
     else:
         os.environ.pop("DATABASE_URL", None)
     os.environ.update(
         DJANGO_SETTINGS_MODULE="ctxadmin.settings",
-        DJANGO_DEBUG="0",
+        DJANGO_DEBUG="1" if debug else "0",
         DJANGO_SECRET_KEY=secrets.token_urlsafe(48),
         DJANGO_ALLOWED_HOSTS="testserver",
         DJANGO_SECURE_SSL_REDIRECT="0",
@@ -95,8 +96,9 @@ def setup_django(dsn: str | None, var_dir: str) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    # As a deployment does: DEBUG off serves static files from the collected manifest.
-    call_command("collectstatic", interactive=False, verbosity=0)
+    if not debug:
+        # As a deployment does: DEBUG off serves static files from the collected manifest.
+        call_command("collectstatic", interactive=False, verbosity=0)
 
 
 # --- Data ------------------------------------------------------------------------------------
