@@ -34,6 +34,7 @@ from threads.services import retention
 from threads.services.chain_heads import chain_heads_publish
 from threads.services.checkpoints import checkpoint_create
 from threads.services.integrity import checkpoint_is_safe
+from threads.services.redaction import event_redact
 from threads.services.retention import ThreadDeleter, retention_apply
 from threads.services.rollback import checkpoint_rollback
 from threads.services.side_effects import side_effect_resolve
@@ -78,6 +79,10 @@ def _old_thread_with_everything(workspace: Workspace, admin: Any) -> Thread:
         side_effect=effect, status=SideEffectStatus.SUCCEEDED, actor=admin, evidence="ok"
     )
     checkpoint_create(thread=thread, label="by hand", actor=admin)
+    # A redacted event too: its record goes with the thread.
+    f.append(thread, f.user("my card is 5500 0000 0000 0004"))
+    thread.refresh_from_db()
+    event_redact(thread=thread, seq=thread.last_seq, actor=admin, reason="a card number")
     thread.refresh_from_db()
     _age(thread, 40)
     return thread

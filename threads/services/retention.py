@@ -36,6 +36,7 @@ from threads.models import (
     Checkpoint,
     ContextRequestLog,
     Event,
+    Redaction,
     SideEffect,
     SummaryVersion,
     TaskRun,
@@ -315,6 +316,7 @@ def _tombstone_write(
 CORE_TABLES: tuple[type[Any], ...] = (
     ContextRequestLog,
     ThreadTool,
+    Redaction,
     ApprovalRequest,
     SideEffect,
     Checkpoint,
