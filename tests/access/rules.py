@@ -105,6 +105,10 @@ RULES: dict[str, Rule] = {
     "api/v1/threads/<str:id>/rollback/": api({"POST": ADM}, object=True, body=CHECKPOINT_BODY),
     "api/v1/threads/<str:id>/fork/": api({"POST": REV}, object=True, body=FORK_BODY),
     "api/v1/threads/<str:id>/unpin/": api({"POST": ADM}, object=True, body={"reason": "matrix"}),
+    "api/v1/threads/<str:id>/events/<int:seq>/redact/": api(
+        {"POST": ADM}, object=True, body={"reason": "matrix"}
+    ),
+    "api/v1/redactions/": api({"POST": ADM}, body={"query": "matrix", "reason": "matrix"}),
     "api/v1/threads/<str:id>/approvals/": api({"GET": EVERYONE}, object=True),
     "api/v1/side-effects/": api({"GET": EVERYONE}),
     "api/v1/side-effects/<int:id>/resolve/": api(
@@ -134,6 +138,7 @@ RULES: dict[str, Rule] = {
         {"GET": AGENTS}, object=True
     ),
     "api/v1/threads/<str:id>/langgraph/writes/": api({"POST": AGENTS}, body={}, **LANGGRAPH),
+    "api/v1/threads/<str:id>/langgraph/batch/": api({"POST": AGENTS}, body={}, **LANGGRAPH),
     "api/v1/threads/<str:id>/langgraph/copy/": api({"POST": AGENTS}, body={}, **LANGGRAPH),
     "api/v1/langgraph/checkpoints/": api({"GET": AGENTS}),
     "api/v1/langgraph/prune/": api({"POST": AGENTS}, body={}),
@@ -157,6 +162,9 @@ RULES: dict[str, Rule] = {
     "threads/<str:id>/checkpoints/new/": html({"POST": OP}, object=True, body={"label": "m"}),
     "threads/<str:id>/checkpoints/<int:checkpoint>/rollback-preview/": html(
         {"GET": ADM}, object=True
+    ),
+    "threads/<str:id>/events/<int:seq>/redact/": html(
+        {"POST": ADM}, object=True, body={"reason": "matrix", "confirm": "1"}
     ),
     "threads/<str:id>/rollback/": html(
         {"POST": ADM}, object=True, body={"checkpoint": "{checkpoint}"}

@@ -253,7 +253,10 @@ def test_an_interrupt_quoting_the_secret_is_scrubbed_and_resumes(
     thread = Thread.objects.get(workspace=server.workspace, external_id="scrub-paused")
     request = Event.objects.get(thread=thread, kind="approval_request")
     before = {t for t, _, _ in find_everywhere(SECRET, skip_tables=_skip())}
-    assert {"threads_approvalrequest", "threads_langgraphwrite"} <= before, before
+    # The interrupt's write: a write row, or in its checkpoint's tasks when the saver's
+    # pipeline sent the two in one batch.
+    assert "threads_approvalrequest" in before, before
+    assert before & {"threads_langgraphwrite", "threads_langgraphcheckpoint"}, before
 
     counts = _redact(
         thread, Event.objects.get(thread=thread, client_event_id="m-paused").seq, [SECRET]

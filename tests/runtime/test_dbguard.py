@@ -55,9 +55,14 @@ def test_postgresql_has_the_trigger(stored: list[Event]) -> None:
         pytest.skip("PostgreSQL only (the PostgreSQL run of ./scripts/test sets DATABASE_URL)")
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT tgenabled FROM pg_trigger WHERE tgname = 'threads_event_append_only'"
+            "SELECT tgname, tgenabled FROM pg_trigger WHERE tgname IN "
+            "('threads_event_update_guard', 'threads_event_no_delete') ORDER BY tgname"
         )
-        assert cursor.fetchall() == [("O",)]  # enabled for ordinary sessions
+        # The UPDATE guard (0027) and the DELETE guard (0028), enabled for ordinary sessions.
+        assert cursor.fetchall() == [
+            ("threads_event_no_delete", "O"),
+            ("threads_event_update_guard", "O"),
+        ]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -83,6 +83,8 @@ def test_the_index_diet_goes_back_and_forth_over_a_stored_log(thread: Thread) ->
         f.result("c1", "succeeded", {"refunded": 7}),
         f.assistant("done"),
     )
+    # Written before salted digests: 0027 is unapplied only over a v1 log.
+    f.as_chain_v1(thread)
     stored = _log(thread)
     triggers = _event_triggers()
     assert triggers  # the append-only seal (and on SQLite the search index's triggers)
@@ -92,8 +94,8 @@ def test_the_index_diet_goes_back_and_forth_over_a_stored_log(thread: Thread) ->
     _migrate(BEFORE)
     assert len(_by_columns(["thread_id"])) == 1
     assert "WHERE" not in _tool_call_index_sql().upper()
-    # The seal stays; on PostgreSQL the DELETE trigger of its own comes with 0028 (retention).
-    assert _event_triggers() and _event_triggers() <= triggers
+    # The seal stays (on PostgreSQL one trigger for both again: 0027 and 0028 split it).
+    assert _event_triggers()
     assert _log(thread) == stored
 
     _migrate(_leaf())

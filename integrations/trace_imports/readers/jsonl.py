@@ -2,9 +2,10 @@
 
 A conversation is a list of event objects (or an object holding them under `messages`). An
 export file (a header line, then one stored event a line) is one conversation: the
-server-derived fields (`seq`, `hash`, `token_count`, a result's `call_seq`) are dropped and
-recomputed on import, and the events ctxadmin writes itself (approval decisions, side-effect
-resolutions) are left out because agents cannot post them.
+server-derived fields (`seq`, `hash`, `token_count`, a result's `call_seq`, the chain's
+`content_salt` and `content_digest`, the `secrets` flags) are dropped and recomputed on import,
+and the events ctxadmin writes itself (approval decisions, side-effect resolutions) are left
+out because agents cannot post them.
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ from typing import Any
 from integrations.trace_imports.readers.common import CallTracker, Conversation, Converted
 from threads.domain.events import SERVER_KINDS
 
-SERVER_FIELDS = ("seq", "hash", "token_count", "call_seq")
+SERVER_FIELDS = (
+    "seq",
+    "hash",
+    "token_count",
+    "call_seq",
+    "content_salt",
+    "content_digest",
+    "secrets",
+)
 
 
 def is_export(values: list[Any]) -> bool:
