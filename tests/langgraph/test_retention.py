@@ -69,10 +69,10 @@ def test_a_graph_resumes_and_rolls_back_after_its_checkpoints_are_pruned(
 
     # Beyond the latest 3, all go but one something still needs (a checkpoint whose pending
     # writes the pipelined saver stored beside it, when it kept one).
-    kept = outcome.checkpoints.kept_needed
-    assert kept <= 1 and outcome.checkpoints.deleted == 7 - kept
-    assert LanggraphCheckpoint.objects.filter(thread=thread).count() == 3 + kept
-    assert Checkpoint.objects.filter(thread=thread).count() == 3 + kept
+    needed = outcome.checkpoints.kept_needed
+    assert needed <= 1 and outcome.checkpoints.deleted == 7 - needed
+    assert LanggraphCheckpoint.objects.filter(thread=thread).count() == 3 + needed
+    assert Checkpoint.objects.filter(thread=thread).count() == 3 + needed
     # Every channel version left is one a remaining checkpoint names.
     named = {
         (str(channel), str(version))
