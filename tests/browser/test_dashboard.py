@@ -227,7 +227,8 @@ def test_operator_browses_every_tab_and_resolves_a_side_effect(
     card.get_by_role("button", name="Resolve").click()
     page.locator("article.card .badge", has_text="succeeded").first.wait_for()
     page.get_by_role("link", name="Audit log").click()
-    assert page.get_by_role("cell", name="side_effect.resolve").first.is_visible()
+    # A click waits for the navigation to start, not for the page: wait for what it shows.
+    page.get_by_role("cell", name="side_effect.resolve").first.wait_for()
     shot(page, "09-audit")
     page.get_by_role("link", name="Integrity").click()
     page.get_by_role("button", name="Verify now").first.click()
@@ -239,7 +240,7 @@ def test_operator_browses_every_tab_and_resolves_a_side_effect(
 def test_reviewer_approves_and_rejects(browser: Any, site: dict[str, Any]) -> None:
     page = _page(browser, site, "reviewer")
     page.get_by_role("link", name="Approvals").click()
-    assert page.get_by_text("never refund more than $200").first.is_visible()
+    page.get_by_text("never refund more than $200").first.wait_for()
     shot(page, "11-approvals")
     first = page.locator("article.card").filter(has_text="issue_store_credit")
     first.get_by_label("Reason (required)").fill("within the $200 limit")
