@@ -50,8 +50,13 @@ SERVER_ARGS = tuple(
 )
 # Requests per API key: high enough that no agent is refused, so that the limiter still counts.
 RATE = "1000000/min"
-FLOORS = {"single": 0.8, "batch": 0.8}
-P99_LIMIT_MS = 50.0
+# Issue #26's floors, each against a bound measured in the same run: single events at least
+# 0.8x the locked ceiling's rate (the least correct transaction), batches at least 0.9x of the
+# bound that the domain work puts on them (ceiling CPU / (ceiling CPU + essential work)), and
+# the single-event p99 at most 1.3x the locked ceiling's. Before it: 0.8x of the stack ceiling
+# for both, and p99 under 50 ms.
+FLOORS = {"single": 0.8, "batch": 0.9}
+P99_VS_LOCKED = 1.3
 SIDES = ("ctxadmin", "ceiling", "locked", "raw")
 CPU_KINDS = ("server", "postgres", "agents")
 
@@ -427,6 +432,11 @@ def measure(
             ]
 
         pairs, locked = paired("ctxadmin"), paired("locked")
+        # ctxadmin against the locked ceiling, round by round (the same adjacent runs).
+        vs_locked = [
+            ours["events_per_s"] / theirs["events_per_s"]
+            for ours, theirs in zip(runs[mode]["ctxadmin"], runs[mode]["locked"], strict=True)
+        ]
         # The CPU one request of the ceiling costs (gunicorn's workers, PostgreSQL and the
         # agents), and the bound that essential work puts on ctxadmin's ratio when the
         # machine's cores are what limits.
@@ -440,10 +450,18 @@ def measure(
             "ceiling_cpu_ms_per_request": ceiling_ms,
             "essential_ms_per_request": extra_ms,
             "bound_vs_ceiling": ceiling_ms / (ceiling_ms + extra_ms),
+            "vs_locked": statistics.median(vs_locked),
+            "vs_locked_by_round": vs_locked,
             "vs_raw": median["ctxadmin"]["events_per_s"] / median["raw"]["events_per_s"],
             "ceiling_vs_raw": median["ceiling"]["events_per_s"] / median["raw"]["events_per_s"],
             "floor": FLOORS[mode],
         }
+        c = results["comparisons"][mode]
+        # What the floor is judged on: the locked ceiling for single events, the domain
+        # work's bound for batches.
+        c["judged"] = (
+            c["vs_locked"] if mode == "single" else c["vs_ceiling"] / c["bound_vs_ceiling"]
+        )
     return results
 
 
@@ -517,22 +535,25 @@ def essential_work(events: list[dict[str, Any]], *, singles: int, batches: int) 
 
 def table(results: dict[str, Any]) -> str:
     rows = [
-        "| ingest, 16 agents | ctxadmin ev/s | ceiling ev/s | ctxadmin / ceiling | floor | "
-        "locked ceiling ev/s (/ ceiling) | raw psycopg ev/s | ctxadmin / raw | "
+        "| ingest, 16 agents | ctxadmin ev/s | ceiling ev/s | ctxadmin / ceiling | "
+        "locked ceiling ev/s (/ ceiling) | ctxadmin / locked | domain-work bound | "
+        "judged on | floor | raw psycopg ev/s | ctxadmin / raw | "
         "p50 / p99 ms: ctxadmin | ceiling | locked | raw |",
-        "|---|---:|---:|---:|---|---:|---:|---:|---|---|---|---|",
+        "|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---|---|---|---|",
     ]
     labels = {"single": "one event per request", "batch": f"{BATCH} events per request"}
     for mode, label in labels.items():
         c = results["comparisons"][mode]
-        verdict = "meets" if c["vs_ceiling"] >= c["floor"] else "MISSES"
+        verdict = "meets" if c["judged"] >= c["floor"] else "MISSES"
+        judged_on = "ctxadmin / locked" if mode == "single" else "(ctxadmin / ceiling) / bound"
         latency = " | ".join(f"{c[s]['p50_ms']:.1f} / {c[s]['p99_ms']:.1f}" for s in SIDES)
         rows.append(
             f"| {label} | {c['ctxadmin']['events_per_s']:,.0f} | "
             f"{c['ceiling']['events_per_s']:,.0f} | {c['vs_ceiling']:.2f}× | "
-            f"≥ {c['floor']:.2f}× {verdict} | {c['locked']['events_per_s']:,.0f} "
-            f"({c['locked_vs_ceiling']:.2f}×) | {c['raw']['events_per_s']:,.0f} | "
-            f"{c['vs_raw']:.2f}× | {latency} |"
+            f"{c['locked']['events_per_s']:,.0f} ({c['locked_vs_ceiling']:.2f}×) | "
+            f"{c['vs_locked']:.2f}× | {c['bound_vs_ceiling']:.2f}× | {judged_on} = "
+            f"{c['judged']:.2f}× | ≥ {c['floor']:.2f}× {verdict} | "
+            f"{c['raw']['events_per_s']:,.0f} | {c['vs_raw']:.2f}× | {latency} |"
         )
     rows += [
         "",
@@ -562,12 +583,16 @@ def table(results: dict[str, Any]) -> str:
             + ", ".join(f"{r:.2f}" for r in results["comparisons"][mode]["vs_ceiling_by_round"])
             for mode, label in labels.items()
         )
+        + "; single events against the locked ceiling: "
+        + ", ".join(f"{r:.2f}" for r in results["comparisons"]["single"]["vs_locked_by_round"])
         + "."
     )
-    p99 = results["comparisons"]["single"]["ctxadmin"]["p99_ms"]
+    single = results["comparisons"]["single"]
+    p99, locked_p99 = single["ctxadmin"]["p99_ms"], single["locked"]["p99_ms"]
     rows.append("")
     rows.append(
-        f"Single-event p99 through gunicorn: {p99:.1f} ms (limit ≤ {P99_LIMIT_MS:.0f} ms: "
-        f"{'meets' if p99 <= P99_LIMIT_MS else 'MISSES'})."
+        f"Single-event p99 through gunicorn: {p99:.1f} ms, {p99 / locked_p99:.2f}× the locked "
+        f"ceiling's {locked_p99:.1f} ms (floor ≤ {P99_VS_LOCKED:.1f}×: "
+        f"{'meets' if p99 <= P99_VS_LOCKED * locked_p99 else 'MISSES'})."
     )
     return "\n".join(rows)

@@ -154,10 +154,12 @@ def test_the_reads_name_the_break_and_the_saver_refuses_to_resume_past_it(
     assert [c["integrity"]["first_bad_seq"] for c in listed] == [bad_seq] * len(listed)
     reaching = {c["checkpoint_id"]: c["integrity"]["reaches_break"] for c in listed}
     assert reaching[latest["checkpoint_id"]] is True
-    # The checkpoint standing on the request alone reaches the break too: its pending writes
-    # hold the edited plan, which a resume from it would apply.
-    own_before = [c for c in listed if c["cursor"] < bad_seq]
-    assert {reaching[c["checkpoint_id"]] for c in own_before} == {True, False}
+    # The checkpoint standing on the request alone (step 0) reaches the break too: its pending
+    # writes hold the edited plan, which a resume from it would apply. Only the input's (step
+    # -1) does not. By step, not by cursor: pipelined, the agent's writes may be stored before
+    # step 0's put, which then stands on the plan's seq.
+    by_step = {c["metadata"]["step"]: reaching[c["checkpoint_id"]] for c in listed}
+    assert by_step == {-1: False, 0: True, 1: True}
 
     # Resuming the paused refund: refused, and the refund never runs.
     with pytest.raises(ChainBrokenError) as refused:
