@@ -1,4 +1,4 @@
-"""The Forget page (docs/dashboard.md, "Dashboard"; docs/repairs.md, "Erasure by subject";
+"""The Forget page (docs/dashboard.md, "The Forget page"; docs/repairs.md, "Erasure by subject";
 docs/operations.md, "Retention"): an admin previews an erasure (the report, nothing changed),
 runs it (the value gone from the events, the report counting them, audited once without the
 value), and sets and dry-runs the retention policy; operators and reviewers get the 403 every

@@ -1,7 +1,8 @@
-"""Forget page (admins of the current workspace; docs/dashboard.md, "Dashboard"): erase a value
-from every event that mentions it (docs/repairs.md, "Erasure by subject"), previewed first,
-through the same task as the API; and the workspace's retention policy (docs/operations.md,
-"Retention"), changed here and dry-run here, never applied here (the beat applies it).
+"""Forget page (admins of the current workspace; docs/dashboard.md, "The Forget page"): erase
+a value from every event that mentions it (docs/repairs.md, "Erasure by subject"), previewed
+first, through the same task as the API; and the workspace's retention policy
+(docs/operations.md, "Retention"), changed and dry-run here, never applied here (the beat
+applies it).
 
 The value typed travels only in the form's POST and the task's message: the page's URLs name
 the task run, and the report holds the value's SHA-256 (threads.services.subject_erasure). An
