@@ -32,7 +32,7 @@ from threads.services.subject_erasure import (
     SUBJECT_ERASURE_KIND,
     subject_erasure_start,
 )
-from threads.views.common import HtmxHttpRequest, can, found, progress_context, region, roles
+from threads.views.common import HtmxHttpRequest, can, found, progress_context, region
 
 TEMPLATE = "threads/forget.html"
 # The services name the value `query` (the API's field); the form names it `value`.
@@ -40,19 +40,15 @@ FIELD_NAMES = {"query": "value"}
 
 
 class ErasureForm(forms.Form):
-    value = forms.CharField(max_length=MAX_VALUE, label="Value to erase")
-    reason = forms.CharField(max_length=MAX_REASON, label="Reason", widget=forms.Textarea)
+    value = forms.CharField(max_length=MAX_VALUE)
+    reason = forms.CharField(max_length=MAX_REASON)
 
 
 class RetentionForm(forms.Form):
     """Empty: off (keep every thread, every checkpoint)."""
 
-    retention_days = forms.IntegerField(
-        min_value=1, required=False, label="Delete threads inactive for (days)"
-    )
-    keep_checkpoints = forms.IntegerField(
-        min_value=1, required=False, label="Checkpoints kept per thread"
-    )
+    retention_days = forms.IntegerField(min_value=1, required=False)
+    keep_checkpoints = forms.IntegerField(min_value=1, required=False)
 
 
 def _admin_workspace(request: HtmxHttpRequest) -> Workspace:
@@ -67,10 +63,9 @@ def _admin_workspace(request: HtmxHttpRequest) -> Workspace:
 
 def _refused(form: forms.Form, exc: DomainError) -> None:
     """The service's refusal on the form: under its field, or above the form."""
-    fields = exc.fields if isinstance(exc.fields, dict) else {}
-    named = [name for name in fields if FIELD_NAMES.get(name, name) in form.fields]
+    named = [name for name in exc.fields if FIELD_NAMES.get(name, name) in form.fields]
     for name in named:
-        form.add_error(FIELD_NAMES.get(name, name), str(fields[name]))
+        form.add_error(FIELD_NAMES.get(name, name), str(exc.fields[name]))
     if not named:
         form.add_error(None, exc.message)
 
@@ -152,15 +147,11 @@ def forget_erase(request: HtmxHttpRequest) -> HttpResponse:
 def forget_erasure(request: HtmxHttpRequest, task_id: str) -> HttpResponse:
     """An erasure's progress, then its report: the report region for htmx (it reloads when the
     progress region announces the end), the page otherwise."""
-    run = found(selectors.task_run_get_in, workspace_ids=list(roles(request)), id=task_id)
+    workspace = _admin_workspace(request)
+    # Like everything on the page, of the current workspace: another's run is not there (404).
+    run = found(selectors.task_run_get_in, workspace_ids=[workspace.pk], id=task_id)
     if run.kind != SUBJECT_ERASURE_KIND:
         raise Http404("no such erasure")
-    if not can(request, run.workspace_id, Role.ADMIN):
-        raise PermissionDenied("the Forget page needs the admin role in the current workspace")
-    workspace = selectors.workspace_current_for_member(
-        user=request.user, workspace_id=run.workspace_id
-    )
-    assert workspace is not None  # the run's workspace is one of theirs
     context = _context(workspace, **_erasure_context(run))
     return region(request, TEMPLATE, context, "erasure_report")
 
@@ -200,8 +191,8 @@ def forget_retention_preview(request: HtmxHttpRequest) -> HttpResponse:
     outcome = outcomes[0] if outcomes else None
     context = _context(
         workspace,
-        dry_run=outcome,
-        dry_run_bytes=outcome.summary()["bytes"] if outcome else 0,
-        dry_run_done=True,
+        retention_checked=True,
+        retention_outcome=outcome,
+        retention_bytes=outcome.summary()["bytes"] if outcome else 0,
     )
     return region(request, TEMPLATE, context, "retention_preview")
