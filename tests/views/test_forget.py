@@ -164,6 +164,8 @@ def test_another_tasks_report_is_not_an_erasure(admin: Client, workspace: Worksp
 def test_the_retention_policy_is_set_and_dry_run(admin: Client, workspace: Workspace) -> None:
     page = admin.get("/forget/").content.decode()
     assert page.count("<dd>off</dd>") == 2
+    unset = admin.get("/forget/retention/dry-run/", headers={"hx-request": "true"})
+    assert "the workspace has no retention policy" in unset.content.decode()
 
     idle = f.make_thread(workspace, external_id="idle-1")
     f.append(idle, f.user("hello"))
