@@ -5,6 +5,7 @@ from django.urls import path
 from threads.views import (
     checkpoints,
     context,
+    forget,
     operations,
     oversight,
     queues,
@@ -64,6 +65,16 @@ urlpatterns = [
     path("audit/", oversight.audit, name="audit"),
     path("operations/", operations.operations, name="operations"),
     path("workspace/", workspaces.workspace_switch, name="workspace-switch"),
+    # Erasure by subject and the retention policy (admins).
+    path("forget/", forget.forget, name="forget"),
+    path("forget/erase/", forget.forget_erase, name="forget-erase"),
+    path("forget/erasures/<str:task_id>/", forget.forget_erasure, name="forget-erasure"),
+    path("forget/retention/", forget.forget_retention, name="forget-retention"),
+    path(
+        "forget/retention/dry-run/",
+        forget.forget_retention_preview,
+        name="forget-retention-preview",
+    ),
 ]
 
 # Agents' API keys (admins).

@@ -222,6 +222,13 @@ RULES: dict[str, Rule] = {
     "keys/new/": html({"POST": ADM}, object=True, body={"workspace": "{workspace}", "name": "m"}),
     "keys/<int:pk>/revoke/": html({"POST": ADM}, object=True),
     "keys/<int:pk>/expiry/": html({"POST": ADM}, object=True, body={"expires": ""}),
+    # The Forget page acts on the person's current workspace (another workspace's admin acts
+    # on theirs); an erasure's report names a task run of the seeded workspace.
+    "forget/": html({"GET": ADM}),
+    "forget/erase/": html({"POST": ADM}, body={"value": "nobody@example.com", "reason": "m"}),
+    "forget/erasures/<str:task_id>/": html({"GET": ADM}, object=True),
+    "forget/retention/": html({"POST": ADM}, body={"retention_days": "", "keep_checkpoints": ""}),
+    "forget/retention/dry-run/": html({"GET": ADM}),
 }
 # Logging out answers POST only, for everyone: a redirect to the login page.
 RULES["accounts/logout/"] = Rule("public", public={"POST": 302})

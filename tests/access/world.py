@@ -29,6 +29,7 @@ from threads.models import (
     Thread,
     Workspace,
 )
+from threads.services.subject_erasure import SUBJECT_ERASURE_KIND
 from threads.services.tasks import task_run_start
 
 PRINCIPALS = ("anonymous", "agent", "operator", "reviewer", "admin", "other_admin", "other_agent")
@@ -71,6 +72,7 @@ class World:
     side_effect: SideEffect
     approval: ApprovalRequest
     task: TaskRun
+    erasure: TaskRun
     trace_import: TraceImport
     key: ApiKey
     clients: dict[str, Client]
@@ -86,6 +88,7 @@ class World:
             ("checkpoints", "checkpoint"): str(self.checkpoint.pk),
             ("checkpoints", "checkpoint_id"): str(self.checkpoint.pk),
             ("tasks", "task_id"): self.task.pk,
+            ("erasures", "task_id"): self.erasure.pk,
             ("side-effects", "pk"): str(self.side_effect.pk),
             ("side-effects", "id"): str(self.side_effect.pk),
             ("approvals", "pk"): str(self.approval.pk),
@@ -163,6 +166,7 @@ def seed() -> World:
         side_effect=SideEffect.objects.get(thread=thread),
         approval=ApprovalRequest.objects.get(thread=thread),
         task=task_run_start(workspace=acme, thread=thread, kind="fold", send=lambda _id: None),
+        erasure=task_run_start(workspace=acme, kind=SUBJECT_ERASURE_KIND, send=lambda _id: None),
         trace_import=trace_import,
         key=ApiKey.objects.get(workspace=acme),
         clients=clients,

@@ -20,7 +20,9 @@ def _directives(response: Any) -> set[str]:
     return {part.strip() for part in response.get("Cache-Control", "").split(",") if part}
 
 
-@pytest.mark.parametrize("path", ["/threads/", "/threads/order-10086/", "/keys/", "/audit/"])
+@pytest.mark.parametrize(
+    "path", ["/threads/", "/threads/order-10086/", "/keys/", "/forget/", "/audit/"]
+)
 def test_a_signed_in_page_is_private_no_cache(story: Any, workspace: Any, path: str) -> None:
     response = login(workspace, "admin").get(path)
     assert response.status_code == 200

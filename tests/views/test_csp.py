@@ -26,7 +26,7 @@ def test_a_dashboard_page_carries_the_policy(admin: Client) -> None:
 
 
 def test_pages_have_no_inline_script_or_style_element(admin: Client) -> None:
-    for url in ("/threads/", "/side-effects/", "/approvals/", "/audit/", "/keys/"):
+    for url in ("/threads/", "/side-effects/", "/approvals/", "/audit/", "/keys/", "/forget/"):
         page = admin.get(url).content.decode()
         assert "<style" not in page, url
         for tag in page.split("<script")[1:]:

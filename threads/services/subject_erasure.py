@@ -32,6 +32,8 @@ MAX_VALUE = 200
 # The stores content_scrub reports whose rows the report sums under its own names.
 SUMMARY_STORES = ("summary_versions",)
 LANGGRAPH_PREFIX = "langgraph"
+# The kind of its task runs: the dashboard shows a report only for a run of this kind.
+SUBJECT_ERASURE_KIND = "subject_erasure"
 
 
 class _DryRun(Exception):
@@ -66,7 +68,7 @@ def subject_erasure_start(
     with transaction.atomic():
         return task_run_enqueue(
             workspace=workspace,
-            kind="subject_erasure",
+            kind=SUBJECT_ERASURE_KIND,
             task_name=SUBJECT_ERASURE,
             args=[workspace.pk, actor.pk, value, reason, bool(dry_run)],
         )
