@@ -79,10 +79,13 @@ SIDE_EFFECT_TOOLS = {
     "update_reservation_baggages",
     "send_certificate",
 }
+# As threads/services/event_rows.py EVENT_COLUMNS writes them, thread_id apart: secrets is
+# JSON (index 11), the chain v2 columns (content_salt, content_digest) last.
 EVENT_COLUMNS = (
     "seq, kind, created_at, client_event_id, metadata, data, role, tool_call_id, "
-    "request_digest, token_count, hash, secrets"
+    "request_digest, token_count, hash, secrets, content_salt, content_digest"
 )
+SECRETS = 11
 
 
 # --- PostgreSQL ------------------------------------------------------------------------------
@@ -282,7 +285,7 @@ class Bench:
 
     INSERT = (
         "INSERT INTO threads_event (thread_id, " + EVENT_COLUMNS + ") "
-        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
     )
 
     def _raw_params(self, thread: Any, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
@@ -297,8 +300,9 @@ class Bench:
                 *row[:4],
                 Jsonb(row[4]),
                 Jsonb(row[5]),
-                *row[6:-1],
-                None if row[-1] is None else Jsonb(row[-1]),
+                *row[6:SECRETS],
+                None if row[SECRETS] is None else Jsonb(row[SECRETS]),
+                *row[SECRETS + 1 :],
             )
             for row in rows
         ]

@@ -58,6 +58,7 @@ RATE = "1000000/min"
 FLOORS = {"single": 0.8, "batch": 0.9}
 P99_VS_LOCKED = 1.3
 SIDES = ("ctxadmin", "ceiling", "locked", "raw")
+SECRETS = 11  # the JSON secrets column's index in bench/ingest.py EVENT_COLUMNS
 CPU_KINDS = ("server", "postgres", "agents")
 
 
@@ -85,8 +86,9 @@ def write_rows(rows: list[tuple[Any, ...]], path: Path) -> list[tuple[Any, ...]]
             r[3],
             canonical(r[4]),
             canonical(r[5]),
-            *r[6:-1],
-            None if r[-1] is None else canonical(r[-1]),
+            *r[6:SECRETS],
+            None if r[SECRETS] is None else canonical(r[SECRETS]),
+            *r[SECRETS + 1 :],
         )
         for r in rows
     ]

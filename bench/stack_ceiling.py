@@ -65,6 +65,7 @@ def bare_insert(request: HttpRequest, id: str) -> JsonResponse:
 
 # The statements ctxadmin's append runs for its rows (threads/services/event_rows.py).
 SERVED_COLUMNS = ", ".join(EVENT_COLUMNS)
+HASH = EVENT_COLUMNS.index("hash")  # a row's chain link: the head the lock moves to
 SERVED_INSERT = (
     f"INSERT INTO threads_event ({SERVED_COLUMNS}) "
     f"VALUES ({', '.join(['%s'] * len(EVENT_COLUMNS))})"
@@ -119,7 +120,7 @@ class ServedLockedInsert(ServedInsert):
             with pg.connection.pipeline():
                 if len(rows) < COPY_MIN_ROWS:
                     pg.executemany(SERVED_INSERT, rows)
-                pg.execute(SERVED_HEAD, (rows[-1][1], rows[-1][-1], id))
+                pg.execute(SERVED_HEAD, (rows[-1][1], rows[-1][HASH], id))
         return Response({"stored": len(rows)}, status=status.HTTP_201_CREATED)
 
 

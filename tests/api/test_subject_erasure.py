@@ -11,6 +11,7 @@ import io
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from tests import factories
@@ -20,6 +21,8 @@ from tests.api.test_summaries import eager
 from tests.services.test_checkpoints import fold
 from tests.support_secret_scan import find_everywhere
 from threads.models import AuditEntry, Event, Redaction, Thread
+from threads.services.redaction import SecondAdminRequired
+from threads.services.subject_erasure import subject_erase
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_fold_triggers", "eager")]
 __all__ = ["eager"]
@@ -163,4 +166,30 @@ def test_who_may_and_what_is_refused(workspace: Any, agent: Any) -> None:
         assert answer.status_code in (400, 404), (bad, answer.content)
         if field:
             assert field in answer.json()["error"]["fields"], answer.json()
+    assert not Redaction.objects.exists()
+
+
+def test_a_workspace_that_requires_a_second_admin_refuses_the_batch(workspace: Any) -> None:
+    """One admin alone cannot erase through the batch where every redaction needs two: the
+    run is refused and no event loses its content; the dry run still reports."""
+    first, _ = build(workspace)
+    workspace.redaction_needs_second_admin = True
+    workspace.save(update_fields=["redaction_needs_second_admin"])
+    admin = person(workspace, "admin")
+    answer = post(admin, "/api/v1/redactions/", {"query": EMAIL, "reason": "request"})
+    assert answer.status_code == 403, answer.content
+    assert answer.json()["error"]["code"] == "second_admin_required"
+    assert Event.objects.get(thread=first, seq=1).data["content"].endswith(EMAIL)
+    assert not Redaction.objects.exists()
+    dry = post(admin, "/api/v1/redactions/", {"query": EMAIL, "reason": "r", "dry_run": True})
+    assert task_report(admin, dry.json()["task_id"])["events"] == 4
+    # Turned on after the run was queued: the task refuses when it starts.
+    with pytest.raises(SecondAdminRequired):
+        subject_erase(
+            workspace_id=workspace.pk,
+            actor_id=get_user_model().objects.get(username="admin-x").pk,
+            value=EMAIL,
+            reason="queued before",
+            dry_run=False,
+        )
     assert not Redaction.objects.exists()

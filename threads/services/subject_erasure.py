@@ -26,7 +26,11 @@ from threads.models import Role, TaskRun, Thread, Workspace
 from threads.selectors.subjects import SubjectEvent, subject_events
 from threads.services.audit import audit_record
 from threads.services.enqueue import SUBJECT_ERASURE, task_run_enqueue
-from threads.services.redaction import event_redact, redaction_reason_clean
+from threads.services.redaction import (
+    SecondAdminRequired,
+    event_redact,
+    redaction_reason_clean,
+)
 
 MAX_VALUE = 200
 # The stores content_scrub reports whose rows the report sums under its own names.
@@ -65,6 +69,8 @@ def subject_erasure_start(
     require_role(actor, workspace, Role.ADMIN)
     value = subject_value_clean(query)
     reason = redaction_reason_clean(reason)
+    if not dry_run:
+        _second_admin_check(workspace)
     with transaction.atomic():
         return task_run_enqueue(
             workspace=workspace,
@@ -89,6 +95,8 @@ def subject_erase(
     workspace = Workspace.objects.get(pk=workspace_id)
     actor = get_user_model().objects.get(pk=actor_id)
     require_role(actor, workspace, Role.ADMIN)
+    if not dry_run:
+        _second_admin_check(workspace)  # the setting may have been turned on since the start
     found = subject_events(workspace_id=workspace.pk, value=value)
     by_thread: dict[Any, list[SubjectEvent]] = {}
     for event in found:
@@ -125,6 +133,19 @@ def subject_erase(
             after={**report.counts(), "value_sha256": report.digest, "reason": reason},
         )
     return report.answer()
+
+
+def _second_admin_check(workspace: Workspace) -> None:
+    """A workspace that requires a second admin for every redaction refuses an erasure by
+    subject: the batch cannot wait for another admin's approval without keeping the value
+    until then, which erasure never stores (docs/repairs.md, "Erasure by subject"). A dry run
+    is still answered."""
+    if workspace.redaction_needs_second_admin:
+        raise SecondAdminRequired(
+            "this workspace requires a second admin for every redaction "
+            "(redaction_needs_second_admin): erasure by subject cannot wait for one; redact "
+            "the events one by one, each approved by another admin, or turn the setting off"
+        )
 
 
 def _thread_erase(events: list[SubjectEvent], actor: Any, value: str, reason: str) -> Counter[str]:
