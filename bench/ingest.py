@@ -538,6 +538,11 @@ def main() -> None:
     parser.add_argument(
         "--server-batches", type=int, default=8, help="50-event batches each agent posts"
     )
+    parser.add_argument(
+        "--results",
+        type=Path,
+        help="where --server writes its JSON (default bench/results/ingest-server.json)",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="ctxadmin-bench-var-") as var_dir:
@@ -687,10 +692,10 @@ def run_server(args: argparse.Namespace, dsn: str, var_dir: str) -> None:
     results["repeat"] = args.repeat
     rendered = ingest_server.table(results)
     print(rendered)
-    out = RESULTS.parent / "ingest-server.json"
+    out = args.results or RESULTS.parent / "ingest-server.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2, default=str) + "\n")
-    print(f"wrote {out.relative_to(ROOT)}")
+    print(f"wrote {out}")
     if not args.no_docs:
         write_server_docs(results, rendered)
         print(f"wrote {DOCS.relative_to(ROOT)}")
