@@ -10,6 +10,7 @@ input is a request the providers accept (tests/provider_shapes.py)."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 from ctxadmin_client import Client, OutcomeUnknown, SideEffectPending, SideEffectRecorded
+from ctxadmin_client._langgraph_pipeline import pipelined
 from ctxadmin_client.langgraph import CtxadminSaver
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -234,7 +236,35 @@ def test_a_side_effect_runs_once_per_key_through_every_repair_and_resume(
     server: Server, mode: str, durability: str, repair: str, resume: str
 ) -> None:
     world = World()
-    runner = Runner(server, world, mode=mode, durability=durability)
+    _repair_and_resume(Runner(server, world, mode=mode, durability=durability), repair, resume)
+
+
+class SlowPutSaver(CtxadminSaver):
+    """A saver whose puts reach it late, as LangGraph's put thread does on a loaded machine:
+    under `"async"` durability each step's put is queued 0.2 s after it is made, while the
+    step's tasks and their writes go on."""
+
+    def put(self, config: RunnableConfig, *args: Any, **kwargs: Any) -> RunnableConfig:
+        if pipelined(config):
+            time.sleep(0.2)
+        return super().put(config, *args, **kwargs)
+
+
+@pytest.mark.parametrize("repair", ["rollback at the pending call", "died, resolved succeeded"])
+def test_repairs_hold_when_the_puts_come_after_their_writes(server: Server, repair: str) -> None:
+    """A task's writes queued well before the put of the checkpoint they follow still reach
+    the log as messages, in the conversation's order (not as bytes the server cannot read), so
+    a rollback or a resolution resumes the agent as on an idle machine: the refund runs once,
+    and the model reads the call's recorded result."""
+    world = World()
+    runner = Runner(server, world, mode="sync", durability="async")
+    runner.saver.close()
+    runner.saver = SlowPutSaver.from_url(server.url, server.api_key, side_effect_tools={"refund"})
+    _repair_and_resume(runner, repair, "invoke(None)")
+
+
+def _repair_and_resume(runner: Runner, repair: str, resume: str) -> None:
+    world = runner.world
     if repair.startswith("died"):
         world.raises = RuntimeError("the payment system dropped the line")
         with pytest.raises(RuntimeError):

@@ -34,9 +34,10 @@ from ctxadmin_client.errors import CtxadminError
 DEPTH = 64  # operations queued at most: a put waits for room beyond
 BATCH = 32  # operations in one request at most (the server takes 64)
 LINGER_S = 0.005  # how long a batch of writes alone waits for the put that usually follows
-# A write whose checkpoint is neither stored nor queued waits for its put while the thread's
-# last put was queued less than PUT_GAP_S ago (LangGraph's next put is on its way), at most
-# PUT_WAIT_S: the server takes a write's messages only right after its checkpoint's.
+# A write whose checkpoint is neither stored nor queued waits for its put when LangGraph's loop
+# made it under "async" (the put follows), or while the thread's last put was queued less than
+# PUT_GAP_S ago, at most PUT_WAIT_S: the server takes a write's messages only right after its
+# checkpoint's.
 PUT_GAP_S = 0.05
 PUT_WAIT_S = 2.0
 EXIT_FLUSH_S = 30.0  # how long the interpreter's exit waits for the queue
@@ -84,6 +85,9 @@ class Pending:
     kind: str  # "put" | "writes"
     checkpoint_id: str
     make: Callable[[], Operation[Any]]
+    # A write LangGraph's loop made under "async": the put of its checkpoint was handed to
+    # the loop's executor before the task ran, so it comes, however late (a loaded machine).
+    put_follows: bool = False
     done: bool = False
     error: BaseException | None = field(default=None, repr=False)
 
@@ -271,15 +275,25 @@ class Pipeline:
                 )
             first = self._queue[0].thread_id
             taken: list[Pending] = []
+            put_in_batch: set[str] = set()
             while self._queue and self._queue[0].thread_id == first and len(taken) < self._batch:
+                item = self._queue[0]
+                if taken and self._put_missing(item, put_in_batch):
+                    break  # it waits at the queue's head for its put (_put_coming)
                 taken.append(self._queue.popleft())
+                if item.kind == "put":
+                    put_in_batch.add(item.checkpoint_id)
             self._busy = True
             self._cond.notify_all()
             return taken
 
     def _put_coming(self) -> bool:
-        """Whether the queue's first item is a write whose checkpoint's put is likely on its way
-        (neither stored nor queued, and the thread's last put queued just now)."""
+        """Whether the queue's first item is a write whose checkpoint's put is on its way:
+        neither stored nor queued, and either the loop promised it (`put_follows`) or the
+        thread's last put was queued just now. Sent before it, the write's messages could
+        not be mirrored (the server takes them only right after their checkpoint's) and
+        would go as bytes, which the server cannot read: no side effect recorded from its
+        calls, no task of the tool node to resume a repair from."""
         head = self._queue[0]
         if head.kind != "writes" or self._stored(head.thread_id, head.checkpoint_id):
             return False
@@ -290,7 +304,21 @@ class Pipeline:
             for q in self._queue
         ):
             return False
+        if head.put_follows:
+            return True
         return time.monotonic() - self._last_put.get(head.thread_id, -PUT_GAP_S) < PUT_GAP_S
+
+    def _put_missing(self, item: Pending, put_in_batch: set[str]) -> bool:
+        """Whether `item` is a write whose checkpoint's put is still to come: neither stored
+        nor earlier in the batch, and promised by the loop (LangGraph runs a step's tasks
+        before the put of their checkpoint reaches the saver, so on a loaded machine a batch
+        may hold a later step's writes and not yet its put)."""
+        return (
+            item.kind == "writes"
+            and item.put_follows
+            and item.checkpoint_id not in put_in_batch
+            and not self._stored(item.thread_id, item.checkpoint_id)
+        )
 
     def _done(self, taken: list[Pending], error: BaseException | None) -> None:
         with self._cond:

@@ -282,6 +282,7 @@ class CtxadminSaver(CheckpointReads, CheckpointWrites, BaseCheckpointSaver[str])
                 "writes",
                 str(configurable["checkpoint_id"]),
                 lambda: self._put_writes(config, writes, task_id, task_path, ordered=True),
+                put_follows=pipelined(config),
             )
         )
 
