@@ -291,3 +291,24 @@ def test_a_run_whose_worker_died_after_the_fold_is_ended_by_recover(workspace: A
     assert run.result["folded"] is True and run.result["version"] == folded.version
     assert run.result["recovered"] is True
     assert TaskRun.objects.get(pk=young.pk).state == "PENDING"
+
+
+def test_a_fold_asked_for_a_thread_retention_deleted_ends_quietly() -> None:
+    """The fold was queued, then retention deleted the thread before a worker took it: the task
+    answers that there is nothing to fold (no error, nothing to retry) and writes no row."""
+    from threads.services.retention import retention_apply, workspace_retention_update
+
+    thread = f.make_thread(f.make_workspace("gone")[0], external_id="old-ticket")
+    _unit(thread, 1)
+    run = _run(thread)
+    workspace_retention_update(
+        workspace=thread.workspace, actor_label="test", retention_days=30, keep_checkpoints=None
+    )
+    [outcome] = retention_apply(workspace_name="gone", now=timezone.now() + timedelta(days=90))
+    assert [line["external_id"] for line in outcome.threads] == ["old-ticket"]
+
+    answer = _deliver(thread, run)
+
+    assert answer == {"folded": False, "reason": "the thread no longer exists"}
+    assert not Thread.objects.filter(pk=thread.pk).exists()
+    assert not SummaryVersion.objects.filter(thread_id=thread.pk).exists()
