@@ -214,12 +214,13 @@ def fold_thread_task(
     Redelivered after a worker died, it finishes the candidate it had prepared (same task id)
     or folds afresh; the head's compare-and-swap makes a second commit impossible.
     """
-    if not Thread.objects.filter(pk=thread_id).exists():
+    try:
+        version = fold_run(thread_id=thread_id, trigger=trigger, task_id=task_id)
+    except Thread.DoesNotExist:
         # Deleted since the fold was asked for (retention, or a database restored without
         # it): nothing to fold, and no error to retry.
         logger.info("fold of thread %s: the thread no longer exists", thread_id)
         return {"folded": False, "reason": "the thread no longer exists"}
-    version = fold_run(thread_id=thread_id, trigger=trigger, task_id=task_id)
     return _fold_answer(version, pinned=version is None and thread_pinned(thread_id))
 
 

@@ -56,6 +56,7 @@ from threads.selectors.retention import (
 )
 from threads.services.audit import audit_record
 from threads.services.checkpoint_retention import CheckpointsOutcome, checkpoints_retention_apply
+from threads.services.workspaces import workspace_fields_update
 
 RETENTION_ACTOR = "retention policy"
 BATCH_SIZE = 100
@@ -371,20 +372,4 @@ def workspace_retention_update(
     for name, value in changes.items():
         if value is not None and value < 1:
             raise InvalidEvent(f"{name} must be at least 1", fields={name: "at least 1, or none"})
-    with transaction.atomic(durable=True):
-        locked = Workspace.objects.select_for_update().get(pk=workspace.pk)
-        before = {name: getattr(locked, name) for name in changes}
-        for name, value in changes.items():
-            setattr(locked, name, value)
-        locked.save(update_fields=list(changes))
-        audit_record(
-            workspace=locked,
-            actor=None,
-            actor_label=actor_label,
-            action="workspace.settings",
-            target_type="workspace",
-            target_id=locked.pk,
-            before=before,
-            after=changes,
-        )
-    return locked
+    return workspace_fields_update(workspace=workspace, actor_label=actor_label, changes=changes)

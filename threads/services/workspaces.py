@@ -106,6 +106,15 @@ def workspace_settings_update(
         )
         if value is not None
     }
+    return workspace_fields_update(workspace=workspace, actor_label=actor_label, changes=changes)
+
+
+def workspace_fields_update(
+    *, workspace: Workspace, actor_label: str, changes: dict[str, Any]
+) -> Workspace:
+    """Set these fields of the workspace (already checked) and audit the change
+    (`workspace.settings`, before and after), the row locked (select_for_update) for the
+    before. No change, no write and no audit entry."""
     with transaction.atomic(durable=True):
         locked = Workspace.objects.select_for_update().get(pk=workspace.pk)
         if not changes:
