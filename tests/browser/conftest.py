@@ -8,6 +8,10 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from playwright.sync_api import expect
+
+# Assertions wait as long as the pages' own actions do (a slow CI machine, two runs side by side).
+expect.set_options(timeout=15_000)
 
 
 @pytest.fixture(scope="module", autouse=True)

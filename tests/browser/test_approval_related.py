@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests import factories as f
 from tests.api.test_approval_context import KEY, retry_after_timeout
@@ -36,7 +37,7 @@ def test_reviewer_cannot_approve_a_retry_beside_an_unknown_refund_without_acknow
     related = card.locator(".related-effects")
     assert "refund_payment #2" in related.inner_text()
     assert KEY in related.inner_text() and "unknown" in related.inner_text()
-    assert card.get_by_role("alert").is_visible()
+    expect(card.get_by_role("alert")).to_be_visible()
     shot(page, "11b-approval-related-unknown")
 
     card.get_by_label("Reason (required)").fill("the customer asked again")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests import factories as f
 from tests.browser.test_dashboard import _page, browser, shot  # noqa: F401 (a fixture)
@@ -50,7 +51,7 @@ def test_context_page_draws_the_tools_and_the_repeats(browser: Any, live_server:
     page.goto(f"{live_server.url}/threads/{thread.pk}/context/")
     segment = page.locator(".budget-bar .seg-tools")
     assert segment.bounding_box()["width"] > 10
-    assert page.locator("#tool-costs tbody tr").count() == 3
+    expect(page.locator("#tool-costs tbody tr")).to_have_count(3)
     assert page.locator("#tool-costs tbody tr").first.inner_text().startswith("search_orders")
-    assert page.locator("#repeat-costs tbody tr").count() == 3
+    expect(page.locator("#repeat-costs tbody tr")).to_have_count(3)
     shot(page, "14-context-tools")

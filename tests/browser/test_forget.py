@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests import factories as f
 from tests.browser.test_dashboard import _page, browser, eager_tasks, shot  # noqa: F401 (fixtures)
@@ -45,8 +46,8 @@ def test_an_admin_erases_a_value_and_the_report_appears(
     page.get_by_role("button", name="Preview").click()
     page.get_by_role("heading", name="Preview: what the erasure would touch").wait_for()
     report = page.locator("#erasure-threads")
-    assert report.get_by_role("link", name="support-1").count() == 1
-    assert report.get_by_role("link", name="support-2").count() == 1
+    expect(report.get_by_role("link", name="support-1")).to_have_count(1)
+    expect(report.get_by_role("link", name="support-2")).to_have_count(1)
     assert _mentioning() == 2
 
     # The form stays filled in after a preview: Erase follows it.

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from playwright.sync_api import expect
 
 from ctxadmin.celery import app as celery_app
 from integrations.trace_imports.models import TraceImport
@@ -134,11 +135,11 @@ def test_an_admin_imports_the_tau_bench_file_twice(
 
     answered, finished, seen = _upload(page, "21-import")
     counts = page.locator("#import-counts")
-    assert counts.get_by_text("200 created").is_visible()
-    assert counts.get_by_text("0 refused").is_visible()
+    expect(counts.get_by_text("200 created")).to_be_visible()
+    expect(counts.get_by_text("0 refused")).to_be_visible()
     rows = page.locator("#import-report tbody tr")
-    assert rows.count() == 200
-    assert page.locator("#import-report .badge", has_text="created").count() == 200
+    expect(rows).to_have_count(200)
+    expect(page.locator("#import-report .badge", has_text="created")).to_have_count(200)
     events = Event.objects.count()
     assert Thread.objects.filter(workspace=workspace).count() == 200 and events > 0
     timings = [(answered, finished, seen)]
@@ -146,9 +147,9 @@ def test_an_admin_imports_the_tau_bench_file_twice(
     page.goto(live_server.url + "/imports/")
     answered, finished, seen = _upload(page, "22-import-again")
     counts = page.locator("#import-counts")
-    assert counts.get_by_text("200 skipped").is_visible()
-    assert counts.get_by_text("0 created").is_visible()
-    assert page.locator("#import-report .badge", has_text="skipped").count() == 200
+    expect(counts.get_by_text("200 skipped")).to_be_visible()
+    expect(counts.get_by_text("0 created")).to_be_visible()
+    expect(page.locator("#import-report .badge", has_text="skipped")).to_have_count(200)
     assert Event.objects.count() == events and Thread.objects.count() == 200
     timings.append((answered, finished, seen))
 
@@ -156,7 +157,7 @@ def test_an_admin_imports_the_tau_bench_file_twice(
     page.locator("#import-report tbody tr a").first.click()
     page.wait_for_url(re.compile(r"/threads/[0-9a-f-]+/$"))
     page.goto(live_server.url + "/imports/")
-    assert page.locator("#imports tbody tr").count() == 2
+    expect(page.locator("#imports tbody tr")).to_have_count(2)
     assert TraceImport.objects.filter(state="succeeded").count() == 2
     print(
         "Imports page, 200 conversations: "

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests import factories as f
 from tests.browser.test_dashboard import _page, browser, shot  # noqa: F401 (a fixture)
@@ -52,7 +53,7 @@ def test_show_all_loads_the_rest_of_a_long_body(
     full.wait_for()
     text = full.inner_text()
     assert text.startswith("FIRST-LINE word0 ") and text.endswith(f"{HOSTILE} LAST-LINE-OF-THE-LOG")
-    assert card.locator(".body-cut").count() == 0  # replaced, not added beside
+    expect(card.locator(".body-cut")).to_have_count(0)  # replaced, not added beside
     assert card.locator("img").count() == 0 and page.title() != "owned"
     assert problems == []
     shot(page, "17-long-body-all")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests import factories as f
 from tests.browser.test_dashboard import _page, browser, shot  # noqa: F401 (a fixture)
@@ -31,7 +32,7 @@ def test_operations_page_draws_its_charts(
     seed(workspace, thread, f.make_person(workspace, "olga", "operator"))
     page = _page(browser, {"url": live_server.url}, "operator")
     page.goto(f"{live_server.url}/operations/")
-    assert page.locator("svg.ops-chart").count() == 7
+    expect(page.locator("svg.ops-chart")).to_have_count(7)
     # Counts per hour are bars (folds, failed checks, events with secrets), rates and levels
     # lines.
     assert page.locator("svg.ops-bar").count() == 3 and page.locator("svg.ops-line").count() == 4

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from django.utils import timezone
+from playwright.sync_api import expect
 
 from tests.browser.test_dashboard import (  # noqa: F401 (fixtures)
     _page,
@@ -30,17 +31,17 @@ def test_operator_follows_the_banner_to_resolve_the_unknown_refund(
     thread = site["thread"]
     page.goto(f"{site['url']}/threads/{thread.pk}/")
     banner = page.locator(".problem-banner")
-    assert banner.is_visible()
+    expect(banner).to_be_visible()
     items = banner.locator("li.problem")
     # the unknown refund first, then the two pending approvals
-    assert items.count() == 3
+    expect(items).to_have_count(3)
     assert "refund-10086" in items.nth(0).inner_text()
     assert "Approval pending" in items.nth(1).inner_text()
     shot(page, "30-problem-banner")
 
     # on another tab too
     page.goto(f"{site['url']}/threads/{thread.pk}/checkpoints/")
-    assert page.locator(".problem-banner li.problem").count() == 3
+    expect(page.locator(".problem-banner li.problem")).to_have_count(3)
 
     effect = SideEffect.objects.get(thread=thread, tool_call_id="c2")
     page.locator(".problem-banner").get_by_role("link", name="Resolve").click()
@@ -54,7 +55,7 @@ def test_operator_follows_the_banner_to_resolve_the_unknown_refund(
 
     page.goto(f"{site['url']}/threads/{thread.pk}/")
     left = page.locator(".problem-banner li.problem")
-    assert left.count() == 2
+    expect(left).to_have_count(2)
     assert "refund-10086" not in page.locator(".problem-banner").inner_text()
     page.context.close()
 
@@ -69,11 +70,11 @@ def test_a_timeline_badge_leads_to_its_action(
     page.locator("a.badge-action", has_text="side effect: unknown").click()
     effect = SideEffect.objects.get(thread=thread, tool_call_id="c2")
     page.wait_for_url(re.compile(rf"#effect-{effect.pk}$"))
-    assert page.locator(f"#effect-{effect.pk}").is_visible()
+    expect(page.locator(f"#effect-{effect.pk}")).to_be_visible()
     page.go_back()
     page.locator("a.badge-action", has_text="approval pending").first.click()
     page.wait_for_url(re.compile(r"/approvals/\?thread=order-10086#approval-\d+$"))
-    assert page.get_by_role("button", name=re.compile("Approve")).first.is_visible()
+    expect(page.get_by_role("button", name=re.compile("Approve")).first).to_be_visible()
     page.context.close()
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests import factories as f
 from tests.browser.test_dashboard import _page, browser, shot  # noqa: F401 (a fixture)
@@ -52,5 +53,5 @@ def test_an_admin_redacts_from_the_card_and_from_the_secret_badge(
     assert SECRET not in page.content()
     note = page.locator("#seq-3 .redacted-note").inner_text()
     assert "secret found at ingest: AWS Access Key in result.access_key_id" in note
-    assert page.locator(".secret-flag").count() == 0
+    expect(page.locator(".secret-flag")).to_have_count(0)
     shot(page, "42-timeline-redacted")

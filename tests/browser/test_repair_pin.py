@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser.test_dashboard import (  # noqa: F401 (fixtures)
     _page,
@@ -38,8 +39,8 @@ def test_admin_pins_a_rollback_changes_settings_and_releases_it(
     assert pin.is_visible() and "summary v2 lost the refund state" in pin.inner_text()
 
     page.goto(f"{site['url']}/threads/{thread.pk}/summaries/")
-    assert page.get_by_text("Folds are paused").is_visible()
-    assert page.get_by_role("button", name="Fold now").count() == 0
+    expect(page.get_by_text("Folds are paused")).to_be_visible()
+    expect(page.get_by_role("button", name="Fold now")).to_have_count(0)
 
     page.get_by_text("Summariser and fold settings").click()
     page.get_by_label("Context window").fill("2400")
@@ -58,5 +59,5 @@ def test_admin_pins_a_rollback_changes_settings_and_releases_it(
     assert Thread.objects.get(pk=thread.pk).pinned_at is None
     assert AuditEntry.objects.filter(action="thread.unpin").count() == 1
     page.reload()
-    assert page.get_by_role("button", name="Fold now").is_visible()
+    expect(page.get_by_role("button", name="Fold now")).to_be_visible()
     page.context.close()

@@ -14,6 +14,7 @@ import pytest
 from ctxadmin_client import Client
 from django.contrib.auth import get_user_model
 from django.utils import timezone
+from playwright.sync_api import expect
 
 from tests.browser.test_dashboard import (  # noqa: F401 (fixtures)
     _page,
@@ -81,7 +82,7 @@ def test_a_whole_approval_round_trip_in_the_browser(
 
         page.reload()
         assert chip(page) in ("running", "idle")
-        assert page.locator(".agent-pickups").count() == 0
+        expect(page.locator(".agent-pickups")).to_have_count(0)
         assert page.locator(".picked-up").first.inner_text() == "picked up by the agent"
         page.goto(f"{site['url']}/approvals/?thread=refund-5521&status=any")
         assert (
@@ -114,7 +115,7 @@ def test_a_stalled_agent_is_a_problem_an_operator_finds(
     assert names.index("ticket-tampered") < names.index("refund-7731")
     row = page.locator("#thread-table tbody tr").filter(has_text="refund-7731")
     assert row.locator(".run-status-badge").inner_text() == "stalled"
-    assert row.get_by_role("link", name="agent stalled").is_visible()
+    expect(row.get_by_role("link", name="agent stalled")).to_be_visible()
 
     page.get_by_label("Run status").select_option("stalled")
     page.wait_for_url(re.compile(r"run_status=stalled"))

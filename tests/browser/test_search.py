@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests import factories as f
 from tests.browser.test_dashboard import _page, browser, shot  # noqa: F401 (a fixture)
@@ -50,7 +51,7 @@ def test_search_box_highlights_a_hit_and_opens_it_on_the_timeline(
     page.locator("#q").fill("rotterdam")
     hits = page.locator("#search-hits tr.search-hit")
     hits.first.wait_for()
-    assert hits.count() == 1  # the other workspace's event is not shown
+    expect(hits).to_have_count(1)  # the other workspace's event is not shown
     hit = hits.first
     assert hit.locator("mark").all_inner_texts() == ["Rotterdam"]
     assert "tool_result" in hit.inner_text() and "parcel-7" in hit.inner_text()
@@ -60,7 +61,7 @@ def test_search_box_highlights_a_hit_and_opens_it_on_the_timeline(
     page.locator("#search-hits tr.search-hit", has_text="#251").wait_for()
     cell = page.locator("#search-hits tr.search-hit", has_text="#251").locator("td.snippet")
     assert "<script>alert(1)</script>" in cell.inner_text()
-    assert cell.locator("script, div").count() == 0
+    expect(cell.locator("script, div")).to_have_count(0)
     assert sorted(t.lower() for t in cell.locator("mark").all_inner_texts()) == ["parcel", "where"]
     shot(page, "16-message-search")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests import factories as f
 from tests.browser.test_dashboard import _page, browser, shot  # noqa: F401 (a fixture)
@@ -41,7 +42,7 @@ def test_the_list_filters_and_the_timeline_badges_a_leaked_key(
     page.wait_for_url(lambda url: "secrets=1" in url)
     rows = page.locator("#thread-table tbody tr")
     rows.first.wait_for()
-    assert rows.count() == 1
+    expect(rows).to_have_count(1)
     assert "deploy-staging" in rows.first.inner_text()
     badge = rows.first.locator(".secrets-badge")
     assert badge.inner_text() == "1 event with secrets"
@@ -50,7 +51,7 @@ def test_the_list_filters_and_the_timeline_badges_a_leaked_key(
     badge.click()
     page.wait_for_url(lambda url: f"/threads/{leaked.pk}/" in url)
     flags = page.locator(".secret-flag")
-    assert flags.count() == 1
+    expect(flags).to_have_count(1)
     assert flags.first.inner_text() == "secret: AWS Access Key in result.access_key_id"
-    assert page.locator("#seq-3 .secret-flag").count() == 1
+    expect(page.locator("#seq-3 .secret-flag")).to_have_count(1)
     shot(page, "41-timeline-secret-flag")

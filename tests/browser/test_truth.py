@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser.test_dashboard import _page, browser, eager_tasks, site  # noqa: F401
 
@@ -30,7 +31,7 @@ def test_the_header_follows_a_fold_started_on_the_summaries_tab(
     page.locator("#fold-progress .badge").filter(has_text=re.compile("success")).wait_for()
     header.get_by_text(f"head v{old_head + 1} covers 1–{last}").wait_for()
     assert page.evaluate("window.__same_document === true")  # no reload did it
-    assert page.locator("#thread-meta").count() == 1
+    expect(page.locator("#thread-meta")).to_have_count(1)
     # The new row says what it folded and what it covers, as the header does.
     row = page.locator("#summary-versions tbody tr").filter(has_text=f"v{old_head + 1}")
     cells = row.locator("td.mono").all_inner_texts()
