@@ -36,7 +36,7 @@ def test_admin_pins_a_rollback_changes_settings_and_releases_it(
     preview.get_by_role("button", name=re.compile("Roll back to checkpoint")).click()
     page.wait_for_url(re.compile(r"/summaries/\d+/$"))
     pin = page.locator(".thread-pin")
-    assert pin.is_visible() and "summary v2 lost the refund state" in pin.inner_text()
+    expect(pin).to_contain_text("summary v2 lost the refund state")
 
     page.goto(f"{site['url']}/threads/{thread.pk}/summaries/")
     expect(page.get_by_text("Folds are paused")).to_be_visible()
