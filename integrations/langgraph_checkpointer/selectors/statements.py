@@ -45,13 +45,17 @@ def _find_sql(alias: str, by_id: bool) -> tuple[str, int]:
         "(extract(epoch FROM max(s.updated_at)) * 1000000)::bigint::text, '') "
         f"FROM {effects} s WHERE s.thread_id = c.thread_id)"
     )
+    checkpoints, threads = table_name(alias, LanggraphCheckpoint), table_name(alias, Thread)
+    # The thread's id first, as a value (a scalar subquery), so the checkpoint is read from
+    # the end of lg_checkpoint_unique (thread, namespace, checkpoint_id: unique, no tiebreak
+    # needed) instead of sorting every checkpoint of the thread, as a join to the thread would
+    # (a nested loop's rows keep only its outer side's order).
     sql = (
         f"SELECT {checkpoint_columns}, {thread_columns}, {stamps} "
-        f"FROM {table_name(alias, LanggraphCheckpoint)} c "
-        f"JOIN {table_name(alias, Thread)} t ON t.id = c.thread_id "
-        "WHERE t.workspace_id = %s AND t.external_id = %s AND c.checkpoint_ns = %s "
-        + ("AND c.checkpoint_id = %s " if by_id else "")
-        + "ORDER BY c.checkpoint_id DESC, c.id DESC LIMIT 1"
+        f"FROM (SELECT * FROM {checkpoints} WHERE thread_id = (SELECT id FROM {threads} "
+        "WHERE workspace_id = %s AND external_id = %s) AND checkpoint_ns = %s "
+        + ("AND checkpoint_id = %s " if by_id else "")
+        + f"ORDER BY checkpoint_id DESC LIMIT 1) c JOIN {threads} t ON t.id = c.thread_id"
     )
     return sql, len(LanggraphCheckpoint._meta.concrete_fields)
 
@@ -159,10 +163,14 @@ def message_index_until(connection: Any, thread: Thread, until: int) -> list[tup
 
 @functools.cache
 def _forms_sql(alias: str) -> str:
+    # The seqs joined as rows (unnest), not tested with `e.seq = ANY(array)`: PostgreSQL
+    # filters each of the thread's rows against the whole array, which for a restore's few
+    # hundred seqs cost more than reading their JSON (docs/benchmarks.md, "Issue #26's rounds").
     return (
         "SELECT e.seq, (CASE WHEN e.kind = %s THEN e.data -> 'result' "
         "ELSE e.data -> 'content' END)::text, (e.metadata -> %s)::text "
-        f"FROM {table_name(alias, Event)} e WHERE e.thread_id = %s AND e.seq = ANY(%s::bigint[])"
+        f"FROM unnest(%s::bigint[]) AS s(seq) JOIN {table_name(alias, Event)} e "
+        "ON e.seq = s.seq WHERE e.thread_id = %s"
     )
 
 
@@ -174,7 +182,7 @@ def forms_at(connection: Any, thread: Thread, seqs: Collection[int]) -> dict[int
     rows = rows_read(
         connection,
         _forms_sql(connection.alias),
-        (EventKind.TOOL_RESULT.value, METADATA_KEY, thread.pk, sorted(seqs)),
+        (EventKind.TOOL_RESULT.value, METADATA_KEY, sorted(seqs), thread.pk),
     )
     forms: dict[int, dict[str, Any]] = {}
     for seq, content, stored in rows:
