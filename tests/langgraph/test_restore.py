@@ -155,3 +155,21 @@ def test_an_indented_answer_is_written_by_drf(server: Server, saver: CtxadminSav
     )
     assert answer.status_code == 200
     assert answer.text.startswith('{\n  "thread_id": "order-8"')
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+@pytest.mark.parametrize("by_id", [False, True], ids=["latest", "by_id"])
+def test_a_restore_reads_its_checkpoint_off_the_index_without_sorting(by_id: bool) -> None:
+    """The newest checkpoint (or the one named) comes off the end of `lg_checkpoint_unique`,
+    never from a sort of every checkpoint of the thread, which grew with the thread: asked with
+    sequential scans and sorts priced out, the plan has no Sort where the index gives the order."""
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's plan (SQLite reads through the ORM)")
+    from tests.views.test_thread_list_indexes import plan
+
+    sql, _ = statements._find_sql(connection.alias, by_id)
+    params: list[Any] = [1, "thread-1", ""] + (["1f0-checkpoint"] if by_id else [])
+    found = plan(sql, "seqscan", "sort", params=params)
+    assert "lg_checkpoint_unique" in found
+    assert '"Node Type": "Sort"' not in found

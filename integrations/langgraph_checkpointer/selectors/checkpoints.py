@@ -90,7 +90,9 @@ def langgraph_checkpoint_get(
     rows = LanggraphCheckpoint.objects.filter(thread=thread, checkpoint_ns=checkpoint_ns)
     if checkpoint_id is not None:
         return rows.filter(checkpoint_id=checkpoint_id).first()
-    return rows.order_by("-checkpoint_id", "-pk").first()
+    # checkpoint_id is unique in the namespace (lg_checkpoint_unique): read from that index's
+    # end, no tiebreak to sort by.
+    return rows.order_by("-checkpoint_id").first()
 
 
 def langgraph_checkpoint_cursor(
@@ -125,7 +127,7 @@ def langgraph_checkpoint_find(
     ).select_related("thread")
     if checkpoint_id is not None:
         return rows.filter(checkpoint_id=checkpoint_id).first()
-    return rows.order_by("-checkpoint_id", "-pk").first()
+    return rows.order_by("-checkpoint_id").first()
 
 
 def _storable(*ids: str | None) -> bool:
