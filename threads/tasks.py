@@ -34,6 +34,7 @@ from threads.services.folding import fold_run
 from threads.services.integrity import integrity_check
 from threads.services.metrics import context_log_prune
 from threads.services.retention import retention_apply
+from threads.services.retention_preview import retention_preview
 from threads.services.side_effects import side_effect_status_check
 from threads.services.subject_erasure import subject_erase
 from threads.services.tasks import task_run_progress, task_run_tracked
@@ -122,6 +123,20 @@ def subject_erasure_task(
         dry_run=dry_run,
         progress=lambda done, total: task_run_progress(task_id, done=done, total=total),
     )
+
+
+@shared_task(
+    name="ctxadmin.retention_preview",
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=1500,
+    time_limit=1800,
+)
+@tracked
+def retention_preview_task(task_id: str | None, workspace_id: int) -> dict[str, Any]:
+    """A dry run of a workspace's retention policy, for the Forget page: reads only."""
+    return retention_preview(workspace_id=workspace_id)
 
 
 @shared_task(

@@ -75,6 +75,11 @@ urlpatterns = [
         forget.forget_retention_preview,
         name="forget-retention-preview",
     ),
+    path(
+        "forget/retention/dry-runs/<str:task_id>/",
+        forget.forget_retention_report,
+        name="forget-retention-report",
+    ),
 ]
 
 # Agents' API keys (admins).

@@ -228,7 +228,8 @@ RULES: dict[str, Rule] = {
     "forget/erase/": html({"POST": ADM}, body={"value": "nobody@example.com", "reason": "m"}),
     "forget/erasures/<str:task_id>/": html({"GET": ADM}, object=True),
     "forget/retention/": html({"POST": ADM}, body={"retention_days": "", "keep_checkpoints": ""}),
-    "forget/retention/dry-run/": html({"GET": ADM}),
+    "forget/retention/dry-run/": html({"POST": ADM}),
+    "forget/retention/dry-runs/<str:task_id>/": html({"GET": ADM}, object=True),
 }
 # Logging out answers POST only, for everyone: a redirect to the login page.
 RULES["accounts/logout/"] = Rule("public", public={"POST": 302})

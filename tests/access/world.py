@@ -29,6 +29,7 @@ from threads.models import (
     Thread,
     Workspace,
 )
+from threads.services.retention_preview import RETENTION_PREVIEW_KIND
 from threads.services.subject_erasure import SUBJECT_ERASURE_KIND
 from threads.services.tasks import task_run_start
 
@@ -73,6 +74,7 @@ class World:
     approval: ApprovalRequest
     task: TaskRun
     erasure: TaskRun
+    dry_run: TaskRun
     trace_import: TraceImport
     key: ApiKey
     clients: dict[str, Client]
@@ -89,6 +91,7 @@ class World:
             ("checkpoints", "checkpoint_id"): str(self.checkpoint.pk),
             ("tasks", "task_id"): self.task.pk,
             ("erasures", "task_id"): self.erasure.pk,
+            ("dry-runs", "task_id"): self.dry_run.pk,
             ("side-effects", "pk"): str(self.side_effect.pk),
             ("side-effects", "id"): str(self.side_effect.pk),
             ("approvals", "pk"): str(self.approval.pk),
@@ -167,6 +170,7 @@ def seed() -> World:
         approval=ApprovalRequest.objects.get(thread=thread),
         task=task_run_start(workspace=acme, thread=thread, kind="fold", send=lambda _id: None),
         erasure=task_run_start(workspace=acme, kind=SUBJECT_ERASURE_KIND, send=lambda _id: None),
+        dry_run=task_run_start(workspace=acme, kind=RETENTION_PREVIEW_KIND, send=lambda _id: None),
         trace_import=trace_import,
         key=ApiKey.objects.get(workspace=acme),
         clients=clients,

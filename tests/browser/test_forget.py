@@ -59,3 +59,39 @@ def test_an_admin_erases_a_value_and_the_report_appears(
     assert EMAIL not in page.content()
     assert _mentioning() == 0
     shot(page, "60-forget-erased")
+
+
+def test_an_admin_dry_runs_retention_and_the_report_appears(
+    browser: Any,  # noqa: F811
+    live_server: Any,
+) -> None:
+    """The dry run is a task: the page shows its progress, then reloads the report in place."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from threads.models import AuditEntry, Thread
+
+    workspace, _ = f.make_workspace("acme")
+    f.make_person(workspace, "ada", "admin")
+    idle = f.make_thread(workspace, external_id="idle-1")
+    f.append(idle, f.user("hello"))
+    busy = f.make_thread(workspace, external_id="busy-1")
+    f.append(busy, f.user("hello"))
+    then = timezone.now() - timedelta(days=40)
+    Thread.objects.filter(pk=idle.pk).update(updated_at=then)
+    AuditEntry.objects.filter(thread=idle).update(created_at=then)
+    page = _page(browser, {"url": live_server.url}, "ada")
+    page.goto(live_server.url + "/forget/")
+    page.get_by_label("Delete threads inactive for (days; empty: off)").fill("30")
+    page.get_by_role("button", name="Save policy").click()
+    page.get_by_text("Retention policy saved.").wait_for()
+
+    page.get_by_role("button", name="Dry run").click()
+    page.get_by_role("heading", name="Dry run: a run now would delete").wait_for()
+    listed = page.locator("#retention-threads")
+    expect(listed.get_by_role("link", name="idle-1")).to_have_count(1)
+    expect(listed.get_by_role("link", name="busy-1")).to_have_count(0)
+    expect(page.locator("#retention-counts")).to_contain_text("1 thread")
+    assert Thread.objects.filter(pk=idle.pk).exists()  # nothing deleted
+    shot(page, "61-forget-retention-dry-run")

@@ -55,6 +55,19 @@ def _erase(client: Client, capture: Any, action: str, reason: str = "GDPR erasur
     return answer
 
 
+def _dry_run(client: Client, capture: Any) -> Any:
+    """Ask for the retention dry run as htmx does; its task runs once the request commits."""
+    with capture(execute=True):
+        return client.post("/forget/retention/dry-run/", headers={"hx-request": "true"})
+
+
+def _dry_run_report(client: Client) -> str:
+    run = TaskRun.objects.filter(kind="retention_preview").latest("created_at")
+    page = client.get(f"/forget/retention/dry-runs/{run.pk}/", headers={"hx-request": "true"})
+    assert page.status_code == 200
+    return page.content.decode()
+
+
 def _report(client: Client) -> str:
     run = TaskRun.objects.filter(kind="subject_erasure").latest("created_at")
     page = client.get(f"/forget/erasures/{run.pk}/", headers={"hx-request": "true"})
@@ -120,7 +133,8 @@ def test_other_roles_get_what_other_admin_pages_give(
     assert _erase(client, django_capture_on_commit_callbacks, "erase").status_code == 403
     answer = client.post("/forget/retention/", {"retention_days": "1", "keep_checkpoints": "1"})
     assert answer.status_code == 403
-    assert client.get("/forget/retention/dry-run/").status_code == 403
+    assert _dry_run(client, django_capture_on_commit_callbacks).status_code == 403
+    assert not TaskRun.objects.filter(kind="retention_preview").exists()
     assert _mentioning(EMAIL) == [("support-1", 1), ("support-2", 2)]
     assert not TaskRun.objects.filter(kind="subject_erasure").exists()
     workspace.refresh_from_db()
@@ -159,13 +173,30 @@ def test_another_tasks_report_is_not_an_erasure(admin: Client, workspace: Worksp
     thread = f.make_thread(workspace)
     fold = TaskRun.objects.create(id="fold-1", workspace=workspace, thread=thread, kind="fold")
     assert admin.get(f"/forget/erasures/{fold.pk}/").status_code == 404
+    assert admin.get(f"/forget/retention/dry-runs/{fold.pk}/").status_code == 404
 
 
-def test_the_retention_policy_is_set_and_dry_run(admin: Client, workspace: Workspace) -> None:
+def test_another_workspaces_dry_run_is_not_shown(
+    admin: Client, workspace: Workspace, django_capture_on_commit_callbacks: Any
+) -> None:
+    other, _ = f.make_workspace("other")
+    run = TaskRun.objects.create(id="dry-1", workspace=other, kind="retention_preview")
+    assert admin.get(f"/forget/retention/dry-runs/{run.pk}/").status_code == 404
+
+
+def test_the_retention_policy_is_set_and_dry_run(
+    admin: Client, workspace: Workspace, django_capture_on_commit_callbacks: Any
+) -> None:
     page = admin.get("/forget/").content.decode()
     assert page.count("<dd>off</dd>") == 2
-    unset = admin.get("/forget/retention/dry-run/", headers={"hx-request": "true"})
-    assert "the workspace has no retention policy" in unset.content.decode()
+    started = _dry_run(admin, django_capture_on_commit_callbacks)
+    assert started.status_code == 200 and 'id="task-' in started.content.decode()
+    # The region shows the task's progress and reloads itself from the run's report when the
+    # progress announces the end.
+    run = TaskRun.objects.get(kind="retention_preview")
+    assert f'hx-get="/forget/retention/dry-runs/{run.pk}/"' in started.content.decode()
+    assert 'hx-trigger="task-finished from:body"' in started.content.decode()
+    assert "the workspace has no retention policy" in _dry_run_report(admin)
 
     idle = f.make_thread(workspace, external_id="idle-1")
     f.append(idle, f.user("hello"))
@@ -187,9 +218,8 @@ def test_the_retention_policy_is_set_and_dry_run(admin: Client, workspace: Works
     assert entry.actor_label == "admin-person"
     assert entry.after == {"retention_days": 30, "keep_checkpoints": 5}
 
-    dry = admin.get("/forget/retention/dry-run/", headers={"hx-request": "true"})
-    assert dry.status_code == 200
-    text = dry.content.decode()
+    assert _dry_run(admin, django_capture_on_commit_callbacks).status_code == 200
+    text = _dry_run_report(admin)
     assert ">idle-1<" in text and ">busy-1<" not in text
     assert "1 thread" in text and "freed (estimated)" in text
     assert Thread.objects.filter(pk=idle.pk).exists()

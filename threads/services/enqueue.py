@@ -22,6 +22,7 @@ FOLD_THREAD = "ctxadmin.fold_thread"
 VERIFY_THREAD = "ctxadmin.verify_thread"
 SIDE_EFFECT_STATUS_CHECK = "ctxadmin.side_effect_status_check"
 SUBJECT_ERASURE = "ctxadmin.subject_erasure"
+RETENTION_PREVIEW = "ctxadmin.retention_preview"
 
 
 _discovery = threading.Lock()

@@ -1,8 +1,8 @@
 """Forget page (admins of the current workspace; docs/dashboard.md, "The Forget page"): erase
 a value from every event that mentions it (docs/repairs.md, "Erasure by subject"), previewed
 first, through the same task as the API; and the workspace's retention policy
-(docs/operations.md, "Retention"), changed and dry-run here, never applied here (the beat
-applies it).
+(docs/operations.md, "Retention"), changed and dry-run here (the dry run a task too: it reads
+the whole workspace), never applied here (the beat applies it).
 
 The value typed travels only in the form's POST and the task's message: the page's URLs name
 the task run, and the report holds the value's SHA-256 (threads.services.subject_erasure). An
@@ -24,9 +24,10 @@ from django.views.decorators.http import require_GET, require_POST
 from threads import selectors
 from threads.access import chosen_workspace_id
 from threads.domain.errors import DomainError
-from threads.models import Role, TaskRun, Workspace
+from threads.models import Role, TaskRun, TaskState, Workspace
 from threads.services.audit import MAX_REASON
-from threads.services.retention import retention_apply, workspace_retention_update
+from threads.services.retention import workspace_retention_update
+from threads.services.retention_preview import RETENTION_PREVIEW_KIND, retention_preview_start
 from threads.services.subject_erasure import (
     MAX_VALUE,
     SUBJECT_ERASURE_KIND,
@@ -182,17 +183,40 @@ def forget_retention(request: HtmxHttpRequest) -> HttpResponse:
     return region(request, TEMPLATE, context, "retention")
 
 
+def _retention_context(run: TaskRun) -> dict[str, Any]:
+    back = reverse("forget-retention-report", args=[run.id])
+    progress = progress_context(run, back, reloads=True)
+    finished_ok = run.state == TaskState.SUCCESS and isinstance(run.result, dict)
+    return {
+        "retention_run": run,
+        "retention_progress": progress,
+        "retention_report": run.result if finished_ok else None,
+    }
+
+
+@login_required
+@require_POST
+def forget_retention_preview(request: HtmxHttpRequest) -> HttpResponse:
+    """Queue a dry run of the retention policy (nothing is deleted or audited): htmx gets the
+    preview region (the task's progress, then its report), a plain form post a redirect to
+    the run's report."""
+    workspace = _admin_workspace(request)
+    run = retention_preview_start(workspace=workspace, actor=request.user)
+    if not request.htmx:
+        return redirect("forget-retention-report", task_id=run.id)
+    run = selectors.task_run_get_in(workspace_ids=[workspace.pk], id=run.id)
+    context = _context(workspace, **_retention_context(run))
+    return region(request, TEMPLATE, context, "retention_preview")
+
+
 @login_required
 @require_GET
-def forget_retention_preview(request: HtmxHttpRequest) -> HttpResponse:
-    """What a retention run would delete now (a dry run: nothing is deleted or audited)."""
+def forget_retention_report(request: HtmxHttpRequest, task_id: str) -> HttpResponse:
+    """A dry run's progress, then its report: the preview region for htmx (it reloads when the
+    progress announces the end), the page otherwise."""
     workspace = _admin_workspace(request)
-    outcomes = retention_apply(workspace_name=workspace.name, dry_run=True)
-    outcome = outcomes[0] if outcomes else None
-    context = _context(
-        workspace,
-        retention_checked=True,
-        retention_outcome=outcome,
-        retention_bytes=outcome.summary()["bytes"] if outcome else 0,
-    )
+    run = found(selectors.task_run_get_in, workspace_ids=[workspace.pk], id=task_id)
+    if run.kind != RETENTION_PREVIEW_KIND:
+        raise Http404("no such dry run")
+    context = _context(workspace, **_retention_context(run))
     return region(request, TEMPLATE, context, "retention_preview")
