@@ -221,13 +221,20 @@ def test_an_operation_is_closed_when_its_request_fails(
     assert closed == ["closed"]
 
 
+@pytest.mark.parametrize("orjson_installed", [True, False], ids=["orjson", "json"])
 @pytest.mark.parametrize("path", ["client", "async_client"])
 def test_an_answer_orjson_refuses_is_read_as_json_reads_it(
-    loopback: Callable[..., Loopback], path: str
+    loopback: Callable[..., Loopback],
+    path: str,
+    orjson_installed: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Answers are parsed by orjson where it is installed; what it refuses (an integer past 64
     bits, a lone surrogate's escape, both valid JSON the server may hand back from an agent's
-    own event) is read by the standard library instead, value for value."""
+    own event) is read by the standard library instead, value for value. Without orjson (the
+    plain client's one dependency is httpx) the standard library reads them all."""
+    if not orjson_installed:
+        monkeypatch.setattr("ctxadmin_client._http.orjson", None)
     body = b'{"id": "t", "external_id": "t-1", "n": 123456789012345678901234567890, "s": "\\ud800"}'
     server = loopback(Answer(200, body, {"Content-Type": "application/json"}))
     answered = drive(path, server.url)
