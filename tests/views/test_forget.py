@@ -237,3 +237,29 @@ def test_a_retention_setting_below_one_is_refused(admin: Client, workspace: Work
     assert 'id="retention-days-error"' in answer.content.decode()
     workspace.refresh_from_db()
     assert workspace.retention_days is None
+
+
+def test_a_retention_run_leaves_no_dry_run_naming_what_it_deleted(
+    admin: Client, workspace: Workspace, django_capture_on_commit_callbacks: Any
+) -> None:
+    """A deleted thread keeps only its tombstone's digest of its external_id: the dry run that
+    listed it goes with the run that deleted it, and nothing else stored names it."""
+    from threads.models import ThreadTombstone
+    from threads.services.retention import retention_apply
+
+    idle = f.make_thread(workspace, external_id="alice-smith-refund")
+    f.append(idle, f.user("hello"))
+    then = timezone.now() - timedelta(days=40)
+    Thread.objects.filter(pk=idle.pk).update(updated_at=then)
+    AuditEntry.objects.filter(thread=idle).update(created_at=then)
+    admin.post("/forget/retention/", {"retention_days": "30", "keep_checkpoints": ""})
+    _dry_run(admin, django_capture_on_commit_callbacks)
+    assert ">alice-smith-refund<" in _dry_run_report(admin)
+
+    retention_apply()
+    assert not Thread.objects.filter(pk=idle.pk).exists()
+    assert ThreadTombstone.objects.count() == 1
+    assert not TaskRun.objects.filter(kind="retention_preview").exists()
+    stored = [str(run.result) for run in TaskRun.objects.all()]
+    stored += [f"{e.target_id} {e.before} {e.after}" for e in AuditEntry.objects.all()]
+    assert not any("alice-smith-refund" in text for text in stored)

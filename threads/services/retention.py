@@ -40,6 +40,7 @@ from threads.models import (
     SideEffect,
     SummaryVersion,
     TaskRun,
+    TaskState,
     Thread,
     ThreadTombstone,
     ThreadTool,
@@ -59,6 +60,9 @@ from threads.services.checkpoint_retention import CheckpointsOutcome, checkpoint
 from threads.services.workspaces import workspace_fields_update
 
 RETENTION_ACTOR = "retention policy"
+# The Forget page's dry runs (threads.services.retention_preview): their reports name threads
+# by external_id, so a run that deletes threads deletes the finished ones too.
+RETENTION_PREVIEW_KIND = "retention_preview"
 BATCH_SIZE = 100
 
 
@@ -146,6 +150,14 @@ def retention_apply(
 
 def _run_audit(workspace: Workspace, outcome: RetentionOutcome, *, interrupted: bool) -> None:
     with transaction.atomic(durable=True):
+        if outcome.threads:
+            # A deleted thread leaves only its tombstone's digest of its external_id: no dry
+            # run's report keeps naming it (one still running writes what it read).
+            TaskRun.objects.filter(
+                workspace=workspace,
+                kind=RETENTION_PREVIEW_KIND,
+                state__in=[TaskState.SUCCESS, TaskState.FAILURE],
+            ).delete()
         audit_record(
             workspace=workspace,
             actor=None,

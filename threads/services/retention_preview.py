@@ -12,9 +12,9 @@ from django.db import transaction
 from threads.access import require_role
 from threads.models import Role, TaskRun, Workspace
 from threads.services.enqueue import RETENTION_PREVIEW, task_run_enqueue
-from threads.services.retention import retention_apply
+from threads.services.retention import RETENTION_PREVIEW_KIND, retention_apply
 
-RETENTION_PREVIEW_KIND = "retention_preview"
+__all__ = ["RETENTION_PREVIEW_KIND", "retention_preview", "retention_preview_start"]
 
 
 def retention_preview_start(*, workspace: Workspace, actor: Any) -> TaskRun:
