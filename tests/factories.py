@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 from django.db import connection, transaction
+from django.utils import timezone
 
 from threads.database.guard import log_seal_opened
 from threads.domain import chain
 from threads.domain.events import normalize_event
 from threads.keys.chain import thread_genesis
-from threads.models import Event, Thread, Workspace
+from threads.models import AuditEntry, Event, Thread, Workspace
 from threads.selectors.integrity import stored_events
 from threads.services.events import event_append_batch
 from threads.services.threads import thread_get_or_create
@@ -92,6 +94,14 @@ def log_unsealed() -> Iterator[None]:
         yield
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL session_replication_role = DEFAULT")
+
+
+def age(thread: Thread, days: int) -> None:
+    """Make the thread's last append and every audited action on it `days` old: what
+    retention reads as its inactivity."""
+    then = timezone.now() - timedelta(days=days)
+    Thread.objects.filter(pk=thread.pk).update(updated_at=then)
+    AuditEntry.objects.filter(thread=thread).update(created_at=then)
 
 
 def tamper(event: Event, **data_changes: Any) -> None:

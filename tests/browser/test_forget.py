@@ -66,11 +66,7 @@ def test_an_admin_dry_runs_retention_and_the_report_appears(
     live_server: Any,
 ) -> None:
     """The dry run is a task: the page shows its progress, then reloads the report in place."""
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from threads.models import AuditEntry, Thread
+    from threads.models import Thread
 
     workspace, _ = f.make_workspace("acme")
     f.make_person(workspace, "ada", "admin")
@@ -78,9 +74,7 @@ def test_an_admin_dry_runs_retention_and_the_report_appears(
     f.append(idle, f.user("hello"))
     busy = f.make_thread(workspace, external_id="busy-1")
     f.append(busy, f.user("hello"))
-    then = timezone.now() - timedelta(days=40)
-    Thread.objects.filter(pk=idle.pk).update(updated_at=then)
-    AuditEntry.objects.filter(thread=idle).update(created_at=then)
+    f.age(idle, 40)
     page = _page(browser, {"url": live_server.url}, "ada")
     page.goto(live_server.url + "/forget/")
     page.get_by_label("Delete threads inactive for (days; empty: off)").fill("30")

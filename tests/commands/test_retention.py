@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,6 @@ from typing import Any
 import pytest
 from django.conf import settings as django_settings
 from django.core.management import CommandError, call_command
-from django.utils import timezone
 
 from tests import factories as f
 from tests.services.chain_heads_setup import fill, heads_dir
@@ -28,9 +26,7 @@ __all__ = ["heads_dir"]
 def _old(workspace: Workspace, external_id: str, days: int = 40) -> Thread:
     thread = f.make_thread(workspace, external_id=external_id)
     fill(thread, 3)
-    then = timezone.now() - timedelta(days=days)
-    Thread.objects.filter(pk=thread.pk).update(updated_at=then)
-    AuditEntry.objects.filter(thread=thread).update(created_at=then)
+    f.age(thread, days)
     return thread
 
 

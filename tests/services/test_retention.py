@@ -4,14 +4,12 @@ something needs them; the published heads tell a deletion by retention from a tr
 
 from __future__ import annotations
 
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.apps import apps
 from django.db import DatabaseError, connection, models, transaction
-from django.utils import timezone
 
 from integrations.trace_imports.models import TraceImport
 from tests import factories as f
@@ -46,13 +44,6 @@ __all__ = ["heads_dir"]
 SECRET = "customer 4111-1111-1111-1111 wants a refund"
 
 
-def _age(thread: Thread, days: int) -> None:
-    """Make the thread's last append and every audited action on it `days` old."""
-    then = timezone.now() - timedelta(days=days)
-    Thread.objects.filter(pk=thread.pk).update(updated_at=then)
-    AuditEntry.objects.filter(thread=thread).update(created_at=then)
-
-
 def _policy(workspace: Workspace, **policy: Any) -> None:
     Workspace.objects.filter(pk=workspace.pk).update(**policy)
 
@@ -84,7 +75,7 @@ def _old_thread_with_everything(workspace: Workspace, admin: Any) -> Thread:
     thread.refresh_from_db()
     event_redact(thread=thread, seq=thread.last_seq, actor=admin, reason="a card number")
     thread.refresh_from_db()
-    _age(thread, 40)
+    f.age(thread, 40)
     return thread
 
 
@@ -155,7 +146,7 @@ def test_a_dry_run_lists_and_deletes_nothing(workspace: Workspace, admin: Any) -
 def test_a_thread_someone_still_has_to_act_on_is_kept(workspace: Workspace) -> None:
     thread = f.make_thread(workspace, external_id="unknown-refund")
     two_versions(thread)  # its refund's outcome is unknown
-    _age(thread, 40)
+    f.age(thread, 40)
     _policy(workspace, retention_days=30)
     [outcome] = retention_apply(workspace_name=workspace.name)
     assert outcome.threads == []
@@ -167,7 +158,7 @@ def test_a_persons_recent_action_on_an_idle_thread_keeps_it(
 ) -> None:
     thread = f.make_thread(workspace, external_id="looked-at")
     fill(thread, 2)
-    _age(thread, 40)
+    f.age(thread, 40)
     # Audited today; a checkpoint does not move the thread's `updated_at`.
     checkpoint_create(thread=thread, label="looked at", actor=admin)
     _policy(workspace, retention_days=30)
@@ -293,7 +284,7 @@ def test_a_pending_approval_keeps_the_checkpoint_it_opened_in(workspace: Workspa
     for n in range(3):
         f.append(thread, f.user(f"still waiting {n}"), f.assistant("a person will decide"))
         later.append(Checkpoint.objects.get(summary_version=fold(thread)))
-    _age(thread, 40)
+    f.age(thread, 40)
     _policy(workspace, keep_checkpoints=1, retention_days=30)
 
     [outcome] = retention_apply(workspace_name=workspace.name)
@@ -309,7 +300,7 @@ def test_a_deleted_thread_leaves_the_imports_report_and_its_upload(workspace: Wo
     fill(old, 2)
     kept = f.make_thread(workspace, external_id="imported-2")
     fill(kept, 2)
-    _age(old, 40)
+    f.age(old, 40)
     line = {"index": 0, "outcome": "created", "events": 2, "appended": 2, "reason": ""}
     both, alone = (
         TraceImport.objects.create(
@@ -347,7 +338,7 @@ def test_a_run_stopped_half_way_keeps_its_batches_and_the_next_goes_on(
     threads = [f.make_thread(workspace, external_id=f"old-{n}") for n in range(3)]
     for thread in threads:
         fill(thread, 2)
-        _age(thread, 40)
+        f.age(thread, 40)
     _policy(workspace, retention_days=30)
     seen: list[Thread] = []
 

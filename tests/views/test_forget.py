@@ -6,12 +6,10 @@ admin page gives, and a form without a reason is refused under its field."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.test import Client
-from django.utils import timezone
 
 from tests import factories as f
 from tests.api.test_summaries import eager
@@ -202,9 +200,7 @@ def test_the_retention_policy_is_set_and_dry_run(
     f.append(idle, f.user("hello"))
     busy = f.make_thread(workspace, external_id="busy-1")
     f.append(busy, f.user("hello"))
-    then = timezone.now() - timedelta(days=40)
-    Thread.objects.filter(pk=idle.pk).update(updated_at=then)
-    AuditEntry.objects.filter(thread=idle).update(created_at=then)
+    f.age(idle, 40)
 
     answer = admin.post(
         "/forget/retention/",
@@ -249,9 +245,7 @@ def test_a_retention_run_leaves_no_dry_run_naming_what_it_deleted(
 
     idle = f.make_thread(workspace, external_id="alice-smith-refund")
     f.append(idle, f.user("hello"))
-    then = timezone.now() - timedelta(days=40)
-    Thread.objects.filter(pk=idle.pk).update(updated_at=then)
-    AuditEntry.objects.filter(thread=idle).update(created_at=then)
+    f.age(idle, 40)
     admin.post("/forget/retention/", {"retention_days": "30", "keep_checkpoints": ""})
     _dry_run(admin, django_capture_on_commit_callbacks)
     assert ">alice-smith-refund<" in _dry_run_report(admin)
