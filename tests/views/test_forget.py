@@ -257,3 +257,19 @@ def test_a_retention_run_leaves_no_dry_run_naming_what_it_deleted(
     stored = [str(run.result) for run in TaskRun.objects.all()]
     stored += [f"{e.target_id} {e.before} {e.after}" for e in AuditEntry.objects.all()]
     assert not any("alice-smith-refund" in text for text in stored)
+
+
+def test_a_failed_erasure_says_it_failed_not_erased(admin: Client, workspace: Workspace) -> None:
+    """A task that failed answers `{"error": ...}`: the page shows the failure, never an
+    "Erased" report with nothing in it."""
+    run = TaskRun.objects.create(
+        id="erasure-1",
+        workspace=workspace,
+        kind="subject_erasure",
+        state="FAILURE",
+        result={"error": "OperationalError: the database went away"},
+    )
+    page = admin.get(f"/forget/erasures/{run.pk}/", headers={"hx-request": "true"})
+    text = page.content.decode()
+    assert "Failed: OperationalError: the database went away" in text
+    assert "Erased" not in text

@@ -80,11 +80,18 @@ def _retention_form(workspace: Workspace) -> RetentionForm:
     )
 
 
+def _task_outcome(run: TaskRun, url_name: str) -> tuple[dict[str, Any], Any]:
+    """A task's progress region (it reloads the page's region from `url_name` when the task
+    ends) and its report: the result of a task that succeeded, else None (a failed one's
+    `{"error": ...}` is shown by the progress region)."""
+    progress = progress_context(run, reverse(url_name, args=[run.id]), reloads=True)
+    succeeded = run.state == TaskState.SUCCESS and isinstance(run.result, dict)
+    return progress, run.result if succeeded else None
+
+
 def _erasure_context(run: TaskRun) -> dict[str, Any]:
-    back = reverse("forget-erasure", args=[run.id])
-    progress = progress_context(run, back, reloads=True)
-    finished_ok = progress["finished"] and isinstance(run.result, dict)
-    return {"run": run, "progress": progress, "report": run.result if finished_ok else None}
+    progress, report = _task_outcome(run, "forget-erasure")
+    return {"run": run, "progress": progress, "report": report}
 
 
 def _context(workspace: Workspace, **extra: Any) -> dict[str, Any]:
@@ -184,14 +191,8 @@ def forget_retention(request: HtmxHttpRequest) -> HttpResponse:
 
 
 def _retention_context(run: TaskRun) -> dict[str, Any]:
-    back = reverse("forget-retention-report", args=[run.id])
-    progress = progress_context(run, back, reloads=True)
-    finished_ok = run.state == TaskState.SUCCESS and isinstance(run.result, dict)
-    return {
-        "retention_run": run,
-        "retention_progress": progress,
-        "retention_report": run.result if finished_ok else None,
-    }
+    progress, report = _task_outcome(run, "forget-retention-report")
+    return {"retention_run": run, "retention_progress": progress, "retention_report": report}
 
 
 @login_required
