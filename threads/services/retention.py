@@ -148,16 +148,22 @@ def retention_apply(
     return outcomes
 
 
+def _dry_runs_delete(workspace: Workspace) -> None:
+    """A deleted thread leaves only its tombstone's digest of its external_id: no finished dry
+    run's report keeps naming it (one still running writes what it read)."""
+    TaskRun.objects.filter(
+        workspace=workspace,
+        kind=RETENTION_PREVIEW_KIND,
+        state__in=[TaskState.SUCCESS, TaskState.FAILURE],
+    ).delete()
+
+
 def _run_audit(workspace: Workspace, outcome: RetentionOutcome, *, interrupted: bool) -> None:
+    """The run's audit entry, and with it (one transaction) the dry runs that name the threads
+    it deleted."""
     with transaction.atomic(durable=True):
         if outcome.threads:
-            # A deleted thread leaves only its tombstone's digest of its external_id: no dry
-            # run's report keeps naming it (one still running writes what it read).
-            TaskRun.objects.filter(
-                workspace=workspace,
-                kind=RETENTION_PREVIEW_KIND,
-                state__in=[TaskState.SUCCESS, TaskState.FAILURE],
-            ).delete()
+            _dry_runs_delete(workspace)
         audit_record(
             workspace=workspace,
             actor=None,
