@@ -45,7 +45,8 @@ def _thread(saver: CtxadminSaver, thread_id: str, metadata_extra: dict[str, Any]
             )
         ],
         [
-            ToolMessage("refunded ✓ " * 50, tool_call_id="c1", id="t1"),
+            # A string that JSON escapes (quotes, backslash, controls): answered as text.
+            ToolMessage('refunded ✓ "q" \\ \n\t\x01 ' * 50, tool_call_id="c1", id="t1"),
             ToolMessage(
                 [{"type": "text", "text": "n = 10**25"}, {"type": "json", "n": 10**25}],
                 tool_call_id="c2",
@@ -55,7 +56,7 @@ def _thread(saver: CtxadminSaver, thread_id: str, metadata_extra: dict[str, Any]
         ],
         [
             AIMessage(
-                "done",
+                '["a string that reads as JSON", null]',  # a string still, never a list
                 id="a2",
                 usage_metadata={"input_tokens": 3, "output_tokens": 1, "total_tokens": 4},
             )
@@ -173,3 +174,29 @@ def test_a_restore_reads_its_checkpoint_off_the_index_without_sorting(by_id: boo
     found = plan(sql, "seqscan", "sort", params=params)
     assert "lg_checkpoint_unique" in found
     assert '"Node Type": "Sort"' not in found
+
+
+@pytest.mark.postgres
+def test_a_restore_of_a_thread_without_side_effects_asks_the_ledger_nothing(
+    server: Server, saver: CtxadminSaver
+) -> None:
+    """The find statement counts the thread's side effects for the validator; with none, the
+    ledger answers None without a query of its own (the ORM's find, on SQLite, counts none and
+    the ledger looks)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's find statement (SQLite reads through the ORM)")
+    from django.test.utils import CaptureQueriesContext
+
+    from integrations.langgraph_checkpointer.selectors.ledger import langgraph_ledger
+    from threads.models import SideEffect
+
+    _thread(saver, "order-9", {})
+    row = selectors.langgraph_checkpoint_find(
+        workspace=server.workspace, external_id="order-9", checkpoint_ns="", checkpoint_id=None
+    )
+    assert row is not None
+    found = selectors.langgraph_tuple(row)
+    with CaptureQueriesContext(connection) as asked:
+        assert langgraph_ledger(found) is None
+    assert asked.captured_queries == []
+    assert not SideEffect.objects.filter(thread=row.thread).exists()

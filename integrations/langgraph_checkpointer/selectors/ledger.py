@@ -60,7 +60,7 @@ def langgraph_ledger(found: LanggraphTuple) -> dict[str, Any] | None:
     resolution)."""
     row = found.row
     forms = found.messages.get(MESSAGES_CHANNEL)
-    if row.checkpoint_ns != "" or not forms:
+    if row.checkpoint_ns != "" or not forms or not _may_have_side_effects(row):
         return None
     resolved = _resolved_since(row.thread, forms)
     calls = _pending_calls(found, forms)
@@ -68,6 +68,14 @@ def langgraph_ledger(found: LanggraphTuple) -> dict[str, Any] | None:
         return None
     answer = calls or {"calls": [], "templates": []}
     return {**answer, "resolved": resolved}
+
+
+def _may_have_side_effects(row: LanggraphCheckpoint) -> bool:
+    """False when the thread is known to have no side effect: the find statement counted them
+    for the row's validator (statements.checkpoint_find), so a thread whose tools are not side
+    effects costs the ledger no query at all. True when not known (the ORM's find)."""
+    stamps = getattr(row, "validator_stamps", None)
+    return stamps is None or not str(stamps[1]).startswith("0:")
 
 
 def _resolved_since(thread: Thread, forms: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
