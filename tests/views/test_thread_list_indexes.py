@@ -161,3 +161,31 @@ def test_the_migrations_recount_gives_what_the_triggers_kept(operator: Any) -> N
     with connection.cursor() as cursor:
         cursor.execute(unknown_counts.RECOUNT_SQL)
     assert dict(Thread.objects.values_list("pk", "unknown_side_effects")) == kept
+
+
+@pytest.mark.postgres
+def test_a_busy_threads_appends_do_not_grow_the_name_indexes(workspace: Any) -> None:
+    """Every append rewrites the thread's row, and PostgreSQL indexes each version again: the
+    trigram indexes take a version's trigrams into their posting lists (a few bytes each), not
+    as new entries of a pending list, so 300 appends to one thread leave them about their size."""
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's trigram indexes (SQLite has none)")
+    thread = f.make_thread(workspace, "review-busy-thread", title="A pull request under review")
+    names = ("thread_external_id_trgm", "thread_title_trgm")
+
+    def sizes() -> list[int]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_relation_size(to_regclass(n)) FROM unnest(%s::text[]) AS n",
+                [list(names)],
+            )
+            return [int(size) for (size,) in cursor.fetchall()]
+
+    before = sizes()
+    for n in range(300):
+        f.append(thread, f.user(f"step {n}"))
+    after = sizes()
+    assert Thread.objects.get(pk=thread.pk).last_seq >= 300
+    # 300 row versions in the posting lists of a title's 25 trigrams: a page or two (with a
+    # pending list, 120-165 kB: an entry per trigram per version).
+    assert all(a - b <= 3 * 8192 for a, b in zip(after, before, strict=True)), (before, after)

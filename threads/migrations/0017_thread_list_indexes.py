@@ -41,7 +41,7 @@ def trigram_forwards(apps, schema_editor):
     for name, column in TRIGRAM_INDEXES.items():
         schema_editor.execute(
             f"CREATE INDEX IF NOT EXISTS {name} ON threads_thread "
-            f'USING gin (upper("{column}"::text) gin_trgm_ops)'
+            f'USING gin (upper("{column}"::text) gin_trgm_ops) WITH (fastupdate = off)'
         )
 
 
