@@ -23,6 +23,10 @@ from integrations.langgraph_checkpointer.selectors.checkpoints import (
     langgraph_tuple,
     langgraph_tuples,
 )
+from integrations.langgraph_checkpointer.services.batch import (
+    BatchOperation,
+    langgraph_batch_put,
+)
 from integrations.langgraph_checkpointer.services.checkpoint_put import (
     ValueIn,
     langgraph_checkpoint_put,
@@ -45,6 +49,7 @@ from tests import factories
 from threads.models import ApprovalRequest, Checkpoint, Thread
 from threads.services.approvals import approval_decide
 from threads.services.checkpoints import checkpoint_checksum, pending_at
+from threads.services.integrity import integrity_check
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -301,6 +306,15 @@ def _agent_put(workspace: Any, step: int, entries: list[MessageIn], count: int) 
     return langgraph_checkpoint_put(
         workspace=workspace,
         external_id="agent-1",
+        actor_label="api key test",
+        **_put_arguments(step, entries, count),
+    )
+
+
+def _put_arguments(step: int, entries: list[MessageIn], count: int) -> dict[str, Any]:
+    """A put of step `step` (its messages after the `count` of the step before), without the
+    workspace and thread."""
+    return dict(
         checkpoint_ns="",
         checkpoint_id=f"cp-{step:03}",
         parent_checkpoint_id=f"cp-{step - 1:03}" if step else "",
@@ -318,7 +332,6 @@ def _agent_put(workspace: Any, step: int, entries: list[MessageIn], count: int) 
             base_version=str(step) if step else None,
             base_count=count,
         ),
-        actor_label="api key test",
     )
 
 
@@ -552,3 +565,51 @@ def test_an_interrupt_written_before_its_checkpoint_is_asked_at_the_checkpoints_
     _agent_write(workspace, 0, [], interrupt="ask-0")
     assert thread.events.count() == 4
     assert ApprovalRequest.objects.filter(thread=thread).count() == 1
+
+
+def test_a_batch_writes_its_threads_head_once_as_its_last_append_left_it() -> None:
+    """A saver's batch of puts and writes appends once per put, and an interrupt's approval
+    request in the middle: the thread row's head is written once, at the batch's end, and is
+    the log's (every append numbered after the one before it, the chain whole)."""
+    workspace, _ = factories.make_workspace("acme")
+    human = message_to_dict(HumanMessage("refund order 7", id="h0"))
+    steps = [[human, _tool_call("a0", "refund-7")], *_steps(5)]
+    operations = [
+        # The interrupt comes before its checkpoint, as under LangGraph's default durability:
+        # the put of step 0 appends its approval request after the step's messages.
+        BatchOperation(
+            "writes",
+            dict(
+                checkpoint_ns="",
+                checkpoint_id="cp-000",
+                task_id="task-0",
+                task_path="tools",
+                writes=[WriteIn(idx=0, channel="x", type="bytes", data=b"\x01")],
+                interrupts=[InterruptIn(id="ask-0", value={"ask": 0})],
+            ),
+        )
+    ]
+    count = 0
+    for step, forms in enumerate(steps):
+        operations.append(BatchOperation("put", _put_arguments(step, _entries(forms), count)))
+        count += len(forms)
+    thread_table = Thread._meta.db_table
+    with CaptureQueriesContext(connection) as seen:
+        langgraph_batch_put(workspace=workspace, external_id="agent-1", operations=operations)
+    head_updates = [
+        q["sql"]
+        for q in seen.captured_queries
+        if q["sql"].startswith(f'UPDATE "{thread_table}"') and "chain_head" in q["sql"]
+    ]
+    assert len(head_updates) == 1, head_updates
+    thread = Thread.objects.get(external_id="agent-1")
+    events = list(thread.events.order_by("seq").values_list("seq", "kind", "hash"))
+    assert [seq for seq, _, _ in events] == list(range(1, len(events) + 1))
+    assert [kind for _, kind, _ in events[:4]] == [
+        "message",
+        "message",
+        "tool_call",
+        "approval_request",
+    ]
+    assert (thread.last_seq, thread.chain_head) == (events[-1][0], events[-1][2])
+    assert integrity_check(thread=thread, full=True).ok

@@ -11,7 +11,8 @@ statement after the other.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -30,7 +31,7 @@ from threads.models import (
     SideEffectStatus,
     Thread,
 )
-from threads.selectors.statements import log_queries, server_cursor
+from threads.selectors.statements import log_queries, rows_run, server_cursor
 
 
 @dataclass(slots=True)
@@ -228,7 +229,8 @@ def insert_events_and_head(
 ) -> None:
     """Write the new events, move the thread's head (last_seq, chain_head, token_total,
     events_with_secrets, and agent_appended_at, the run status's "running", as `thread` holds
-    them), then run the `then` statements (rows that point at the new events).
+    them; inside `head_deferred`, once at its end), then run the `then` statements (rows that
+    point at the new events).
 
     PostgreSQL: the rows (executemany, or COPY for a large batch before it), the head's UPDATE
     and the statements go in one psycopg pipeline, one round trip for the whole batch. SQLite
@@ -241,22 +243,17 @@ def insert_events_and_head(
     columns = ", ".join(quote(name) for name in EVENT_COLUMNS)
     placeholders = ", ".join(["%s"] * len(EVENT_COLUMNS))
     insert_sql = f"INSERT INTO {table} ({columns}) VALUES ({placeholders})"
-    update_sql, update_params = _head_update_sql(
-        connection,
-        thread,
-        {
-            "last_seq": thread.last_seq,
-            "chain_head": thread.chain_head,
-            "token_total": thread.token_total,
-            "events_with_secrets": thread.events_with_secrets,
-            "updated_at": now,
-            "agent_appended_at": thread.agent_appended_at,
-        },
-    )
+    deferred: _DeferredHead | None = getattr(thread, DEFERRED_HEAD, None)
+    if deferred is not None:
+        deferred.updated_at = now  # written once, when the caller's batch ends
+        head: list[tuple[str, list[Any]]] = []
+    else:
+        head = [_head_update_sql(connection, thread, _head_values(thread, now))]
     if connection.vendor != "postgresql":
         with connection.cursor() as cursor:
             cursor.executemany(insert_sql, rows)
-            cursor.execute(update_sql, update_params)
+            for sql, params in head:
+                cursor.execute(sql, params)
             for sql, params in then:
                 cursor.executemany(sql, params)
         return
@@ -274,16 +271,64 @@ def insert_events_and_head(
             if not copy:
                 # The rows as parameters of one prepared INSERT.
                 pg.executemany(insert_sql, rows)
-            pg.execute(update_sql, update_params)
+            for sql, params in head:
+                pg.execute(sql, params)
             for sql, params in then:
                 pg.executemany(sql, params)
     log_queries(
         connection,
         started,
         f"COPY {table} ({columns})" if copy else f"{len(rows)} times: {insert_sql}",
-        update_sql,
+        *(sql for sql, _ in head),
         *(f"{len(params)} times: {sql}" for sql, params in then),
     )
+
+
+# The attribute of a locked Thread inside `head_deferred`.
+DEFERRED_HEAD = "deferred_head"
+
+
+@dataclass(slots=True)
+class _DeferredHead:
+    updated_at: Any = None  # the last append's time; None while nothing was appended
+
+
+@contextmanager
+def head_deferred(thread: Thread) -> Iterator[None]:
+    """Within: appends to `thread` — the row the caller's transaction locked — write their
+    events and the rows that point at them, but not the thread row's head; leaving without an
+    error writes the head once, as the last append left it. A batch of a LangGraph saver's puts
+    and writes appends once per put: each UPDATE of the row made a new version of it, indexed
+    again by every index of the thread table, 32 per batch where one says the same. Nothing
+    inside may read the head from the database (the appends keep it on `thread`); a refusal
+    rolls the transaction back, and the head is not written."""
+    deferred = _DeferredHead()
+    setattr(thread, DEFERRED_HEAD, deferred)
+    try:
+        yield
+    finally:
+        delattr(thread, DEFERRED_HEAD)
+    if deferred.updated_at is None:
+        return
+    connection = connections[router.db_for_write(Thread)]
+    sql, params = _head_update_sql(connection, thread, _head_values(thread, deferred.updated_at))
+    if connection.vendor == "postgresql":
+        rows_run(connection, sql, params, fetch=False)
+    else:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+
+
+def _head_values(thread: Thread, now: Any) -> dict[str, Any]:
+    """The thread row's head as `thread` holds it after an append made at `now`."""
+    return {
+        "last_seq": thread.last_seq,
+        "chain_head": thread.chain_head,
+        "token_total": thread.token_total,
+        "events_with_secrets": thread.events_with_secrets,
+        "updated_at": now,
+        "agent_appended_at": thread.agent_appended_at,
+    }
 
 
 def _head_update_sql(

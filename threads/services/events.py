@@ -36,6 +36,7 @@ from threads.services.event_lookups import (
     _retraction_lookups,
 )
 from threads.services.event_rows import (
+    DEFERRED_HEAD,
     NewRow,
     insert_events_and_head,
     side_effect_and_approval_statements,
@@ -95,9 +96,16 @@ def event_append_batch(
     tool_call_id that has no result yet, or raises NoOpenToolCall.
     """
     with transaction.atomic(durable=lock):
-        locked = _with_replay_count(
-            Thread.objects.select_for_update().filter(pk=thread.pk), new_events
-        ).get()
+        if not lock and getattr(thread, DEFERRED_HEAD, None) is not None:
+            # `thread` is the row the caller locked, and holds a head the database will only
+            # have when the caller's batch ends (head_deferred): append to it, not to the row
+            # read again. Its replay count was another append's.
+            locked = thread
+            locked.__dict__.pop("replays", None)
+        else:
+            locked = _with_replay_count(
+                Thread.objects.select_for_update().filter(pk=thread.pk), new_events
+            ).get()
         appended = _append_locked(locked, new_events, by_agent=by_agent)
     _schedule_hooks(locked, appended)
     thread.last_seq, thread.chain_head = locked.last_seq, locked.chain_head

@@ -17,6 +17,7 @@ from integrations.langgraph_checkpointer.services.checkpoint_put import (
 from integrations.langgraph_checkpointer.services.writes import langgraph_writes_put_locked
 from threads.domain.errors import DomainError
 from threads.models import Workspace
+from threads.services.event_rows import head_deferred
 
 MAX_OPERATIONS = 64
 
@@ -44,16 +45,18 @@ def langgraph_batch_put(
     results: list[LanggraphCheckpoint | None] = []
     with transaction.atomic(durable=True):
         thread = _locked_thread(workspace, external_id, actor_label)
-        for index, operation in enumerate(operations):
-            try:
-                if operation.kind == "put":
-                    results.append(
-                        langgraph_checkpoint_put_locked(thread=thread, **operation.arguments)
-                    )
-                else:
-                    langgraph_writes_put_locked(thread=thread, **operation.arguments)
-                    results.append(None)
-            except DomainError as exc:
-                exc.fields = {**exc.fields, "operation": index}
-                raise
+        # The thread row's head written once for the batch, not once per put's messages.
+        with head_deferred(thread):
+            for index, operation in enumerate(operations):
+                try:
+                    if operation.kind == "put":
+                        results.append(
+                            langgraph_checkpoint_put_locked(thread=thread, **operation.arguments)
+                        )
+                    else:
+                        langgraph_writes_put_locked(thread=thread, **operation.arguments)
+                        results.append(None)
+                except DomainError as exc:
+                    exc.fields = {**exc.fields, "operation": index}
+                    raise
     return results
