@@ -567,10 +567,12 @@ def test_an_interrupt_written_before_its_checkpoint_is_asked_at_the_checkpoints_
     assert ApprovalRequest.objects.filter(thread=thread).count() == 1
 
 
-def test_a_batch_writes_its_threads_head_once_as_its_last_append_left_it() -> None:
+@pytest.mark.parametrize("last", ["put", "writes"], ids=["ends-with-a-put", "ends-with-bytes"])
+def test_a_batch_writes_its_threads_head_once_as_its_last_append_left_it(last: str) -> None:
     """A saver's batch of puts and writes appends once per put, and an interrupt's approval
-    request in the middle: the thread row's head is written once, at the batch's end, and is
-    the log's (every append numbered after the one before it, the chain whole)."""
+    request in the middle: the thread row's head is written once — by the last operation's
+    append, or after it when that one appends nothing — and is the log's (every append
+    numbered after the one before it, the chain whole)."""
     workspace, _ = factories.make_workspace("acme")
     human = message_to_dict(HumanMessage("refund order 7", id="h0"))
     steps = [[human, _tool_call("a0", "refund-7")], *_steps(5)]
@@ -593,6 +595,21 @@ def test_a_batch_writes_its_threads_head_once_as_its_last_append_left_it() -> No
     for step, forms in enumerate(steps):
         operations.append(BatchOperation("put", _put_arguments(step, _entries(forms), count)))
         count += len(forms)
+    if last == "writes":
+        step = len(steps) - 1
+        write = WriteIn(idx=0, channel="x", type="bytes", data=b"\x02")
+        operations.append(
+            BatchOperation(
+                "writes",
+                dict(
+                    checkpoint_ns="",
+                    checkpoint_id=f"cp-{step:03}",
+                    task_id=f"task-{step}",
+                    task_path="agent",
+                    writes=[write],
+                ),
+            )
+        )
     thread_table = Thread._meta.db_table
     with CaptureQueriesContext(connection) as seen:
         langgraph_batch_put(workspace=workspace, external_id="agent-1", operations=operations)

@@ -243,12 +243,14 @@ def insert_events_and_head(
     columns = ", ".join(quote(name) for name in EVENT_COLUMNS)
     placeholders = ", ".join(["%s"] * len(EVENT_COLUMNS))
     insert_sql = f"INSERT INTO {table} ({columns}) VALUES ({placeholders})"
-    deferred: _DeferredHead | None = getattr(thread, DEFERRED_HEAD, None)
-    if deferred is not None:
-        deferred.updated_at = now  # written once, when the caller's batch ends
+    deferred: HeadDeferral | None = getattr(thread, DEFERRED_HEAD, None)
+    if deferred is not None and deferred.deferring:
+        deferred.updated_at = now  # written later: by a later append, or when the batch ends
         head: list[tuple[str, list[Any]]] = []
     else:
         head = [_head_update_sql(connection, thread, _head_values(thread, now))]
+        if deferred is not None:
+            deferred.updated_at = None  # this head holds whatever was deferred
     if connection.vendor != "postgresql":
         with connection.cursor() as cursor:
             cursor.executemany(insert_sql, rows)
@@ -289,29 +291,40 @@ DEFERRED_HEAD = "deferred_head"
 
 
 @dataclass(slots=True)
-class _DeferredHead:
-    updated_at: Any = None  # the last append's time; None while nothing was appended
+class HeadDeferral:
+    """What `head_deferred` keeps on the thread: whether appends still leave the head to later,
+    and the time of the last append whose head is not written yet (None when none is)."""
+
+    deferring: bool = True
+    updated_at: Any = None
+
+    def resume(self) -> None:
+        """Appends from here on write the head as usual, and with it every one deferred: called
+        before a batch's last operation, whose own append then writes the head in its round
+        trip (a batch of one operation defers nothing)."""
+        self.deferring = False
 
 
 @contextmanager
-def head_deferred(thread: Thread) -> Iterator[None]:
+def head_deferred(thread: Thread) -> Iterator[HeadDeferral]:
     """Within: appends to `thread` — the row the caller's transaction locked — write their
-    events and the rows that point at them, but not the thread row's head; leaving without an
-    error writes the head once, as the last append left it. A batch of a LangGraph saver's puts
-    and writes appends once per put: each UPDATE of the row made a new version of it, indexed
-    again by every index of the thread table, 32 per batch where one says the same. Nothing
-    inside may read the head from the database (the appends keep it on `thread`); a refusal
-    rolls the transaction back, and the head is not written."""
-    deferred = _DeferredHead()
-    setattr(thread, DEFERRED_HEAD, deferred)
+    events and the rows that point at them, but not the thread row's head, until `resume()`;
+    an append after it writes the head, and leaving without an error writes it if no append
+    did since. A batch of a LangGraph saver's puts and writes appends once per put: each
+    UPDATE of the row made a new version of it, indexed again by every index of the thread
+    table, 32 per batch where one says the same. Nothing inside may read the head from the
+    database (the appends keep it on `thread`; threads.services.events.event_append_batch
+    appends to `thread` itself); a refusal rolls the transaction back, and nothing is written."""
+    deferral = HeadDeferral()
+    setattr(thread, DEFERRED_HEAD, deferral)
     try:
-        yield
+        yield deferral
     finally:
         delattr(thread, DEFERRED_HEAD)
-    if deferred.updated_at is None:
+    if deferral.updated_at is None:
         return
     connection = connections[router.db_for_write(Thread)]
-    sql, params = _head_update_sql(connection, thread, _head_values(thread, deferred.updated_at))
+    sql, params = _head_update_sql(connection, thread, _head_values(thread, deferral.updated_at))
     if connection.vendor == "postgresql":
         rows_run(connection, sql, params, fetch=False)
     else:

@@ -45,9 +45,12 @@ def langgraph_batch_put(
     results: list[LanggraphCheckpoint | None] = []
     with transaction.atomic(durable=True):
         thread = _locked_thread(workspace, external_id, actor_label)
-        # The thread row's head written once for the batch, not once per put's messages.
-        with head_deferred(thread):
+        # The thread row's head written once for the batch, by its last operation's append
+        # (or after it), not once per put's messages.
+        with head_deferred(thread) as head:
             for index, operation in enumerate(operations):
+                if index == len(operations) - 1:
+                    head.resume()
                 try:
                     if operation.kind == "put":
                         results.append(
