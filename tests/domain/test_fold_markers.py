@@ -13,7 +13,7 @@ from tests.domain.eventlog import Log
 from tests.domain.strategies import logs
 from threads.domain.canonical import canonical_json
 from threads.domain.fold import fold_structured, world_state
-from threads.domain.markers import MARKER_KINDS, retracted_items
+from threads.domain.markers import MARKER_KINDS, answered_calls, retracted_items
 from threads.domain.units import last_closed_boundary, split_units
 from threads.domain.verify import verify_candidate
 
@@ -145,10 +145,32 @@ def test_a_rebuild_from_a_reset_on_the_heads_world_state_verifies() -> None:
     assert all(verify(log, rebuilt, previous=world, after=4).values())
 
 
+def test_an_answer_to_a_call_retracted_before_the_head_folds_as_at_once_only_rebuilt() -> None:
+    """The example the property below once failed on: rolling on from a head that saw the
+    call retracted, the resolution made the retracted refund a completed action."""
+    log = Log()
+    log.user("refund it")  # 1
+    log.call("c2x", "refund", side_effect=True)  # 2
+    log.result("c2x", "timeout")  # 3
+    log.retract(2)  # 4
+    log.user("next")  # 5
+    log.resolve(2, "succeeded")  # 6
+    log.user("thanks")  # 7
+    at_once = fold(log)
+    assert at_once["completed_actions"] == []
+    head = fold_structured(previous=None, events=log.events[:5], covered_from=1, covered_until=5)
+    rolled = fold(log, previous=head, after=5)
+    assert [a["tool_call_id"] for a in rolled["completed_actions"]] == ["c2x"]  # what went wrong
+    assert answered_calls(log.events[5:], until=5) & retracted_items(log.events[:5]) == {2}
+    rebuilt = fold(log)  # from before the call: no reset, so from the start
+    assert canonical_json(rebuilt) == canonical_json(at_once)
+
+
 @settings(max_examples=150, deadline=None)
 @given(data=st.data(), log=logs(close_all=True, markers=True))
 def test_rolling_over_markers_equals_folding_at_once(data: st.DataObject, log: Log) -> None:
-    """As long as no retraction names an event before the cut (the service rebuilds then)."""
+    """As long as no retraction names an event before the cut (the service rebuilds then); an
+    answer to a call retracted before the cut is folded as the service does, rebuilt."""
     until = last_closed_boundary(split_units(log.events))
     if not until:
         return
@@ -165,7 +187,16 @@ def test_rolling_over_markers_equals_folding_at_once(data: st.DataObject, log: L
         if cut
         else None
     )
-    rolled = fold_structured(previous=head, events=later, covered_from=cut + 1, covered_until=until)
+    start = cut
+    gone = answered_calls(later, until=cut) & retracted_items(log.events[:cut])
+    if gone:
+        # An answer to a call retracted before the cut: the service rebuilds from the last
+        # reset before that call (threads.services.fold_preparation.rebuild_start).
+        start = max((e["seq"] for e in log.events[: min(gone)] if e["kind"] == "reset"), default=0)
+        head = world_state(head) if start and head is not None else None
+    rolled = fold_structured(
+        previous=head, events=log.events[start:until], covered_from=start + 1, covered_until=until
+    )
     assert canonical_json(rolled) == canonical_json(at_once)
 
 

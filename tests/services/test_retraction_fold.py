@@ -126,3 +126,44 @@ def test_side_effects_and_approvals_are_unchanged_by_a_reset_and_a_fold(thread: 
     assert head.verification["ok"] is True
     assert head.content["requests"] == []
     assert [t["status"] for t in head.content["tool_state"]] == ["unknown"]
+
+
+def test_a_resolution_of_a_retracted_refund_is_never_a_completed_action(thread: Thread) -> None:
+    """An operator resolves a side effect whose call was retracted before the head: the
+    resolution goes with its call (retracted), so the next fold rebuilds from before the call
+    and, as a fold of the whole log would, keeps the refund in the tool state (the world) and
+    out of the completed actions (the content)."""
+    from threads.domain.fold import fold_structured
+    from threads.selectors import event_dicts
+    from threads.services.side_effects import side_effect_resolve
+
+    f.append(
+        thread,
+        f.user("refund 30 EUR"),  # 1
+        f.call("r1", "refund", {"amount": 30}, side_effect_key="refund-1"),  # 2
+        f.result("r1", status="timeout"),  # 3
+        {"kind": "retraction", "retracts": 2},  # 4
+        f.user("never mind, ship order 7"),  # 5
+        f.assistant("shipping"),  # 6
+    )
+    folding.fold_run(thread_id=thread.pk, trigger=MANUAL)
+    assert _head(thread).covered_until == 6
+    side_effect_resolve(
+        side_effect=SideEffect.objects.get(thread=thread),
+        actor=None,
+        status="succeeded",
+        evidence="the bank says it went through",
+        actor_label="status check",
+    )  # 7
+    f.append(thread, f.user("thanks"))  # 8
+    folding.fold_run(thread_id=thread.pk, trigger=MANUAL)
+    head = _head(thread)
+    assert head.covered_until == 8 and head.verification["ok"] is True
+    assert head.content["completed_actions"] == []
+    [refund] = head.content["tool_state"]
+    assert (refund["tool_call_id"], refund["status"]) == ("r1", "succeeded")
+    assert head.covered_from == 1  # rebuilt from before the call
+    at_once = fold_structured(
+        previous=None, events=event_dicts(thread, after=0, until=8), covered_from=1, covered_until=8
+    )
+    assert head.content == at_once

@@ -78,6 +78,18 @@ def retracted_items(events: Sequence[Mapping[str, Any]]) -> set[int]:
     return out
 
 
+def answered_calls(events: Iterable[Mapping[str, Any]], *, until: int) -> set[int]:
+    """Seqs of the calls at or before `until` that a result or a resolution among `events`
+    answers."""
+    return {
+        e["call_seq"]
+        for e in events
+        if e["kind"] in _CALL_ANSWERS
+        and isinstance(e.get("call_seq"), int)
+        and e["call_seq"] <= until
+    }
+
+
 def withdrawn(events: Sequence[Mapping[str, Any]]) -> Withdrawn:
     """The events of `events` (in seq order, a window of the log) that leave the working
     context: markers, retracted items with the other side of their call (`retracted_items`),

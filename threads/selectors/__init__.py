@@ -47,6 +47,7 @@ from threads.selectors.events import (
     event_window,
     events_by_seqs,
     last_reset_at,
+    retracted_calls,
     retractions_by_target,
     side_effects_for_calls,
 )
@@ -180,6 +181,7 @@ __all__ = [
     "events_by_seqs",
     "integrity_verdict",
     "last_reset_at",
+    "retracted_calls",
     "retractions_by_target",
     "last_safe_checkpoint",
     "last_safe_checkpoints",

@@ -141,6 +141,27 @@ def retractions_by_target(*, thread: Thread, targets: set[int]) -> dict[int, int
     return {target: seq for seq, target in rows if target in targets}
 
 
+def retracted_calls(*, thread: Thread, calls: set[int], until: int) -> set[int]:
+    """Of these calls, those a retraction at or before `until` takes out: named itself, or its
+    result named (a call and its result are one item, threads.domain.markers.retracted_items).
+    One query when no retraction came after the first of them, two otherwise."""
+    if not calls:
+        return set()
+    targets = {
+        target
+        for target in Event.objects.filter(
+            thread=thread, kind=EventKind.RETRACTION, seq__gt=min(calls), seq__lte=until
+        ).values_list("data__retracts", flat=True)
+        if isinstance(target, int)
+    }
+    if not targets:
+        return set()
+    of_results = Event.objects.filter(
+        thread=thread, kind=EventKind.TOOL_RESULT, seq__in=targets
+    ).values_list("data__call_seq", flat=True)
+    return calls & (targets | set(of_results))
+
+
 def side_effects_for_calls(*, thread: Thread, call_seqs: list[int]) -> dict[int, SideEffect]:
     return {s.call_seq: s for s in SideEffect.objects.filter(thread=thread, call_seq__in=call_seqs)}
 

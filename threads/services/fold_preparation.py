@@ -14,12 +14,12 @@ from django.db import transaction
 from threads.domain import tokens
 from threads.domain.budget import Budget, fold_target, thread_budget
 from threads.domain.fold import world_state
-from threads.domain.markers import retraction_targets
+from threads.domain.markers import answered_calls, retraction_targets
 from threads.domain.summary_fit import fit_summary
 from threads.domain.summary_render import render_summary
 from threads.domain.units import last_closed_boundary, split_units
 from threads.models import SummaryPhase, SummaryVersion, Thread
-from threads.selectors import event_dicts, last_reset_at
+from threads.selectors import event_dicts, last_reset_at, retracted_calls
 from threads.services.integrity import summary_checksum
 from threads.summarizers import get_summarizer
 
@@ -168,14 +168,26 @@ def summary_limit(budget: Budget, low: float) -> int:
 
 def rebuild_start(thread_id: Any, *, covered: int, events: list[dict[str, Any]]) -> int:
     """Where a fold of `events` (after the head's `covered`) starts folding: `covered`,
-    rolling on from the head; or, when one of them retracts an event the head covers (after
-    the last reset the head saw, which already left that event behind), the seq of that reset
-    (0: from the start), to rebuild the content without it."""
+    rolling on from the head; or, to rebuild the content from a reset (its seq; 0: from the
+    start):
+    - when one of them retracts an event the head covers (after the last reset the head saw,
+      which already left that event behind): from that reset, without the event;
+    - when one of them answers a call that a retraction the head covers took out (an operator
+      resolves a retracted refund): the answer is retracted with its call, which only a fold
+      that sees the call and its retraction knows; from the last reset before the call."""
+    thread = Thread(pk=thread_id)
+    start = covered
     targets = [t for t in retraction_targets(events) if t <= covered]
-    if not targets:
-        return covered
-    reset = last_reset_at(thread=Thread(pk=thread_id), until=covered)
-    return reset if max(targets) > reset else covered
+    if targets:
+        reset = last_reset_at(thread=thread, until=covered)
+        if max(targets) > reset:
+            start = reset
+    gone = retracted_calls(
+        thread=thread, calls=answered_calls(events, until=covered), until=covered
+    )
+    if gone:
+        start = min(start, last_reset_at(thread=thread, until=min(gone)))
+    return start
 
 
 def event_dicts_for_fold(

@@ -16,8 +16,10 @@ verify → commit by compare-and-swap.
 A retraction in (c, R] of an event the head already covers makes the head's content stale: that
 fold rebuilds the content from the last reset at or before c (or from seq 1) on the head's
 world state (tool state and pending approvals), rather than rolling on from the head, and its
-candidate says so by `covered_from` (the reset's seq + 1, below c + 1). Rare; correctness
-over speed: it reads the events since that reset.
+candidate says so by `covered_from` (the reset's seq + 1, below c + 1). So does an answer in
+(c, R] to a call a retraction at or before c took out, from the last reset before the call
+(fold_preparation.rebuild_start). Rare; correctness over speed: it reads the events since
+that reset.
 
 Events appended during a fold are after R, so they stay in the working context and the next
 fold picks them up: never lost, never counted twice. A worker that dies between prepare and
