@@ -80,15 +80,26 @@ def tracked(body: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]
     return run
 
 
-@shared_task(
-    name="ctxadmin.verify_thread",
-    bind=True,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    soft_time_limit=900,
-    time_limit=960,
-)
-@tracked
+def tracked_task(
+    name: str, *, soft_time_limit: int, time_limit: int
+) -> Callable[[Callable[..., dict[str, Any]]], Any]:
+    """A bound Celery task, `acks_late` with `reject_on_worker_lost` (see the module's
+    docstring), whose TaskRun follows it (`tracked`)."""
+
+    def task(body: Callable[..., dict[str, Any]]) -> Any:
+        return shared_task(
+            name=name,
+            bind=True,
+            acks_late=True,
+            reject_on_worker_lost=True,
+            soft_time_limit=soft_time_limit,
+            time_limit=time_limit,
+        )(tracked(body))
+
+    return task
+
+
+@tracked_task("ctxadmin.verify_thread", soft_time_limit=900, time_limit=960)
 def verify_thread_task(task_id: str | None, thread_id: str) -> dict[str, Any]:
     """Recompute a thread's whole chain from genesis (the dashboard's and API's verify)."""
     thread = Thread.objects.select_related("workspace").get(pk=thread_id)
@@ -101,15 +112,7 @@ def verify_thread_task(task_id: str | None, thread_id: str) -> dict[str, Any]:
     return thread_integrity(thread=thread)
 
 
-@shared_task(
-    name="ctxadmin.subject_erasure",
-    bind=True,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    soft_time_limit=3600,
-    time_limit=3660,
-)
-@tracked
+@tracked_task("ctxadmin.subject_erasure", soft_time_limit=3600, time_limit=3660)
 def subject_erasure_task(
     task_id: str | None, workspace_id: int, actor_id: int, value: str, reason: str, dry_run: bool
 ) -> dict[str, Any]:
@@ -125,15 +128,7 @@ def subject_erasure_task(
     )
 
 
-@shared_task(
-    name="ctxadmin.retention_preview",
-    bind=True,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    soft_time_limit=1500,
-    time_limit=1800,
-)
-@tracked
+@tracked_task("ctxadmin.retention_preview", soft_time_limit=1500, time_limit=1800)
 def retention_preview_task(task_id: str | None, workspace_id: int) -> dict[str, Any]:
     """A dry run of a workspace's retention policy, for the Forget page: reads only."""
     return retention_preview(workspace_id=workspace_id)
@@ -212,15 +207,7 @@ def _fold_answer(version: SummaryVersion | None, *, pinned: bool = False) -> dic
     }
 
 
-@shared_task(
-    name="ctxadmin.fold_thread",
-    bind=True,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    soft_time_limit=300,
-    time_limit=360,
-)
-@tracked
+@tracked_task("ctxadmin.fold_thread", soft_time_limit=300, time_limit=360)
 def fold_thread_task(
     task_id: str | None, thread_id: str, trigger: dict[str, Any]
 ) -> dict[str, Any]:
@@ -257,15 +244,7 @@ def recover_prepared_task() -> dict[str, Any]:
     }
 
 
-@shared_task(
-    name="ctxadmin.side_effect_status_check",
-    bind=True,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    soft_time_limit=30,
-    time_limit=60,
-)
-@tracked
+@tracked_task("ctxadmin.side_effect_status_check", soft_time_limit=30, time_limit=60)
 def side_effect_status_check_task(task_id: str | None, side_effect_id: int) -> dict[str, Any]:
     """Ask a tool's own system whether a side effect happened; record a conclusive answer.
 

@@ -4,24 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from celery import shared_task
-
 from integrations.trace_imports.services.uploads import IMPORT_TRACE, import_run
 from threads.services.tasks import task_run_progress
-from threads.tasks import tracked
+from threads.tasks import tracked_task
 
 
-@shared_task(
-    name=IMPORT_TRACE,
-    bind=True,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    # Below the Redis broker's default visibility timeout (an hour), past which a running task
-    # would be delivered a second time.
-    soft_time_limit=1800,
-    time_limit=1860,
-)
-@tracked
+# Below the Redis broker's default visibility timeout (an hour), past which a running task
+# would be delivered a second time.
+@tracked_task(IMPORT_TRACE, soft_time_limit=1800, time_limit=1860)
 def import_trace_task(task_id: str | None, import_id: str) -> dict[str, Any]:
     """Import an uploaded file of conversations
     (integrations.trace_imports.services.uploads.import_run); the
