@@ -404,6 +404,13 @@ def langgraph_tuple_validator(row: LanggraphCheckpoint) -> str:
     return f'"{digest.hexdigest()[:32]}"'
 
 
+def side_effects_stamped(row: LanggraphCheckpoint) -> int | None:
+    """How many side effects the thread had when its row was read with its validator's stamps
+    (statements.checkpoint_find reads them in the find statement); None when it was not."""
+    stamps = getattr(row, "validator_stamps", None)
+    return None if stamps is None else int(str(stamps[1]).partition(":")[0])
+
+
 def _validator_stamps(row: LanggraphCheckpoint) -> tuple[str, str]:
     """The task rows of writes after the checkpoint (id and MD5 of their packed writes) and the
     thread's side effects (how many, the last change in microseconds: a side effect's status

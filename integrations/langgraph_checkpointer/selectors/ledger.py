@@ -23,6 +23,7 @@ from integrations.langgraph_checkpointer.selectors.checkpoints import (
     LanggraphTuple,
     PendingWrite,
     _pending_writes,
+    side_effects_stamped,
 )
 from integrations.langgraph_checkpointer.selectors.redacted import langgraph_forms_of_events
 from threads.models import Event, EventKind, SideEffect, Thread
@@ -60,7 +61,8 @@ def langgraph_ledger(found: LanggraphTuple) -> dict[str, Any] | None:
     resolution)."""
     row = found.row
     forms = found.messages.get(MESSAGES_CHANNEL)
-    if row.checkpoint_ns != "" or not forms or not _may_have_side_effects(row):
+    # The find statement counted the thread's side effects: with none, nothing to ask.
+    if row.checkpoint_ns != "" or not forms or side_effects_stamped(row) == 0:
         return None
     resolved = _resolved_since(row.thread, forms)
     calls = _pending_calls(found, forms)
@@ -68,14 +70,6 @@ def langgraph_ledger(found: LanggraphTuple) -> dict[str, Any] | None:
         return None
     answer = calls or {"calls": [], "templates": []}
     return {**answer, "resolved": resolved}
-
-
-def _may_have_side_effects(row: LanggraphCheckpoint) -> bool:
-    """False when the thread is known to have no side effect: the find statement counted them
-    for the row's validator (statements.checkpoint_find), so a thread whose tools are not side
-    effects costs the ledger no query at all. True when not known (the ORM's find)."""
-    stamps = getattr(row, "validator_stamps", None)
-    return stamps is None or not str(stamps[1]).startswith("0:")
 
 
 def _resolved_since(thread: Thread, forms: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
