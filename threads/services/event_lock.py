@@ -71,7 +71,17 @@ def _thread_lock_for_workspace(
     fields = Thread._meta.concrete_fields
     params: list[Any] = []
     if client_ids:
-        if postgres:
+        if postgres and len(client_ids) == 1:
+            # One id (a single event): an equality, so that after its first runs the server
+            # keeps one generic plan of the prepared lock instead of planning it again on
+            # every append, as it does for a one-element array (its custom plan looks cheaper
+            # than the generic plan's ten-row guess).
+            replays = (
+                f"SELECT COUNT(*) FROM {event_table} e WHERE e.thread_id = t.id "
+                "AND e.client_event_id = %s"
+            )
+            params.append(client_ids[0])
+        elif postgres:
             # The ids as one array parameter (a 500-id IN list costs milliseconds to parse and
             # plan on every batch), each probed in the (thread, client_event_id) index by a
             # correlated subquery: a join may be planned as a scan of all the thread's ids,
