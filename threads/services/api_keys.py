@@ -86,7 +86,11 @@ def api_key_revoke(*, key: ApiKey, actor: AbstractBaseUser) -> ApiKey:
     changes nothing and records nothing."""
     require_role(actor, key.workspace, KEY_ROLE)
     with transaction.atomic(durable=True):
-        locked = ApiKey.objects.select_for_update().select_related("workspace").get(pk=key.pk)
+        locked = (
+            ApiKey.objects.select_for_update(of=("self",))
+            .select_related("workspace")
+            .get(pk=key.pk)
+        )
         if locked.revoked_at is not None:
             return locked
         before = _key_state(locked)
@@ -110,7 +114,11 @@ def api_key_expiry_set(
     """Set (or clear, with None) when a key stops working. A time in the past expires it now."""
     require_role(actor, key.workspace, KEY_ROLE)
     with transaction.atomic(durable=True):
-        locked = ApiKey.objects.select_for_update().select_related("workspace").get(pk=key.pk)
+        locked = (
+            ApiKey.objects.select_for_update(of=("self",))
+            .select_related("workspace")
+            .get(pk=key.pk)
+        )
         before = _key_state(locked)
         locked.expires_at = expires_at
         locked.save(update_fields=["expires_at"])

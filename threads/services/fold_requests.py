@@ -68,7 +68,14 @@ def fold_request(*, thread: Thread, trigger: dict[str, Any], actor: Any = None) 
         raise ValueError(f"unknown trigger kind {trigger.get('kind')!r}")
     now = _now()
     with transaction.atomic():
-        locked = Thread.objects.select_for_update().select_related("workspace").get(pk=thread.pk)
+        # The thread's row alone: FOR UPDATE of the join would lock its workspace's row too,
+        # and every other fold request, new thread and audit entry of the workspace would wait
+        # for this one (16 agents' first folds queued 14 ms each on it, bench/ingest.py).
+        locked = (
+            Thread.objects.select_for_update(of=("self",))
+            .select_related("workspace")
+            .get(pk=thread.pk)
+        )
         if locked.pinned_at is not None:
             raise pinned_problem(locked)
         if locked.fold_task_id:
