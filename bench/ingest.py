@@ -5,6 +5,7 @@
     uv run python bench/ingest.py --profile       # also cProfile the API side
     uv run python bench/ingest.py --server        # 16 agents through gunicorn instead
     uv run python bench/ingest.py --server --profile   # ... and cProfile gunicorn's workers
+    uv run python bench/ingest.py --server --statements   # ... and PostgreSQL's time per statement
 
 Three comparisons, each on the same rows:
 - batch ingest: POST /api/v1/threads/{id}/events/ with 500 events per request (Django's test
@@ -61,6 +62,7 @@ from docblock import replace_block  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "tau-bench-gpt-4o-airline.json.gz"
 RESULTS = ROOT / "bench" / "results" / "ingest.json"
+STATEMENTS = ROOT / "bench" / "results" / "ingest-statements.txt"
 DOCS = ROOT / "docs" / "benchmarks.md"
 BATCH = 500
 FLOORS = {
@@ -108,8 +110,9 @@ def _pg_bin() -> Path:
 
 
 @contextmanager
-def throwaway_cluster() -> Iterator[str]:
-    """A PostgreSQL cluster in a temporary folder on a free port, with durable defaults."""
+def throwaway_cluster(*, statements: bool = False) -> Iterator[str]:
+    """A PostgreSQL cluster in a temporary folder on a free port, with durable defaults;
+    `statements`: with pg_stat_statements loaded, planning time included (statements_report)."""
     pg_bin = _pg_bin()
     work = Path(tempfile.mkdtemp(prefix="ctxadmin-bench-pg-"))
     data, port = work / "data", _free_port()
@@ -120,6 +123,11 @@ def throwaway_cluster() -> Iterator[str]:
     run = lambda *cmd: subprocess.run([*prefix, *cmd], check=True, capture_output=True)  # noqa: E731
     run(str(pg_bin / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8")
     options = f"-p {port} -k {work} -c listen_addresses=127.0.0.1"
+    if statements:
+        options += (
+            " -c shared_preload_libraries=pg_stat_statements"
+            " -c pg_stat_statements.track_planning=on"
+        )
     run(
         str(pg_bin / "pg_ctl"),
         "-D",
@@ -146,7 +154,13 @@ def throwaway_cluster() -> Iterator[str]:
             ],
             check=True,
         )
-        yield f"postgres://postgres@127.0.0.1:{port}/ctxadmin_bench"
+        dsn = f"postgres://postgres@127.0.0.1:{port}/ctxadmin_bench"
+        if statements:
+            import psycopg
+
+            with psycopg.connect(dsn, autocommit=True) as connection:
+                connection.execute("CREATE EXTENSION pg_stat_statements")
+        yield dsn
     finally:
         subprocess.run(
             [*prefix, str(pg_bin / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"],
@@ -527,6 +541,11 @@ def main() -> None:
         "--server", action="store_true", help="16 agents through gunicorn (bench/ingest_server.py)"
     )
     parser.add_argument(
+        "--statements",
+        action="store_true",
+        help=f"PostgreSQL's execution and planning time per statement, to {STATEMENTS.name}",
+    )
+    parser.add_argument(
         "--secrets",
         choices=("on", "off"),
         default="on",
@@ -549,8 +568,40 @@ def main() -> None:
         if args.dsn:
             run(args, args.dsn, var_dir)
         else:
-            with throwaway_cluster() as dsn:
+            with throwaway_cluster(statements=args.statements) as dsn:
                 run(args, dsn, var_dir)
+                if args.statements:
+                    statements_report(dsn, STATEMENTS)
+
+
+def statements_report(dsn: str, out: Path, top: int = 25) -> None:
+    """The statements that cost PostgreSQL the most over the run, every side's (the ceilings'
+    spell their SQL apart from ctxadmin's): calls, and execution and planning time per call.
+    A prepared statement the server plans on every call shows here as planning time in every
+    run of it (docs/benchmarks.md, "Planned on every request")."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        rows = connection.execute(
+            "SELECT calls, total_exec_time, total_plan_time, "
+            "regexp_replace(query, '\\s+', ' ', 'g') FROM pg_stat_statements "
+            "WHERE calls > 0 ORDER BY total_exec_time + total_plan_time DESC LIMIT %s",
+            (top,),
+        ).fetchall()
+    lines = [
+        f"PostgreSQL's time per statement over the run, the {top} costliest (pg_stat_statements)",
+        "",
+        f"{'calls':>8} {'exec µs/call':>13} {'plan µs/call':>13}  statement",
+    ]
+    for calls, executing, planning, query in rows:
+        lines.append(
+            f"{calls:>8} {executing / calls * 1000:>13.1f} {planning / calls * 1000:>13.1f}  "
+            f"{query[:400]}"
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+    print("\n".join(line[:160] for line in lines))
+    print(f"wrote {out}")
 
 
 def run(args: argparse.Namespace, dsn: str, var_dir: str) -> None:

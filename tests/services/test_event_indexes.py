@@ -56,11 +56,20 @@ def test_open_calls_are_read_off_the_tool_call_index(thread: Thread) -> None:
     assert list(found.answered) == ["c3"]
     assert found.side_effects == {found.answered["c3"][0]}
     # The raw statement of PostgreSQL is logged with its placeholders.
-    params = (
-        (thread.pk, ["c3", "c99"], ["tool_call", "tool_result"])
-        if connection.vendor == "postgresql"
-        else ()
-    )
+    params = (thread.pk, ["c3", "c99"]) if connection.vendor == "postgresql" else ()
+    _reads_the_index(seen.captured_queries, params)
+
+
+def test_a_tool_results_open_call_is_read_off_the_tool_call_index(thread: Thread) -> None:
+    """One id, as a tool result's append asks: an equality (the statement the server keeps
+    one plan of), off the same index."""
+    _thread_with_calls(thread)
+    f.append(thread, f.call("c99", "lookup"))
+    with CaptureQueriesContext(connection) as seen:
+        found = _open_calls(thread, {"c99"})
+    assert found.open == {"c99": [thread.last_seq]}
+    assert found.answered == {}
+    params = (thread.pk, "c99") if connection.vendor == "postgresql" else ()
     _reads_the_index(seen.captured_queries, params)
 
 
