@@ -578,7 +578,7 @@ def statements_report(dsn: str, out: Path, top: int = 25) -> None:
     """The statements that cost PostgreSQL the most over the run, every side's (the ceilings'
     spell their SQL apart from ctxadmin's): calls, and execution and planning time per call.
     A prepared statement the server plans on every call shows here as planning time in every
-    run of it (docs/benchmarks.md, "Planned on every request")."""
+    run of it; docs/benchmarks.md has what it found in issue #26's last round."""
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as connection:
