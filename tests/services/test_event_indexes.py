@@ -56,7 +56,7 @@ def test_open_calls_are_read_off_the_tool_call_index(thread: Thread) -> None:
     assert list(found.answered) == ["c3"]
     assert found.side_effects == {found.answered["c3"][0]}
     # The raw statement of PostgreSQL is logged with its placeholders.
-    params = (thread.pk, ["c3", "c99"]) if connection.vendor == "postgresql" else ()
+    params = (thread.pk, "c3", "c99") if connection.vendor == "postgresql" else ()
     _reads_the_index(seen.captured_queries, params)
 
 
@@ -70,6 +70,21 @@ def test_a_tool_results_open_call_is_read_off_the_tool_call_index(thread: Thread
     assert found.open == {"c99": [thread.last_seq]}
     assert found.answered == {}
     params = (thread.pk, "c99") if connection.vendor == "postgresql" else ()
+    _reads_the_index(seen.captured_queries, params)
+
+
+def test_many_open_calls_are_read_off_the_tool_call_index_in_one_array(thread: Thread) -> None:
+    """Past IN_LIST_MAX ids (a large batch of results) the ids go as one array: the same
+    index, the same answer."""
+    from threads.selectors.statements import IN_LIST_MAX
+
+    _thread_with_calls(thread)
+    ids = {f"c{n}" for n in range(IN_LIST_MAX + 2)}
+    with CaptureQueriesContext(connection) as seen:
+        found = _open_calls(thread, ids)
+    assert found.open == {}
+    assert set(found.answered) == ids
+    params = (thread.pk, sorted(ids)) if connection.vendor == "postgresql" else ()
     _reads_the_index(seen.captured_queries, params)
 
 

@@ -57,6 +57,25 @@ def server_cursor(connection: Any) -> Iterator[psycopg.Cursor[Any]]:
         pgconn.prepare_threshold = threshold
 
 
+def equal_or_any(values: Sequence[Any], sql_type: str) -> tuple[str, list[Any]]:
+    """The right-hand side of a prepared statement's condition on `values`, and the parameters
+    it takes: `= %s` for one value, `IN (%s, …)` for up to IN_LIST_MAX, else (none, or more)
+    `= ANY(%s::sql_type[])` with the list as one parameter. A short list as an array makes the
+    server's custom plan look cheaper than its generic plan's ten-element guess, so it plans the
+    statement again on every run, often for longer than the statement runs
+    (`bench/ingest.py --statements`); spelled out, each count of values is a statement of its
+    own that the server plans once."""
+    if 0 < len(values) <= IN_LIST_MAX:
+        if len(values) == 1:
+            return "= %s", [values[0]]
+        return f"IN ({', '.join(['%s'] * len(values))})", list(values)
+    return f"= ANY(%s::{sql_type}[])", [list(values)]
+
+
+# The longest list equal_or_any spells out, one parameter a value.
+IN_LIST_MAX = 8
+
+
 def log_queries(connection: Any, started: float, *sqls: str) -> None:
     """Log statements run on the raw connection as Django's debug cursor would, so that query
     counts in tests stay truthful."""

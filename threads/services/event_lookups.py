@@ -16,7 +16,7 @@ from threads.domain.events import NewEvent
 from threads.domain.markers import RETRACTABLE_KINDS, RETRACTION
 from threads.models import TOOL_CALL_INDEXED, TOOL_CALL_INDEXED_SQL, Event, EventKind, Thread
 from threads.selectors.events import retractions_by_target
-from threads.selectors.statements import rows_read
+from threads.selectors.statements import equal_or_any, rows_read
 
 
 @dataclass
@@ -82,11 +82,10 @@ def _open_call_rows_postgres(
     transforms cost more CPU than the rest of a one-event append's reads.
 
     The kinds are written into the statement and a single id (a tool result's append) is an
-    equality: with either as an array parameter the server's custom plan looked cheaper than
-    its generic plan's ten-element guess, so it planned the statement again on every append
-    (100 µs of its CPU, six times the read itself; `bench/ingest.py --statements`)."""
+    equality (equal_or_any): as array parameters, the server planned the statement again on
+    every append (100 µs of its CPU, six times the read itself)."""
     table = connection.ops.quote_name(Event._meta.db_table)
-    ids = "= %s" if len(tool_call_ids) == 1 else "= ANY(%s::text[])"
+    ids, id_params = equal_or_any(tool_call_ids, "text")
     sql = (
         "SELECT kind, seq, tool_call_id, (data->>'call_seq')::bigint, "
         f"COALESCE(data->'side_effect' = 'true'::jsonb, false) FROM {table} "
@@ -94,9 +93,8 @@ def _open_call_rows_postgres(
         f"AND kind IN ('{EventKind.TOOL_CALL.value}', '{EventKind.TOOL_RESULT.value}') "
         f"AND {TOOL_CALL_INDEXED_SQL}"
     )
-    param: Any = tool_call_ids[0] if len(tool_call_ids) == 1 else tool_call_ids
     # _open_calls sorts them
-    return cast(Any, rows_read(connection, sql, (thread.pk, param)))
+    return cast(Any, rows_read(connection, sql, (thread.pk, *id_params)))
 
 
 @dataclass

@@ -23,7 +23,7 @@ from threads.domain.ledger import DUPLICATE_OF
 from threads.domain.markers import RETRACTION
 from threads.keys.chain import thread_key
 from threads.models import Event, Thread, Workspace
-from threads.selectors.statements import rows_read
+from threads.selectors.statements import equal_or_any, rows_read
 from threads.services.event_lock import (
     _may_have_replays,
     _thread_lock_for_workspace,
@@ -124,11 +124,9 @@ def event_append_locked(thread: Thread, new_events: Sequence[NewEvent]) -> list[
     connection = connections[router.db_for_write(Event)]
     if client_ids and connection.vendor == "postgresql":
         table = connection.ops.quote_name(Event._meta.db_table)
-        sql = (
-            f"SELECT COUNT(*) FROM {table} WHERE thread_id = %s "
-            "AND client_event_id = ANY(%s::text[])"
-        )
-        ((count,),) = rows_read(connection, sql, (thread.pk, client_ids))
+        ids, id_params = equal_or_any(client_ids, "text")
+        sql = f"SELECT COUNT(*) FROM {table} WHERE thread_id = %s AND client_event_id {ids}"
+        ((count,),) = rows_read(connection, sql, (thread.pk, *id_params))
         # Under the lock the count is current: _may_have_replays trusts it.
         thread.replays = count  # type: ignore[attr-defined]
         thread.log_seq = thread.last_seq  # type: ignore[attr-defined]

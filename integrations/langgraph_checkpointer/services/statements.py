@@ -37,8 +37,11 @@ from integrations.langgraph_checkpointer.selectors.messages import (
     langgraph_messages_count_between,
 )
 from threads.models import Checkpoint, Thread, Workspace
-from threads.selectors.statements import postgres_for, rows_run, table_name
+from threads.selectors.statements import equal_or_any, postgres_for, rows_run, table_name
 from threads.services.event_rows import row_params
+
+# How many of the mirrored messages after a write's checkpoint its order check reads.
+MESSAGES_AFTER_CURSOR = 100
 
 
 def _index_row(
@@ -123,7 +126,7 @@ def message_index_and_cursor(
     """What a write of messages reads to check its order, in one prepared statement:
     message_index of its messages' ids, the cursor of the LangGraph checkpoint it follows (None
     when not stored), and the (message_id, digest) of the mirrored messages that end after that
-    cursor, in log order (at most 100)."""
+    cursor, in log order (at most MESSAGES_AFTER_CURSOR)."""
     connection = postgres_for(LanggraphMessage, write=True)
     if connection is None:
         stored = langgraph_checkpoint_cursor(
@@ -132,25 +135,30 @@ def message_index_and_cursor(
         later = (
             []
             if stored is None
-            else [(m.message_id, m.digest) for m in langgraph_messages_after(thread, stored, 100)]
+            else [
+                (m.message_id, m.digest)
+                for m in langgraph_messages_after(thread, stored, MESSAGES_AFTER_CURSOR)
+            ]
         )
         return message_index(thread, message_ids), stored, later
     checkpoints = table_name(connection.alias, LanggraphCheckpoint)
     messages, _, names = _columns(connection.alias, LanggraphMessage)
     # Part 0: the checkpoint's cursor; part 1: the messages after it; part 2: the index rows
     # of the ids (key, seq, last_seq, message_id, digest). NULL pads what a part lacks.
+    # The ids by equal_or_any and the limit written in: with either as a parameter the server
+    # planned the statement again on every write.
+    ids, id_params = equal_or_any(sorted(set(message_ids)), "text")
     sql = (
         f"WITH c AS (SELECT t.cursor FROM {checkpoints} t WHERE t.thread_id = %s "
         "AND t.checkpoint_ns = %s AND t.checkpoint_id = %s) "
         "SELECT 0, NULL::bigint, c.cursor, NULL::bigint, NULL::text, NULL::text FROM c "
         "UNION ALL (SELECT 1, NULL, m.seq, NULL, m.message_id, m.digest "
         f"FROM {messages} m, c WHERE m.thread_id = %s AND m.last_seq > c.cursor "
-        "ORDER BY m.seq LIMIT %s) UNION ALL "
+        f"ORDER BY m.seq LIMIT {MESSAGES_AFTER_CURSOR}) UNION ALL "
         "SELECT 2, m.id, m.seq, m.last_seq, m.message_id, m.digest "
-        f"FROM {messages} m WHERE m.thread_id = %s AND m.message_id = ANY(%s::text[])"
+        f"FROM {messages} m WHERE m.thread_id = %s AND m.message_id {ids}"
     )
-    ids = sorted(set(message_ids))
-    params = (thread.pk, checkpoint_ns, checkpoint_id, thread.pk, 100, thread.pk, ids)
+    params = (thread.pk, checkpoint_ns, checkpoint_id, thread.pk, thread.pk, *id_params)
     end: int | None = None
     after: list[tuple[int, str, str]] = []
     found = []
@@ -443,15 +451,16 @@ def checkpoints_carrying(
     writes = table_name(connection.alias, LanggraphWrite)
     names = ["id", "checkpoint_id", "checkpoint_z", "values_z"]  # the model's field order
     # Part 0: the checkpoints; part 1: the writes rows with waiting interrupts (JSON as text).
+    ids, id_params = equal_or_any(list(checkpoint_ids), "text")
     sql = (
         "SELECT 0, t.id, t.checkpoint_id, t.checkpoint_z, t.values_z, NULL::text "
         f"FROM {table} t WHERE t.thread_id = %s AND t.checkpoint_ns = %s "
-        "AND t.checkpoint_id = ANY(%s::text[]) UNION ALL "
+        f"AND t.checkpoint_id {ids} UNION ALL "
         "SELECT 1, w.id, NULL, NULL, NULL, w.interrupts::text "
         f"FROM {writes} w WHERE w.thread_id = %s AND w.checkpoint_ns = %s "
         "AND w.checkpoint_id = %s AND w.interrupts IS NOT NULL"
     )
-    params = (thread.pk, checkpoint_ns, list(checkpoint_ids), thread.pk, checkpoint_ns, waiting_for)
+    params = (thread.pk, checkpoint_ns, *id_params, thread.pk, checkpoint_ns, waiting_for)
     found: list[LanggraphCheckpoint] = []
     waiting_rows: list[tuple[int, list[dict[str, Any]]]] = []
     for part, pk, checkpoint_id, checkpoint_z, values_z, interrupts in rows_run(
