@@ -268,6 +268,16 @@ class Pipeline:
             deadline = time.monotonic() + PUT_WAIT_S
             while self._put_coming() and time.monotonic() < deadline:
                 self._cond.wait(0.002)
+            if self._put_coming():
+                head = self._queue[0]
+                log.warning(
+                    "a write of thread %s waited %.1f s for the put of checkpoint %s, which "
+                    "did not come; it goes without it (queued: %s)",
+                    head.thread_id,
+                    PUT_WAIT_S,
+                    head.checkpoint_id,
+                    [(q.kind, q.checkpoint_id[-8:], q.put_follows) for q in self._queue],
+                )
             if not any(item.kind == "put" for item in self._queue):
                 # A task's writes come just before the put of its step: one request for both.
                 self._cond.wait_for(
