@@ -57,6 +57,10 @@ def server_cursor(connection: Any) -> Iterator[psycopg.Cursor[Any]]:
         pgconn.prepare_threshold = threshold
 
 
+# The longest list equal_or_any spells out, one parameter a value.
+IN_LIST_MAX = 8
+
+
 def equal_or_any(values: Sequence[Any], sql_type: str) -> tuple[str, list[Any]]:
     """The right-hand side of a prepared statement's condition on `values`, and the parameters
     it takes: `= %s` for one value, `IN (%s, …)` for up to IN_LIST_MAX, else (none, or more)
@@ -70,10 +74,6 @@ def equal_or_any(values: Sequence[Any], sql_type: str) -> tuple[str, list[Any]]:
             return "= %s", [values[0]]
         return f"IN ({', '.join(['%s'] * len(values))})", list(values)
     return f"= ANY(%s::{sql_type}[])", [list(values)]
-
-
-# The longest list equal_or_any spells out, one parameter a value.
-IN_LIST_MAX = 8
 
 
 def log_queries(connection: Any, started: float, *sqls: str) -> None:

@@ -18,7 +18,12 @@ from django.db.models.functions import Coalesce
 from threads.domain.errors import NotFound
 from threads.domain.events import NewEvent
 from threads.models import Event, Thread, Workspace
-from threads.selectors.statements import log_queries, server_cursor
+from threads.selectors.statements import (
+    IN_LIST_MAX,
+    equal_or_any,
+    log_queries,
+    server_cursor,
+)
 
 
 def _with_replay_count(
@@ -71,17 +76,7 @@ def _thread_lock_for_workspace(
     fields = Thread._meta.concrete_fields
     params: list[Any] = []
     if client_ids:
-        if postgres and len(client_ids) == 1:
-            # One id (a single event): an equality, so that after its first runs the server
-            # keeps one generic plan of the prepared lock instead of planning it again on
-            # every append, as it does for a one-element array (its custom plan looks cheaper
-            # than the generic plan's ten-row guess).
-            replays = (
-                f"SELECT COUNT(*) FROM {event_table} e WHERE e.thread_id = t.id "
-                "AND e.client_event_id = %s"
-            )
-            params.append(client_ids[0])
-        elif postgres:
+        if postgres and len(client_ids) > IN_LIST_MAX:
             # The ids as one array parameter (a 500-id IN list costs milliseconds to parse and
             # plan on every batch), each probed in the (thread, client_event_id) index by a
             # correlated subquery: a join may be planned as a scan of all the thread's ids,
@@ -93,11 +88,19 @@ def _thread_lock_for_workspace(
             )
             params.append(client_ids)
         else:
+            # A few ids spelled out: on PostgreSQL by equal_or_any, so that the server keeps
+            # one plan of the prepared lock (a single event's one id as an array made it plan
+            # the lock again on every append).
+            ids, id_params = (
+                equal_or_any(client_ids, "text")
+                if postgres
+                else (f"IN ({', '.join(['%s'] * len(client_ids))})", client_ids)
+            )
             replays = (
                 f"SELECT COUNT(*) FROM {event_table} e WHERE e.thread_id = t.id AND "
-                f"e.client_event_id IN ({', '.join(['%s'] * len(client_ids))})"
+                f"e.client_event_id {ids}"
             )
-            params += client_ids
+            params += id_params
         columns += (
             f", ({replays}) AS replays, COALESCE((SELECT MAX(e.seq) FROM {event_table} e "
             "WHERE e.thread_id = t.id), 0) AS log_seq"

@@ -77,13 +77,13 @@ def _open_calls(thread: Thread, tool_call_ids: set[str]) -> _Calls:
 def _open_call_rows_postgres(
     connection: Any, thread: Thread, tool_call_ids: list[str]
 ) -> list[tuple[str, int, str, int | None, bool]]:
-    """_open_calls' rows on PostgreSQL, as one prepared statement with the ids as one array:
-    a tool result's append runs it, and compiling the ORM's query with its two JSON key
-    transforms cost more CPU than the rest of a one-event append's reads.
+    """_open_calls' rows on PostgreSQL, as one prepared statement: a tool result's append runs
+    it, and compiling the ORM's query with its two JSON key transforms cost more CPU than the
+    rest of a one-event append's reads.
 
-    The kinds are written into the statement and a single id (a tool result's append) is an
-    equality (equal_or_any): as array parameters, the server planned the statement again on
-    every append (100 µs of its CPU, six times the read itself)."""
+    The kinds are written into the statement and the ids spelled out (equal_or_any): as array
+    parameters, the server planned the statement again on every append (100 µs of its CPU, six
+    times the read itself)."""
     table = connection.ops.quote_name(Event._meta.db_table)
     ids, id_params = equal_or_any(tool_call_ids, "text")
     sql = (
